@@ -1,0 +1,2 @@
+/** The {@code jccl} command line: run, perf, info. */
+package org.jccl.cli;

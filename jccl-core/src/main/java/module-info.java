@@ -1,0 +1,17 @@
+/**
+ * jccl-core: the API ({@code org.jccl}), the bootstrap store and environment discovery, and the
+ * built-in host engine. No run-time dependencies; the Vector API is used when the
+ * {@code jdk.incubator.vector} module is present, else scalar kernels.
+ */
+module org.jccl {
+    requires static jdk.incubator.vector;
+    requires java.management;
+    requires jdk.management;
+
+    exports org.jccl;
+    exports org.jccl.bootstrap;
+    exports org.jccl.spi;
+    exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
+
+    uses org.jccl.spi.Backend;
+}

@@ -1,0 +1,198 @@
+package org.jccl;
+
+/**
+ * A group of ranks that run collectives together. Every rank calls the same collectives in the
+ * same order; each call has a blocking form and an {@code Async} form that returns a {@link Work}.
+ *
+ * <p>Out-of-place forms take a send and a receive buffer; in-place forms take one buffer and
+ * follow NCCL's conventions (all-gather: this rank's input is slice {@code rank} of the output;
+ * reduce-scatter: the result lands in slice {@code rank} of the input). Every blocking call and
+ * every {@link Work} has a deadline: the communicator's timeout ({@code JCCL_TIMEOUT}).
+ *
+ * <p>Bad arguments are rejected with an {@link IllegalArgumentException} naming the argument
+ * before any byte moves. Closed communicators throw {@link InvalidUsageException}.
+ */
+public interface Communicator extends AutoCloseable {
+
+    /** Color for {@link #split(int, int)} meaning "this rank joins no new communicator". */
+    int NO_COLOR = -1;
+
+    /** This rank, in {@code [0, size)}. */
+    int rank();
+
+    /** Number of ranks. */
+    int size();
+
+    /** Name of the backend that runs this communicator ("host", "nccl", "mpi"). */
+    String backend();
+
+    /** The deadline applied to every wait of this communicator. */
+    java.time.Duration timeout();
+
+    // ---- all-reduce ----
+
+    /** recv[i] = op over ranks of send[i]. send and recv have the same type and count. */
+    void allReduce(Buffer send, Buffer recv, ReduceOp op);
+
+    /** In-place all-reduce. */
+    default void allReduce(Buffer buffer, ReduceOp op) {
+        allReduce(buffer, buffer, op);
+    }
+
+    /** Asynchronous all-reduce. */
+    Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op);
+
+    /** Asynchronous in-place all-reduce. */
+    default Work allReduceAsync(Buffer buffer, ReduceOp op) {
+        return allReduceAsync(buffer, buffer, op);
+    }
+
+    // ---- broadcast ----
+
+    /** recv = root's send on every rank (send is read on the root only). */
+    void broadcast(Buffer send, Buffer recv, int root);
+
+    /** In-place broadcast of the root's buffer. */
+    default void broadcast(Buffer buffer, int root) {
+        broadcast(buffer, buffer, root);
+    }
+
+    /** Asynchronous broadcast. */
+    Work broadcastAsync(Buffer send, Buffer recv, int root);
+
+    /** Asynchronous in-place broadcast. */
+    default Work broadcastAsync(Buffer buffer, int root) {
+        return broadcastAsync(buffer, buffer, root);
+    }
+
+    // ---- reduce ----
+
+    /** The root's recv = op over ranks of send; recv is ignored (may be null) on other ranks. */
+    void reduce(Buffer send, Buffer recv, ReduceOp op, int root);
+
+    /** In-place reduce into the root's buffer. */
+    default void reduce(Buffer buffer, ReduceOp op, int root) {
+        reduce(buffer, buffer, op, root);
+    }
+
+    /** Asynchronous reduce. */
+    Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root);
+
+    /** Asynchronous in-place reduce. */
+    default Work reduceAsync(Buffer buffer, ReduceOp op, int root) {
+        return reduceAsync(buffer, buffer, op, root);
+    }
+
+    // ---- all-gather ----
+
+    /** recv (size x send.count elements) = every rank's send, in rank order. */
+    void allGather(Buffer send, Buffer recv);
+
+    /** In-place all-gather: this rank's input is slice {@code rank()} of {@code buffer}. */
+    default void allGather(Buffer buffer) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        allGather(buffer.slice(rank() * c, c), buffer);
+    }
+
+    /** Asynchronous all-gather. */
+    Work allGatherAsync(Buffer send, Buffer recv);
+
+    /** Asynchronous in-place all-gather. */
+    default Work allGatherAsync(Buffer buffer) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        return allGatherAsync(buffer.slice(rank() * c, c), buffer);
+    }
+
+    // ---- reduce-scatter ----
+
+    /** recv = slice {@code rank} (recv.count elements) of op over ranks of send (size x recv.count). */
+    void reduceScatter(Buffer send, Buffer recv, ReduceOp op);
+
+    /** In-place reduce-scatter: the result lands in slice {@code rank()} of {@code buffer}. */
+    default void reduceScatter(Buffer buffer, ReduceOp op) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        reduceScatter(buffer, buffer.slice(rank() * c, c), op);
+    }
+
+    /** Asynchronous reduce-scatter. */
+    Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op);
+
+    /** Asynchronous in-place reduce-scatter. */
+    default Work reduceScatterAsync(Buffer buffer, ReduceOp op) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        return reduceScatterAsync(buffer, buffer.slice(rank() * c, c), op);
+    }
+
+    // ---- all-to-all ----
+
+    /** Block j of send goes to rank j; block i of recv comes from rank i (equal block sizes). */
+    void allToAll(Buffer send, Buffer recv);
+
+    /** In-place all-to-all. */
+    default void allToAll(Buffer buffer) {
+        allToAll(buffer, buffer);
+    }
+
+    /** Asynchronous all-to-all. */
+    Work allToAllAsync(Buffer send, Buffer recv);
+
+    /** Asynchronous in-place all-to-all. */
+    default Work allToAllAsync(Buffer buffer) {
+        return allToAllAsync(buffer, buffer);
+    }
+
+    // ---- gather / scatter ----
+
+    /** The root's recv (size x send.count) = every rank's send in rank order; recv ignored elsewhere. */
+    void gather(Buffer send, Buffer recv, int root);
+
+    /** Asynchronous gather. */
+    Work gatherAsync(Buffer send, Buffer recv, int root);
+
+    /** recv on rank i = block i of the root's send (size x recv.count); send ignored elsewhere. */
+    void scatter(Buffer send, Buffer recv, int root);
+
+    /** Asynchronous scatter. */
+    Work scatterAsync(Buffer send, Buffer recv, int root);
+
+    // ---- point to point ----
+
+    /** Sends {@code buffer} to {@code peer}; matched in order with the peer's {@link #recv}. */
+    void send(Buffer buffer, int peer);
+
+    /** Asynchronous send. */
+    Work sendAsync(Buffer buffer, int peer);
+
+    /** Receives from {@code peer} into {@code buffer}; type and count must match the send. */
+    void recv(Buffer buffer, int peer);
+
+    /** Asynchronous receive. */
+    Work recvAsync(Buffer buffer, int peer);
+
+    // ---- synchronisation ----
+
+    /** Returns once every rank has entered the barrier. */
+    void barrier();
+
+    /** Asynchronous barrier. */
+    Work barrierAsync();
+
+    // ---- lifecycle ----
+
+    /**
+     * Collective: ranks with the same {@code color} form a new communicator, ordered by {@code
+     * key} then by old rank. A rank passing {@link #NO_COLOR} gets null.
+     */
+    Communicator split(int color, int key);
+
+    /**
+     * Fails every pending and future operation of this communicator on this rank and tells the
+     * other ranks, whose pending operations then fail too. Callable from any thread; returns
+     * promptly.
+     */
+    void abort();
+
+    /** Releases the communicator's resources. Pending operations fail. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,114 @@
+package org.jccl;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.ServiceLoader;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Store;
+import org.jccl.bootstrap.TcpStore;
+import org.jccl.internal.Log;
+import org.jccl.spi.Backend;
+
+/**
+ * Entry point: forms a communicator over every rank of the job.
+ *
+ * <pre>{@code
+ * try (Communicator comm = Jccl.init()) {
+ *     comm.allReduce(HostBuffer.of(grads), ReduceOp.SUM);
+ * }
+ * }</pre>
+ */
+public final class Jccl {
+    private static final Log LOG = Log.get(Jccl.class);
+
+    /** jccl's version. */
+    public static final String VERSION = "0.1.0";
+
+    private Jccl() {
+    }
+
+    /** Forms a communicator from the environment ({@link Options#fromEnv()}). */
+    public static Communicator init() {
+        return init(Options.fromEnv());
+    }
+
+    /**
+     * Forms a communicator. Collective: every rank of the job calls it. Rank 0 serves the
+     * rendezvous store at the store address unless a store already runs there (a launcher's).
+     */
+    public static Communicator init(Options options) {
+        Checks.notNull(options, "options");
+        Backend backend = chooseBackend(options);
+        Store root;
+        boolean ownStore;
+        if (options.store() != null) {
+            root = options.store();
+            ownStore = false;
+        } else {
+            root = TcpStore.open(options.storeHost(), options.storePort(), options.rank() == 0,
+                    options.token(), options.timeout());
+            ownStore = true;
+        }
+        try {
+            // Every init of this job gets its own namespace: the n-th init of each rank meets the
+            // n-th init of the others.
+            long n = root.add("jccl/" + options.jobId() + "/inits/" + options.rank(), 1);
+            String prefix = "jccl/" + options.jobId() + "/c" + n + "/";
+            // The backend closes the store it is given when the communicator closes; a store
+            // this call opened closes with it, a caller's store stays open.
+            Store store = ownStore ? PrefixStore.owning(prefix, root) : new PrefixStore(prefix, root);
+            LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name());
+            return backend.create(options, store);
+        } catch (RuntimeException | Error e) {
+            if (ownStore) {
+                root.close();
+            }
+            throw e;
+        }
+    }
+
+    /** The backends on the module/class path, available or not. */
+    public static List<Backend> backends() {
+        List<Backend> out = new ArrayList<>();
+        for (Backend b : ServiceLoader.load(Backend.class, Jccl.class.getClassLoader())) {
+            out.add(b);
+        }
+        return out;
+    }
+
+    static Backend chooseBackend(Options options) {
+        String wanted = options.backend();
+        if (wanted == null) {
+            String env = System.getenv("JCCL_BACKEND");
+            wanted = env == null || env.isBlank() ? null : env.trim().toLowerCase(Locale.ROOT);
+        }
+        List<Backend> all = backends();
+        if (wanted != null) {
+            for (Backend b : all) {
+                if (b.name().equals(wanted)) {
+                    if (!b.isAvailable()) {
+                        throw new JcclException("backend '" + wanted + "' is not available here: "
+                                + b.unavailabilityCause());
+                    }
+                    return b;
+                }
+            }
+            List<String> names = all.stream().map(Backend::name).toList();
+            throw new IllegalArgumentException("backend '" + wanted + "' (JCCL_BACKEND or Options.backend) is unknown: "
+                    + "available here are " + names + "; add its module (e.g. jccl-cuda for nccl) to the class path");
+        }
+        for (Backend b : all) {
+            if (b.prefers(options) && b.isAvailable()) {
+                return b;
+            }
+        }
+        for (Backend b : all) {
+            if (b.name().equals("host")) {
+                return b;
+            }
+        }
+        throw new JcclException("no jccl backend found: jccl-core's host engine should always be present; "
+                + "check that jccl-core is on the class path");
+    }
+}

@@ -1,0 +1,119 @@
+package org.jccl;
+
+import java.time.Duration;
+import java.util.Objects;
+import org.jccl.bootstrap.Store;
+
+/**
+ * How to form a communicator: who this rank is, where the rendezvous store is, and the limits.
+ * Immutable; every {@code with}-style method returns a copy. {@link #fromEnv()} reads the
+ * {@code JCCL_*}, torchrun, Slurm and Open MPI variables.
+ *
+ * @param rank          this rank, {@code [0, size)}
+ * @param size          number of ranks
+ * @param localRank     rank among the ranks on this host
+ * @param localSize     ranks on this host
+ * @param storeHost     host of the rendezvous store (rank 0 serves it there when none runs)
+ * @param storePort     port of the store
+ * @param jobId         job id, unique among jobs that share a host (names shm files, store keys)
+ * @param token         job token every store and transport connection must prove; null for none
+ * @param timeout       deadline of every wait
+ * @param backend       backend name ("host", "nccl", "mpi"), or null to choose from the device
+ * @param device        the device a GPU communicator is bound to, or null for host memory
+ * @param store         an already connected store to use instead of storeHost/storePort, or null
+ */
+public record Options(int rank, int size, int localRank, int localSize, String storeHost, int storePort,
+                      String jobId, String token, Duration timeout, String backend, Device device, Store store) {
+
+    /** Default deadline: 10 minutes, as PyTorch's for NCCL. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
+
+    /** Validates the values. */
+    public Options {
+        if (size < 1) {
+            throw new IllegalArgumentException("size is " + size + ": a communicator needs at least one rank");
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("rank is " + rank + " but size is " + size + ": rank must be in [0, size)");
+        }
+        if (localSize < 1 || localRank < 0 || localRank >= localSize) {
+            throw new IllegalArgumentException("localRank " + localRank + " / localSize " + localSize
+                    + " are inconsistent: need 0 <= localRank < localSize");
+        }
+        if (storePort < 0 || storePort > 65535) {
+            throw new IllegalArgumentException("storePort is " + storePort + ": use a TCP port 0..65535");
+        }
+        Objects.requireNonNull(jobId, "jobId");
+        if (!jobId.matches("[A-Za-z0-9._-]{1,64}")) {
+            throw new IllegalArgumentException("jobId '" + jobId + "' must be 1..64 of [A-Za-z0-9._-] (it names files)");
+        }
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration");
+        }
+    }
+
+    /** A single-rank job on loopback with defaults; change fields with the {@code with} methods. */
+    public static Options of(int rank, int size) {
+        return new Options(rank, size, rank, size, "127.0.0.1", 29500, "jccl", null, DEFAULT_TIMEOUT, null, null, null);
+    }
+
+    /** Options from the environment: JCCL_*, then torchrun, Slurm, Open MPI variables. */
+    public static Options fromEnv() {
+        return org.jccl.bootstrap.EnvDiscovery.discover(System.getenv());
+    }
+
+    /** Copy with another rank and size (local rank/size follow when they were the global ones). */
+    public Options withRank(int newRank, int newSize) {
+        return new Options(newRank, newSize, localSize == size ? newRank : localRank,
+                localSize == size ? newSize : localSize, storeHost, storePort, jobId, token, timeout, backend, device, store);
+    }
+
+    /** Copy with another local rank and local size. */
+    public Options withLocal(int newLocalRank, int newLocalSize) {
+        return new Options(rank, size, newLocalRank, newLocalSize, storeHost, storePort, jobId, token, timeout, backend, device, store);
+    }
+
+    /** Copy with another store address. */
+    public Options withStore(String host, int port) {
+        return new Options(rank, size, localRank, localSize, host, port, jobId, token, timeout, backend, device, store);
+    }
+
+    /** Copy that uses an already connected store (e.g. shared by threads-as-ranks). */
+    public Options withStore(Store connected) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, connected);
+    }
+
+    /** Copy with another job id. */
+    public Options withJobId(String id) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, id, token, timeout, backend, device, store);
+    }
+
+    /** Copy with another job token (null for none). */
+    public Options withToken(String t) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, t, timeout, backend, device, store);
+    }
+
+    /** Copy with another deadline. */
+    public Options withTimeout(Duration t) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, t, backend, device, store);
+    }
+
+    /** Copy with another backend name (null: choose automatically). */
+    public Options withBackend(String name) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, name, device, store);
+    }
+
+    /** Copy bound to a device (GPU communicators). */
+    public Options withDevice(Device d) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, d, store);
+    }
+
+    @Override
+    public String toString() {
+        return "Options[rank=" + rank + ", size=" + size + ", localRank=" + localRank + ", localSize=" + localSize
+                + ", store=" + (store != null ? store : storeHost + ":" + storePort) + ", jobId=" + jobId
+                + ", token=" + (token == null ? "none" : "***") + ", timeout=" + timeout + ", backend="
+                + (backend == null ? "auto" : backend) + ", device=" + device + "]";
+    }
+}

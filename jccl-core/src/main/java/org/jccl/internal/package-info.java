@@ -1,0 +1,2 @@
+/** Internals shared by jccl's modules; not an API. */
+package org.jccl.internal;

@@ -1,0 +1,31 @@
+package org.jccl.spi;
+
+import org.jccl.Communicator;
+import org.jccl.Options;
+import org.jccl.bootstrap.Store;
+
+/**
+ * A communicator implementation found by {@link java.util.ServiceLoader}. The host engine is
+ * built in; jccl-cuda and jccl-mpi register theirs.
+ */
+public interface Backend {
+
+    /** Short name used by {@code JCCL_BACKEND} and {@link Options#backend()}: "host", "nccl", "mpi". */
+    String name();
+
+    /** Whether this backend can run here (native libraries found, ...). */
+    boolean isAvailable();
+
+    /** Why {@link #isAvailable()} is false, or null. */
+    String unavailabilityCause();
+
+    /** Whether this backend is the automatic choice for these options (e.g. a device is set). */
+    boolean prefers(Options options);
+
+    /**
+     * Forms this rank's communicator. {@code store} is connected and namespaced for this job;
+     * the call is collective over all ranks of the job. The communicator owns {@code store} and
+     * closes it when it closes (on failure of this call too).
+     */
+    Communicator create(Options options, Store store);
+}

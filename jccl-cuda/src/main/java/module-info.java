@@ -1,0 +1,5 @@
+/** jccl-cuda: the CUDA driver and NCCL bound through the Foreign Function and Memory API. */
+module org.jccl.cuda {
+    requires org.jccl;
+    exports org.jccl.cuda;
+}

@@ -1,0 +1,2 @@
+/** GPU collectives: CUDA driver and NCCL bindings (FFM) and the NCCL communicator. */
+package org.jccl.cuda;

@@ -3,5 +3,4 @@ module org.jccl.cli {
     requires org.jccl;
     requires org.jccl.cuda;
     requires info.picocli;
-    opens org.jccl.cli to info.picocli;
 }

@@ -1,5 +1,4 @@
 /** jccl-cuda: the CUDA driver and NCCL bound through the Foreign Function and Memory API. */
 module org.jccl.cuda {
     requires org.jccl;
-    exports org.jccl.cuda;
 }

@@ -251,7 +251,7 @@ public final class ShmTransport implements AutoCloseable {
         long g = ++chunkIds;
         long need = g - geo.k();
         if (need > 0) {
-            awaitAll(DONE_SEQ_OFFSET, need, "finish reading chunk " + need);
+            awaitAll(DONE_SEQ_OFFSET, need, "finish reading an earlier chunk");
         }
         return g;
     }
@@ -284,7 +284,7 @@ public final class ShmTransport implements AutoCloseable {
 
     /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
     public void awaitIn(int peer, long g) {
-        await(peer, IN_SEQ_OFFSET, g, "post its input for chunk " + g);
+        await(peer, IN_SEQ_OFFSET, g, "post its input");
         checkHeader(peer, g);
     }
 
@@ -320,7 +320,7 @@ public final class ShmTransport implements AutoCloseable {
 
     /** Blocks until every rank finished chunk {@code g} (used before a root returns data it read). */
     public void awaitAllDone(long g) {
-        awaitAll(DONE_SEQ_OFFSET, g, "finish chunk " + g);
+        awaitAll(DONE_SEQ_OFFSET, g, "finish the chunk");
     }
 
     private void checkHeader(int peer, long g) {
@@ -331,6 +331,11 @@ public final class ShmTransport implements AutoCloseable {
         long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
         long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
         if (id != g || seq != call.seq || packed != call.packed() || count != call.count) {
+            long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
+            if (code != ABORT_NONE) {
+                // The peer failed or aborted after posting; that, not the mismatch, is the news.
+                throw peerAbort(peer, code);
+            }
             String theirs = CallInfo.describe(packed, count, seq);
             String msg = "collective mismatch: rank " + rank + " called " + call.describe() + " but rank " + peer
                     + " called " + theirs + " at the same step: every rank must call the same collectives "
@@ -456,7 +461,7 @@ public final class ShmTransport implements AutoCloseable {
      */
     public void idleP2p(int iteration, int peer) {
         if ((iteration & 127) == 127) {
-            checkHealth(-1, 0, "match the send/recv with rank " + peer, iteration);
+            checkHealth(-1, peer, "match this send/recv", iteration);
         }
         idle.idle(iteration);
     }
@@ -487,7 +492,9 @@ public final class ShmTransport implements AutoCloseable {
         }
         if (System.nanoTime() - call.deadline > 0) {
             List<Integer> missing = new ArrayList<>();
-            if (offset >= 0) {
+            if (offset < 0) {
+                missing.add((int) target);
+            } else {
                 for (int p = 0; p < size; p++) {
                     if (p != rank && (long) LONG.getAcquire(segs[p], offset) < target) {
                         missing.add(p);
@@ -495,7 +502,8 @@ public final class ShmTransport implements AutoCloseable {
                 }
             }
             String msg = call.describe() + " timed out after " + Duration.ofNanos(call.timeoutNanos) + " on rank " + rank
-                    + ": waiting for " + (missing.isEmpty() ? "a peer" : "rank(s) " + missing) + " to " + what
+                    + ": waiting for " + (missing.isEmpty() ? offset < 0 ? "rank " + target : "a peer" : "rank(s) " + missing)
+                    + " to " + what + (offset >= 0 ? " (chunk " + target + ")" : "")
                     + " (a rank is stuck, dead or called a different collective; raise JCCL_TIMEOUT if it is just slow)";
             throw new CollectiveTimeoutException(msg, missing);
         }
@@ -525,8 +533,8 @@ public final class ShmTransport implements AutoCloseable {
 
     /** Marks this rank failed/aborted in its segment so that every peer's waits end. */
     public void fail(long code, String reason) {
-        if (closed) {
-            return;
+        if (closed || (long) LONG.getAcquire(mine, ABORT_OFFSET) != ABORT_NONE) {
+            return; // the first reason stands
         }
         byte[] b = reason.getBytes(StandardCharsets.UTF_8);
         int len = Math.min(b.length, REASON_BYTES - 4);

@@ -36,8 +36,12 @@ import org.jccl.internal.Log;
  *   <li><b>BAND, BOR, BXOR</b>: integer types only.</li>
  *   <li><b>One input</b> (n = 1): SUM, PROD, MIN, MAX and the bitwise ops copy the input bits
  *       unchanged; AVG divides by {@code avgDivisor}; PREMUL_SUM multiplies by the scalar.</li>
- *   <li><b>NaN payloads</b> are not specified: any NaN input yields some NaN (for the FP8 types
- *       0x7F/0xFF), and only its NaN-ness is guaranteed.</li>
+ *   <li><b>NaN</b>: every NaN a float computation produces (reduce with n &gt;= 2, accumulate,
+ *       scale, divide, AVG and PREMUL_SUM with one input) is stored as the canonical quiet NaN:
+ *       0x7FC00000 for FLOAT32, 0x7FF8000000000000 for FLOAT64, 0x7FC0 for BFLOAT16, 0x7E00 for
+ *       FLOAT16, 0x7F for the FP8 types. NaN payloads out of the hardware depend on operand
+ *       order and instruction choice, so this is what keeps results bitwise identical across
+ *       ranks, implementations and runs. A one-input copy keeps the input bits.</li>
  * </ul>
  *
  * <h2>Implementation</h2>

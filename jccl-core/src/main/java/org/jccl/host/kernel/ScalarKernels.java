@@ -70,6 +70,19 @@ final class ScalarKernels implements Kernels {
         }
     }
 
+    /**
+     * The canonical NaN for any NaN: NaN payloads out of an arithmetic instruction depend on
+     * operand order and instruction choice (scalar vs SIMD, JIT vs interpreter), so every float
+     * result is normalized to keep results bitwise identical everywhere.
+     */
+    static float canon(float v) {
+        return v != v ? Float.NaN : v;
+    }
+
+    static double canon(double v) {
+        return v != v ? Double.NaN : v;
+    }
+
     /** One step of a float reduction; PREMUL multiplies the new input, AVG sums. */
     static float step(Op op, float acc, float x, float s) {
         return switch (op) {
@@ -107,7 +120,7 @@ final class ScalarKernels implements Kernels {
             if (op == Op.AVG) {
                 acc = acc / dv;
             }
-            d.set(F32, dOff + o, acc);
+            d.set(F32, dOff + o, canon(acc));
         }
     }
 
@@ -124,7 +137,7 @@ final class ScalarKernels implements Kernels {
             if (op == Op.AVG) {
                 acc = acc / dv;
             }
-            d.set(F64, dOff + o, acc);
+            d.set(F64, dOff + o, canon(acc));
         }
     }
 
@@ -143,7 +156,7 @@ final class ScalarKernels implements Kernels {
             if (op == Op.AVG) {
                 acc = acc / dv;
             }
-            store(fmt, d, dOff + o, acc);
+            store(fmt, d, dOff + o, canon(acc));
         }
     }
 
@@ -253,12 +266,12 @@ final class ScalarKernels implements Kernels {
             case FLOAT32 -> {
                 float f = (float) scalar;
                 for (long i = from; i < to; i++) {
-                    d.set(F32, dOff + i * 4, s.get(F32, sOff + i * 4) * f);
+                    d.set(F32, dOff + i * 4, canon(s.get(F32, sOff + i * 4) * f));
                 }
             }
             case FLOAT64 -> {
                 for (long i = from; i < to; i++) {
-                    d.set(F64, dOff + i * 8, s.get(F64, sOff + i * 8) * scalar);
+                    d.set(F64, dOff + i * 8, canon(s.get(F64, sOff + i * 8) * scalar));
                 }
             }
             case FLOAT16, BFLOAT16, FLOAT8_E4M3, FLOAT8_E5M2 -> {
@@ -266,7 +279,7 @@ final class ScalarKernels implements Kernels {
                 long size = type.byteSize();
                 float f = (float) scalar;
                 for (long i = from; i < to; i++) {
-                    store(fmt, d, dOff + i * size, load(fmt, s, sOff + i * size) * f);
+                    store(fmt, d, dOff + i * size, canon(load(fmt, s, sOff + i * size) * f));
                 }
             }
             case INT8, UINT8 -> {
@@ -296,13 +309,13 @@ final class ScalarKernels implements Kernels {
             case FLOAT32 -> {
                 float f = divisor;
                 for (long i = from; i < to; i++) {
-                    d.set(F32, dOff + i * 4, s.get(F32, sOff + i * 4) / f);
+                    d.set(F32, dOff + i * 4, canon(s.get(F32, sOff + i * 4) / f));
                 }
             }
             case FLOAT64 -> {
                 double f = divisor;
                 for (long i = from; i < to; i++) {
-                    d.set(F64, dOff + i * 8, s.get(F64, sOff + i * 8) / f);
+                    d.set(F64, dOff + i * 8, canon(s.get(F64, sOff + i * 8) / f));
                 }
             }
             case FLOAT16, BFLOAT16, FLOAT8_E4M3, FLOAT8_E5M2 -> {
@@ -310,7 +323,7 @@ final class ScalarKernels implements Kernels {
                 long size = type.byteSize();
                 float f = divisor;
                 for (long i = from; i < to; i++) {
-                    store(fmt, d, dOff + i * size, load(fmt, s, sOff + i * size) / f);
+                    store(fmt, d, dOff + i * size, canon(load(fmt, s, sOff + i * size) / f));
                 }
             }
             case INT8 -> {

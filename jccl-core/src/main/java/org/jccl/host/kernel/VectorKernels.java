@@ -20,7 +20,8 @@ import org.jccl.DataType;
  *
  * <p>Each lane performs exactly the operation sequence of {@link ScalarKernels} (same order,
  * no fused multiply-add, MIN/MAX with {@link Math#min(float, float)} semantics, BFLOAT16
- * rounding with the same integer formula), so results are bitwise identical to it.
+ * rounding with the same integer formula, NaN results replaced by the canonical NaN), so
+ * results are bitwise identical to it.
  *
  * <p>Why one method per type and operator: the Vector API is compiled to SIMD instructions
  * only when C2 sees the operator as a constant; an operator chosen inside the loop (a switch
@@ -100,6 +101,15 @@ final class VectorKernels implements Kernels {
         }
     }
 
+    /** Every NaN lane becomes the canonical NaN, as in ScalarKernels (payloads would differ). */
+    private static FloatVector canon(FloatVector v) {
+        return v.blend(Float.NaN, v.compare(VectorOperators.NE, v));
+    }
+
+    private static DoubleVector canon(DoubleVector v) {
+        return v.blend(Double.NaN, v.compare(VectorOperators.NE, v));
+    }
+
     // BFLOAT16 <-> float, lane for lane; the same integer formulas as LowPrecision.
 
     private static FloatVector bf16Load(MemorySegment seg, long off) {
@@ -144,7 +154,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -159,7 +169,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.mul(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -174,7 +184,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.min(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -189,7 +199,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.max(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -205,7 +215,7 @@ final class VectorKernels implements Kernels {
                 acc = acc.add(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO));
             }
             acc = acc.div(dv);
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -221,7 +231,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(FloatVector.fromMemorySegment(F, rest[k], ro[k] + o, NO).mul(sv));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -230,7 +240,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % FN;
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
-            FloatVector.fromMemorySegment(F, s, sOff + o, NO).mul(m).intoMemorySegment(d, dOff + o, NO);
+            canon(FloatVector.fromMemorySegment(F, s, sOff + o, NO).mul(m)).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -239,7 +249,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % FN;
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
-            FloatVector.fromMemorySegment(F, s, sOff + o, NO).div((float) divisor).intoMemorySegment(d, dOff + o, NO);
+            canon(FloatVector.fromMemorySegment(F, s, sOff + o, NO).div((float) divisor)).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -270,7 +280,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -285,7 +295,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.mul(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -300,7 +310,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.min(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -315,7 +325,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.max(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -331,7 +341,7 @@ final class VectorKernels implements Kernels {
                 acc = acc.add(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO));
             }
             acc = acc.div(dv);
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -347,7 +357,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(DoubleVector.fromMemorySegment(D, rest[k], ro[k] + o, NO).mul(sv));
             }
-            acc.intoMemorySegment(d, dOff + o, NO);
+            canon(acc).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -356,7 +366,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % DN;
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
-            DoubleVector.fromMemorySegment(D, s, sOff + o, NO).mul(m).intoMemorySegment(d, dOff + o, NO);
+            canon(DoubleVector.fromMemorySegment(D, s, sOff + o, NO).mul(m)).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -365,7 +375,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % DN;
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
-            DoubleVector.fromMemorySegment(D, s, sOff + o, NO).div((double) divisor).intoMemorySegment(d, dOff + o, NO);
+            canon(DoubleVector.fromMemorySegment(D, s, sOff + o, NO).div((double) divisor)).intoMemorySegment(d, dOff + o, NO);
         }
         return end;
     }
@@ -396,7 +406,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(bf16Load(rest[k], ro[k] + o));
             }
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -411,7 +421,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.mul(bf16Load(rest[k], ro[k] + o));
             }
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -426,7 +436,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.min(bf16Load(rest[k], ro[k] + o));
             }
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -441,7 +451,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.max(bf16Load(rest[k], ro[k] + o));
             }
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -457,7 +467,7 @@ final class VectorKernels implements Kernels {
                 acc = acc.add(bf16Load(rest[k], ro[k] + o));
             }
             acc = acc.div(dv);
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -473,7 +483,7 @@ final class VectorKernels implements Kernels {
             for (int k = 2; k < n; k++) {
                 acc = acc.add(bf16Load(rest[k], ro[k] + o).mul(sv));
             }
-            bf16Store(acc, d, dOff + o);
+            bf16Store(canon(acc), d, dOff + o);
         }
         return end;
     }
@@ -482,7 +492,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % HN;
         for (long i = 0; i < end; i += HN) {
             long o = i * 2;
-            bf16Store(bf16Load(s, sOff + o).mul(m), d, dOff + o);
+            bf16Store(canon(bf16Load(s, sOff + o).mul(m)), d, dOff + o);
         }
         return end;
     }
@@ -491,7 +501,7 @@ final class VectorKernels implements Kernels {
         long end = count - count % HN;
         for (long i = 0; i < end; i += HN) {
             long o = i * 2;
-            bf16Store(bf16Load(s, sOff + o).div((float) divisor), d, dOff + o);
+            bf16Store(canon(bf16Load(s, sOff + o).div((float) divisor)), d, dOff + o);
         }
         return end;
     }

@@ -150,8 +150,26 @@ final class Ref {
         };
     }
 
-    /** Raw bits of {@code v} (a float-exact value for the float-accumulated types) in type t. */
+    /** The documented canonical NaN every computed NaN result must be stored as. */
+    static long canonicalNaN(DataType t) {
+        return switch (t) {
+            case FLOAT32 -> 0x7FC0_0000L;
+            case FLOAT64 -> 0x7FF8_0000_0000_0000L;
+            case BFLOAT16 -> 0x7FC0;
+            case FLOAT16 -> 0x7E00;
+            case FLOAT8_E4M3, FLOAT8_E5M2 -> 0x7F;
+            default -> throw new IllegalArgumentException(t.toString());
+        };
+    }
+
+    /**
+     * Raw bits of {@code v} (a float-exact value for the float-accumulated types) in type t;
+     * a NaN gives the canonical NaN.
+     */
     static long encode(DataType t, double v) {
+        if (Double.isNaN(v)) {
+            return canonicalNaN(t);
+        }
         return switch (t) {
             case FLOAT32 -> Float.floatToRawIntBits((float) v) & 0xFFFF_FFFFL;
             case FLOAT64 -> Double.doubleToRawLongBits(v);

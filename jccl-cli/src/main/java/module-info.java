@@ -4,6 +4,7 @@ module org.jccl.cli {
     requires org.jccl.cuda;
     requires info.picocli;
     requires java.management;
+    requires jdk.management;
 
     exports org.jccl.cli;
     exports org.jccl.cli.perf;

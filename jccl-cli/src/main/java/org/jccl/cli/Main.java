@@ -63,7 +63,32 @@ public final class Main implements Runnable {
         int code = run(args, System.out, System.err);
         System.out.flush();
         System.err.flush();
+        awaitStderrFilter();
         System.exit(code);
+    }
+
+    /**
+     * ./jccl passes stderr through a filter process (it drops the JVM's incubator notice) and
+     * names it in {@code jccl.stderr.filter}: close stderr so the filter sees its end, and wait
+     * for it to write the rest, so that nothing is printed after this command has returned.
+     */
+    static void awaitStderrFilter() {
+        String pid = System.getProperty("jccl.stderr.filter");
+        if (pid == null || pid.isBlank()) {
+            return;
+        }
+        System.err.close();
+        try {
+            ProcessHandle.of(Long.parseLong(pid.trim())).ifPresent(h -> {
+                try {
+                    h.onExit().get(2, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    // Exit anyway: a filter that does not end within 2 s is not waited for.
+                }
+            });
+        } catch (NumberFormatException e) {
+            // Not a pid: nothing to wait for.
+        }
     }
 
     /**

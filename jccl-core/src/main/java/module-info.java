@@ -11,7 +11,9 @@ module org.jccl {
     exports org.jccl;
     exports org.jccl.bootstrap;
     exports org.jccl.spi;
+    exports org.jccl.host;
     exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
 
     uses org.jccl.spi.Backend;
+    provides org.jccl.spi.Backend with org.jccl.host.HostBackend;
 }

@@ -137,7 +137,7 @@ public final class ShmTransport implements AutoCloseable {
             return t;
         } catch (IOException e) {
             throw new JcclException("cannot set up shared memory in " + dir + " for communicator " + name
-                    + ": " + e.getMessage() + " (check free space with df " + dir + ", or set JCCL_TRANSPORT=tcp)", e);
+                    + ": " + e.getMessage() + " (check free space with df " + dir + ")", e);
         } finally {
             if (!ok) {
                 try {

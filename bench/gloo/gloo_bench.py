@@ -232,7 +232,8 @@ class Bench:
         est = self.timed(fn, 1)  # cold; sizes the warm-up and the loop
         warm = a.w
         if warm > 0 and est * warm > a.T / 4:
-            warm = int(a.T / 4 / est)
+            # at least one: the cold operation may include set-up and under-size the loop
+            warm = max(1, int(a.T / 4 / est))
         if warm > 0:
             est = self.timed(fn, warm)
         iters = a.n or min(50000, max(3, int(a.T / max(est, 1e-9))))

@@ -436,8 +436,11 @@ static struct result measure(const struct config *c, enum coll coll, const struc
                              char *sendb, char *recvb) {
     /* A cold operation first, to size the warm-up and the timed loop to the target time. */
     double est = timed_loop(c, coll, s, inplace, sendb, recvb, 1);
+    /* At least one warm-up: the cold operation may include connection set-up and page faults,
+     * so it would under-size the loop. */
     int warm = c->warmup;
     if (warm > 0 && est * warm > c->target_s / 4) warm = (int)(c->target_s / 4 / est);
+    if (c->warmup > 0 && warm < 1) warm = 1;
     if (warm > 0) est = timed_loop(c, coll, s, inplace, sendb, recvb, warm);
     int iters = c->iters;
     if (iters == 0) {

@@ -67,6 +67,12 @@ header="$out/header.md"
     echo "- sizes: -b $minb -e $maxb -f $factor, float sum; reference iterations adaptive (~$target s per size)"
 } > "$header"
 cat "$header" | tee -a "$out/run.log"
+load1="$(cut -d' ' -f1 /proc/loadavg)"
+if awk -v l="$load1" -v c="$cores" 'BEGIN { exit !(l > c / 2) }'; then
+    # Busy-polling ranks (Open MPI, jccl) lose whole scheduler slices to other processes.
+    log "WARNING: load average $load1 on $cores cores before the run: other processes compete for the cores, times will be inflated and noisy"
+    echo "- WARNING: the machine was loaded (load average $load1 on $cores cores) when the run started" >> "$header"
+fi
 
 # ---- Open MPI: build the driver, find the transport its defaults pick ----
 mpi_flags=(--bind-to none)

@@ -120,6 +120,16 @@ public final class HostCommunicator implements Communicator {
                 + "to use the nccl backend");
     }
 
+    /** Async calls run on the worker thread: a buffer confined to the caller's thread cannot be used there. */
+    private HostBuffer async(HostBuffer b, String name) {
+        if (b != null && !b.segment().isAccessibleBy(workerThread())) {
+            throw new IllegalArgumentException(name + " belongs to a confined Arena of another thread, but async "
+                    + "operations run on jccl's worker thread: allocate it from Arena.ofShared() or Arena.ofAuto(), "
+                    + "or use the blocking call");
+        }
+        return b;
+    }
+
     private static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
         if (a != b && a.overlaps(b) && !a.sameStart(b)) {
             throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
@@ -197,10 +207,15 @@ public final class HostCommunicator implements Communicator {
         return w;
     }
 
-    private synchronized void startWorker() {
+    private synchronized Thread workerThread() {
         if (worker == null) {
             worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank).start(this::workerLoop);
         }
+        return worker;
+    }
+
+    private void startWorker() {
+        workerThread();
     }
 
     private void workerLoop() {
@@ -342,8 +357,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
         checkAllReduce(s, r, op);
         return submit("allReduce", () -> doAllReduce(s, r, op));
     }
@@ -401,6 +416,8 @@ public final class HostCommunicator implements Communicator {
     @Override
     public Work broadcastAsync(Buffer send, Buffer recv, int root) {
         HostBuffer[] b = checkBroadcast(send, recv, root);
+        async(b[0], "send");
+        async(b[1], "recv");
         return submit("broadcast", () -> doBroadcast(b[0], b[1], root));
     }
 
@@ -448,8 +465,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = checkReduce(s, recv, op, root);
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(checkReduce(s, recv, op, root), "recv");
         return submit("reduce", () -> doReduce(s, r, op, root));
     }
 
@@ -501,8 +518,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work allGatherAsync(Buffer send, Buffer recv) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
         checkGather(s, r, "allGather");
         return submit("allGather", () -> doAllGather(s, r, -1));
     }
@@ -537,8 +554,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work gatherAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = checkGatherRoot(s, recv, root);
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(checkGatherRoot(s, recv, root), "recv");
         return submit("gather", () -> doAllGather(s, r, root));
     }
 
@@ -587,8 +604,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
         checkReduceScatter(s, r, op);
         return submit("reduceScatter", () -> doReduceScatter(s, r, op));
     }
@@ -635,8 +652,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work allToAllAsync(Buffer send, Buffer recv) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
         checkAllToAll(s, r);
         return submit("allToAll", () -> doAllToAll(s, r));
     }
@@ -690,8 +707,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work scatterAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer r = host(recv, "recv");
-        HostBuffer s = checkScatter(send, r, root);
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        HostBuffer s = async(checkScatter(send, r, root), "send");
         return submit("scatter", () -> doScatter(s, r, root));
     }
 
@@ -729,7 +746,7 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work sendAsync(Buffer buffer, int peer) {
-        HostBuffer b = host(buffer, "buffer");
+        HostBuffer b = async(host(buffer, "buffer"), "buffer");
         Checks.rank(peer, size, "peer");
         return p2pAsync(true, b, peer);
     }
@@ -747,7 +764,7 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work recvAsync(Buffer buffer, int peer) {
-        HostBuffer b = host(buffer, "buffer");
+        HostBuffer b = async(host(buffer, "buffer"), "buffer");
         Checks.rank(peer, size, "peer");
         return p2pAsync(false, b, peer);
     }

@@ -55,7 +55,7 @@ public final class RankMain {
         int n = comm.size();
         int r = comm.rank();
         long seed = 42;
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             for (DataType t : new DataType[] {DataType.FLOAT32, DataType.INT64, DataType.BFLOAT16, DataType.UINT8,
                 DataType.FLOAT8_E4M3}) {
                 for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.MAX, ReduceOp.AVG, ReduceOp.preMulSum(2)}) {

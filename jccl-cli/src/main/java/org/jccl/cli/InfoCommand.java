@@ -13,9 +13,10 @@ import picocli.CommandLine.Option;
 
 /** {@code jccl info [--json]}: what this machine offers jccl, each line found or not found with the reason. */
 @Command(name = "info", mixinStandardHelpOptions = true,
-        description = {"Show what this machine offers: JDK (version, Vector API, native access), OS, cores, memory,",
-            "/dev/shm, the job's store when JCCL_STORE is set, CUDA driver and GPUs, NCCL, Open MPI.",
-            "Each line says found or not found, with the reason."})
+        header = "Show what this machine offers jccl (JDK, /dev/shm, store, CUDA, NCCL, MPI).",
+        description = {"Show what this machine offers: JDK (version, Vector API, native access), OS, cores, "
+            + "memory, /dev/shm, the job's store when JCCL_STORE is set, CUDA driver and GPUs, NCCL, Open MPI. "
+            + "Each line says found or not found, with the reason.", ""})
 final class InfoCommand implements Callable<Integer> {
     @CommandLine.ParentCommand
     Main parent;

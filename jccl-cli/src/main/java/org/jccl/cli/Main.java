@@ -19,10 +19,10 @@ import picocli.CommandLine.Spec;
         subcommands = {RunCommand.class, PerfCommand.class, InfoCommand.class, CommandLine.HelpCommand.class},
         description = {"jccl: the collective communication library of the JVM.", ""},
         footer = {"", "Examples:",
-            "  jccl perf allreduce --ranks 4        all-reduce bandwidth of 4 local ranks, nccl-tests style",
-            "  jccl run -n 2 -- java -cp app.jar Main   start 2 ranks of a program",
-            "  jccl info                              what this machine offers (JDK, /dev/shm, CUDA, NCCL, MPI)",
-            "", "Exit codes: 0 ok, 1 failed, 2 bad usage; jccl run: the first non-zero exit code of a rank."})
+            "  jccl perf allreduce --ranks 4",
+            "  jccl run -n 2 -- java -cp app.jar com.example.Main",
+            "  jccl info",
+            "", "Exit codes: 0 ok, 1 failed, 2 bad usage; jccl run returns the first non-zero exit code of its ranks."})
 public final class Main implements Runnable {
     /** Exit code of bad usage (picocli's convention, as nccl-tests' users expect a non-zero code). */
     public static final int USAGE = 2;

@@ -45,12 +45,13 @@ import picocli.CommandLine.Spec;
  * job it runs in this process.
  */
 @Command(name = "perf", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Measure a collective like nccl-tests: for each size, time (the largest of the ranks' mean",
-            "times), algorithm and bus bandwidth, and wrong elements, out of place and in place.",
-            "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reducescatter, alltoall, gather,",
-            "scatter; their size is the total over ranks), 1 (broadcast, reduce, sendrecv)."},
-        footer = {"", "Defaults differ from nccl-tests' single 32M size: a sweep -b 8 -e 32M -f 2 (-i without -f",
-            "sweeps by increments). The table prints premulsum as 'mulsum', as nccl-tests does.",
+        header = "Benchmark a collective, nccl-tests style (time, algbw, busbw, #wrong).",
+        description = {"Measure a collective like nccl-tests: for each size, the time (the largest of the ranks' "
+            + "mean times), algorithm and bus bandwidth, and wrong elements, out of place and in place.",
+            "busbw = algbw x 2(n-1)/n for allreduce; x (n-1)/n for allgather, reducescatter, alltoall, gather and "
+            + "scatter (their size is the total over ranks); x 1 for broadcast, reduce and sendrecv.", ""},
+        footer = {"", "Unlike nccl-tests (one size, 32M) the default is a sweep: -b 8 -e 32M -f 2; -i without -f "
+            + "sweeps by increments. The table prints premulsum as 'mulsum', as nccl-tests does.",
             "", "Examples:", "  jccl perf allreduce --ranks 4", "  jccl perf all --ranks 2 -b 1K -e 1M -d all -o all -n 5",
             "  jccl perf allgather --ranks 4 --json run.json --svg run.svg --compare mpi.json",
             "", "Exit codes: 0 ok, 1 wrong results or a failure, 2 bad flags."})

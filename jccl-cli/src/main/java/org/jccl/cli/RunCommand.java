@@ -12,11 +12,12 @@ import picocli.CommandLine.Spec;
 
 /** {@code jccl run -n N [--] COMMAND...}: the launcher (see {@link Launcher}). */
 @Command(name = "run", mixinStandardHelpOptions = true,
-        description = {"Start N ranks of COMMAND on this host with JCCL_RANK, JCCL_WORLD_SIZE, JCCL_LOCAL_RANK,",
-            "JCCL_LOCAL_WORLD_SIZE, JCCL_STORE, JCCL_JOB_ID and JCCL_TOKEN set (a fresh store and token per job).",
-            "Every output line is prefixed with [rank]. When a rank exits non-zero the others are stopped",
-            "(SIGTERM, then SIGKILL after the grace period, their child processes included) and its exit",
-            "code is returned; Ctrl-C stops every rank the same way."},
+        header = "Start N ranks of a command on this host, as one job.",
+        description = {"Start N ranks of COMMAND on this host with JCCL_RANK, JCCL_WORLD_SIZE, JCCL_LOCAL_RANK, "
+            + "JCCL_LOCAL_WORLD_SIZE, JCCL_STORE, JCCL_JOB_ID and JCCL_TOKEN set (a fresh store and token per job).",
+            "Every output line is prefixed with [rank]. When a rank exits non-zero the others are stopped (SIGTERM, "
+            + "then SIGKILL after the grace period, with every process they started) and that exit code is "
+            + "returned; Ctrl-C stops every rank the same way.", ""},
         footer = {"", "Examples:", "  jccl run -n 4 -- java -cp app.jar com.example.Train",
             "  jccl run -n 2 sh -c 'echo rank $JCCL_RANK of $JCCL_WORLD_SIZE'"})
 final class RunCommand implements Callable<Integer> {

@@ -863,6 +863,22 @@ abstract class CommunicatorCore implements Communicator {
         LOG.info(rank, () -> reason);
     }
 
+    /**
+     * Fails this communicator with {@code e} as if one of its calls had (a composing communicator
+     * whose other part failed): later calls fail, and the peers learn the reason.
+     */
+    final void failWith(JcclException e) {
+        lock.lock();
+        try {
+            if (broken == null && !closed) {
+                broken = e;
+                propagate(e);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** True once the communicator failed or was aborted. */
     final boolean isBroken() {
         return broken != null;

@@ -190,7 +190,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
 
     /** Runs a step of the shared-memory part; its failures name ranks of this communicator. */
     private JcclException local(JcclException e) {
-        return translate(e, "the shared-memory part (host " + myHost + ")", mine);
+        return translate(e, "the shared-memory part of host " + myHost, mine);
     }
 
     private JcclException cross(JcclException e) {
@@ -202,26 +202,27 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     private JcclException translate(JcclException e, String part, int[] map) {
-        String msg = "rank " + rank + " of communicator " + id + ", in " + part + " (its ranks " + java.util.Arrays.toString(map)
-                + " here): " + e.getMessage();
+        StringBuilder msg = new StringBuilder("rank ").append(rank).append(" of communicator ").append(id).append(": ")
+                .append(part).append(" failed (rank i there is rank ").append(java.util.Arrays.toString(map))
+                .append("[i] here): ").append(e.getMessage());
         if (e instanceof PeerFailureException pf) {
             int r = pf.rank() >= 0 && pf.rank() < map.length ? map[pf.rank()] : pf.rank();
-            return new PeerFailureException(r, msg, e);
+            return new PeerFailureException(r, msg.append(" [the failed rank is rank ").append(r).append(']').toString(), e);
         }
         if (e instanceof CollectiveTimeoutException te) {
             List<Integer> missing = new ArrayList<>();
             for (int r : te.missingRanks()) {
                 missing.add(r >= 0 && r < map.length ? map[r] : r);
             }
-            return new CollectiveTimeoutException(msg, missing);
+            return new CollectiveTimeoutException(msg.append(" [the late rank(s): ").append(missing).append(']').toString(), missing);
         }
         if (e instanceof CollectiveMismatchException) {
-            return new CollectiveMismatchException(msg);
+            return new CollectiveMismatchException(msg.toString());
         }
         if (e instanceof AbortedException) {
-            return new AbortedException(msg);
+            return new AbortedException(msg.toString());
         }
-        return new JcclException(msg, e);
+        return new JcclException(msg.toString(), e);
     }
 
     // ------------------------------------------------------------------ collectives
@@ -678,8 +679,8 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     void propagate(JcclException e) {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
         p2p.fail(codeOf(e), e.getMessage());
-        if (leaders != null && !leaders.isBroken()) {
-            leaders.abort();
+        if (leaders != null) {
+            leaders.failWith(e);
         }
         local.abort();
     }
@@ -717,6 +718,9 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         Placement p = Placement.of(ids);
         if (p.hosts() == 1) {
             return factory.create(subId, newRank, members.length, sub, timeout);
+        }
+        if (p.maxLocal() == 1) {
+            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, ids);
         }
         return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, p, factory);
     }

@@ -115,11 +115,11 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
                     leaderHosts[i] = placement.hostIds()[placement.members()[i][0]];
                 }
                 leaders = TcpCommunicator.create(id + "x", h, placement.hosts(), new PrefixStore("x/", store), timeout,
-                        token, cfg, storeHost, leaderHosts);
+                        token, cfg, storeHost, leaderHosts, members.length);
             }
             int[] hostOf = placement.hostOf();
             p2p = TcpTransport.open(id + "p", rank, size, new PrefixStore("p/", store), timeout, token, cfg, storeHost,
-                    p -> false, p -> hostOf[p] != h);
+                    p -> false, p -> hostOf[p] != h, members.length);
             HierarchicalCommunicator c = new HierarchicalCommunicator(id, rank, size, timeout, placement, local, leaders, p2p,
                     store, token, cfg, storeHost, factory);
             ok = true;

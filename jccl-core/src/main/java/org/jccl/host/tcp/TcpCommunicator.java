@@ -71,6 +71,16 @@ public final class TcpCommunicator extends CommunicatorCore {
      */
     public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
                                          TcpConfig cfg, String storeHost, String[] hostOf) {
+        return create(id, rank, size, store, timeout, token, cfg, storeHost, hostOf, 0);
+    }
+
+    /**
+     * As {@link #create(String, int, int, Store, Duration, String, TcpConfig, String, String[])},
+     * telling how many ranks of the job share this host ({@code localRanks}, 0: those of {@code
+     * hostOf}) for the polling time of waits.
+     */
+    public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                         TcpConfig cfg, String storeHost, String[] hostOf, int localRanks) {
         String[] h = hostOf;
         if (h == null) {
             h = new String[size];
@@ -78,7 +88,12 @@ public final class TcpCommunicator extends CommunicatorCore {
                 h[i] = "rank" + i;
             }
         }
-        TcpTransport t = TcpTransport.open(id, rank, size, store, timeout, token, cfg, storeHost, p -> p != rank, p -> true);
+        int local = 0;
+        for (String x : h) {
+            local += x.equals(h[rank]) ? 1 : 0;
+        }
+        TcpTransport t = TcpTransport.open(id, rank, size, store, timeout, token, cfg, storeHost, p -> p != rank, p -> true,
+                localRanks > 0 ? localRanks : local);
         return new TcpCommunicator(id, rank, size, timeout, t, store, token, cfg, storeHost, h, Tuner.fromEnv());
     }
 

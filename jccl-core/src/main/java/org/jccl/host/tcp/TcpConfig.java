@@ -13,14 +13,17 @@ import java.util.Map;
  *       messages are cut into chunks spread over them.</li>
  *   <li>{@code JCCL_TCP_CHUNK_BYTES}: the largest frame payload (pipelining unit; 4 KiB..16 MiB).</li>
  *   <li>{@code JCCL_TCP_SPIN_US}: how long a wait polls its sockets before it sleeps in the
- *       selector (0..10000 microseconds); short polls cost a core, long ones cost latency.</li>
+ *       selector (0..100000 microseconds). Unset: 1000 when the ranks of this host fit its cores
+ *       (polling keeps the core and the latency low, as Open MPI and NCCL do), else 20 (a sleeping
+ *       rank leaves the core to the others).</li>
  * </ul>
  *
  * @param ifname          JCCL_SOCKET_IFNAME, or null
  * @param socketsPerPeer  sockets per peer for collectives
  * @param chunkBytes      largest frame payload
  * @param bufferBytes     bytes of each connection's send and receive staging buffer
- * @param spinNanos       polling time of a wait before it blocks in the selector
+ * @param spinNanos       polling time of a wait before it blocks in the selector; negative: by
+ *                        the number of ranks on this host ({@link #spinNanos(int)})
  */
 public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int bufferBytes, long spinNanos) {
 
@@ -34,9 +37,6 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         }
         if (bufferBytes < 4096) {
             throw new IllegalArgumentException("bufferBytes is " + bufferBytes + ": use at least 4 KiB");
-        }
-        if (spinNanos < 0) {
-            throw new IllegalArgumentException("spinNanos is " + spinNanos + ": use >= 0");
         }
     }
 
@@ -58,8 +58,17 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         }
         int socks = (int) number(env, "JCCL_SOCKETS_PER_PEER", 2, 1, 16);
         int chunk = (int) number(env, "JCCL_TCP_CHUNK_BYTES", 256 << 10, 4096, 16 << 20);
-        long spinUs = number(env, "JCCL_TCP_SPIN_US", 50, 0, 10_000);
-        return new TcpConfig(ifname, socks, chunk, Math.max(chunk, 64 << 10) + Frame.HEADER_BYTES, spinUs * 1000);
+        long spinUs = number(env, "JCCL_TCP_SPIN_US", -1, 0, 100_000);
+        return new TcpConfig(ifname, socks, chunk, Math.max(chunk, 64 << 10) + Frame.HEADER_BYTES,
+                spinUs < 0 ? -1 : spinUs * 1000);
+    }
+
+    /** The polling time of a wait with {@code localRanks} ranks of the communicator on this host. */
+    public long spinNanos(int localRanks) {
+        if (spinNanos >= 0) {
+            return spinNanos;
+        }
+        return localRanks <= Runtime.getRuntime().availableProcessors() ? 1_000_000 : 20_000;
     }
 
     /** Copy with another number of sockets per peer. */

@@ -46,7 +46,8 @@ import org.jccl.internal.Log;
  * sequence number and fingerprint: the receiver checks them and a difference is a {@link
  * CollectiveMismatchException}.
  *
- * <p>Every wait polls for {@code JCCL_TCP_SPIN_US}, then sleeps in a selector that also watches
+ * <p>Every wait polls for {@code JCCL_TCP_SPIN_US} (yielding the core between polls after 20
+ * microseconds), then sleeps in a selector that also watches
  * every other socket, so a peer's ABORT frame, a closed or reset connection ({@link
  * PeerFailureException} naming the rank) and {@link #abort} end it at once; the call's deadline
  * ({@link CollectiveTimeoutException} naming the ranks that did not send) ends it at the latest.
@@ -60,6 +61,8 @@ public final class TcpTransport implements AutoCloseable {
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
     private static final long GRACE_NANOS = 100_000_000L;
+    /** Polls of a wait yield the core after this long. */
+    private static final long YIELD_AFTER_NANOS = 20_000;
 
     private final String name;
     private final long commId;
@@ -67,6 +70,7 @@ public final class TcpTransport implements AutoCloseable {
     private final int size;
     private final TcpConfig cfg;
     private final int chunk;
+    private final long spinNanos;
     private final TcpConnection[][] coll;
     private final TcpConnection[] p2p;
     private final Selector selector;
@@ -93,7 +97,8 @@ public final class TcpTransport implements AutoCloseable {
     private boolean closed;
 
     private TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
-                         TcpConnection[] p2p, Selector selector) {
+                         TcpConnection[] p2p, Selector selector, long spinNanos) {
+        this.spinNanos = spinNanos;
         this.name = name;
         this.commId = commId;
         this.rank = rank;
@@ -121,9 +126,11 @@ public final class TcpTransport implements AutoCloseable {
      * @param token     the job token every connection proves, or null
      * @param collPeer  peers this rank runs collectives with (must be symmetric; never itself)
      * @param p2pPeer   peers this rank may send to / receive from (symmetric; may include itself)
+     * @param localRanks ranks of the job on this host (they share its cores: the polling time)
      */
     public static TcpTransport open(String name, int rank, int size, Store store, Duration timeout, String token,
-                                    TcpConfig cfg, String storeHost, IntPredicate collPeer, IntPredicate p2pPeer) {
+                                    TcpConfig cfg, String storeHost, IntPredicate collPeer, IntPredicate p2pPeer,
+                                    int localRanks) {
         long deadline = System.nanoTime() + timeout.toNanos();
         long commId;
         if (rank == 0) {
@@ -184,7 +191,7 @@ public final class TcpTransport implements AutoCloseable {
                     chans[p][e.getKey() % (k + 1)] = e.getValue();
                 }
             }
-            TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector);
+            TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector, cfg.spinNanos(localRanks));
             for (int p = 0; p < size; p++) {
                 if (p != rank && collPeer.test(p)) {
                     coll[p] = new TcpConnection[k];
@@ -774,8 +781,15 @@ public final class TcpTransport implements AutoCloseable {
             checkAbort();
             checkDeadline(now);
         }
-        if (now - idleStart < cfg.spinNanos()) {
-            Thread.onSpinWait();
+        long idleFor = now - idleStart;
+        if (idleFor < spinNanos) {
+            // Poll with PAUSE first; then yield between polls, so that a peer rank or the JIT
+            // waiting for this core gets it (a pure spin would hold it for the whole poll time).
+            if (idleFor < YIELD_AFTER_NANOS) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
             return;
         }
         checkAbort();

@@ -531,6 +531,17 @@ public final class ShmTransport implements AutoCloseable {
         return new String(b, StandardCharsets.UTF_8);
     }
 
+    /** Peers whose process is gone (same host: checked by pid). */
+    public java.util.Set<Integer> deadRanks() {
+        java.util.Set<Integer> dead = new java.util.TreeSet<>();
+        for (int p = 0; p < size; p++) {
+            if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                dead.add(p);
+            }
+        }
+        return dead;
+    }
+
     /** Marks this rank failed/aborted in its segment so that every peer's waits end. */
     public void fail(long code, String reason) {
         if (closed || (long) LONG.getAcquire(mine, ABORT_OFFSET) != ABORT_NONE) {

@@ -12,6 +12,8 @@ module org.jccl {
     exports org.jccl.bootstrap;
     exports org.jccl.spi;
     exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
+    // Reduction kernels and low-precision conversions: CUDA result checks and jccl perf use them.
+    exports org.jccl.host.kernel to org.jccl.cuda, org.jccl.cli;
 
     uses org.jccl.spi.Backend;
 }

@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
  */
 public final class Doctor {
     private static final Pattern HEADER = Pattern.compile(
-            "\"comm\":\"([^\"]*)\",\"rank\":(\\d+),\"size\":(\\d+),\"host\":\"([^\"]*)\",\"pid\":(\\d+),\"reason\":\"((?:[^\"\\\\]|\\\\.)*)\"");
+            "\"comm\":\"((?:[^\"\\\\]|\\\\.)*)\",\"rank\":(\\d+),\"size\":(\\d+),\"host\":\"([^\"]*)\",\"pid\":(\\d+),\"reason\":\"((?:[^\"\\\\]|\\\\.)*)\"");
     private static final Pattern OP = Pattern.compile(
             "\\{\"seq\":(-?\\d+),\"op\":\"([^\"]*)\",\"dtype\":\"([^\"]*)\",\"count\":(-?\\d+),\"redop\":\"([^\"]*)\","
             + "\"root\":(-?\\d+),\"peer\":(-?\\d+),\"state\":\"([a-z]+)\"");
@@ -98,7 +98,7 @@ public final class Doctor {
             ops.add(new Op(Long.parseLong(m.group(1)), m.group(2), m.group(3), Long.parseLong(m.group(4)), m.group(5),
                     Integer.parseInt(m.group(6)), Integer.parseInt(m.group(7)), m.group(8)));
         }
-        return new RankTrace(h.group(1), Integer.parseInt(h.group(2)), Integer.parseInt(h.group(3)), h.group(4),
+        return new RankTrace(h.group(1).replace("\\\"", "\"").replace("\\\\", "\\"), Integer.parseInt(h.group(2)), Integer.parseInt(h.group(3)), h.group(4),
                 Long.parseLong(h.group(5)), h.group(6).replace("\\\"", "\"").replace("\\\\", "\\"), ops);
     }
 

@@ -186,7 +186,7 @@ public final class HostCommunicator implements Communicator {
         }
         autoDump(j.getMessage());
         // Tell the peers, whose pending operations then fail with this reason instead of waiting.
-        t.fail(ShmTransport.ABORT_FAILED, "rank " + rank + " failed: " + j.getMessage());
+        t.fail(ShmTransport.ABORT_FAILED, j.getMessage());
         LOG.warn(rank, j.getMessage());
         return j;
     }

@@ -139,6 +139,7 @@ class HostEngineBehaviourTest {
                 return e;
             }
         });
+        System.out.println("RELIABILITY mismatch " + kind + ": " + out);
         // at least one side sees the other's call; none may succeed silently
         assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveMismatchException), out::toString);
         for (Object o : out) {
@@ -162,6 +163,7 @@ class HostEngineBehaviourTest {
             }
         });
         double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("RELIABILITY timeout: " + out);
         for (int r = 0; r < 2; r++) {
             Object o = out.get(r);
             if (o instanceof CollectiveTimeoutException te) {
@@ -206,6 +208,7 @@ class HostEngineBehaviourTest {
             }
         });
         assertInstanceOf(Double.class, out.get(0), String.valueOf(out.get(0)));
+        System.out.println("RELIABILITY abort: waiter released " + out.get(0) + " s after abort() was called 0.3 s in");
         assertTrue((Double) out.get(0) < 1.5, "abort took " + out.get(0) + " s");
         assertInstanceOf(AbortedException.class, out.get(1), String.valueOf(out.get(1)));
         assertTrue(((Exception) out.get(1)).getMessage().contains("rank 0"), String.valueOf(out.get(1)));

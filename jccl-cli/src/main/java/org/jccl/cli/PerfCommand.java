@@ -298,19 +298,23 @@ final class PerfCommand implements Callable<Integer> {
         return out;
     }
 
+    /** Output files are checked before the sweep, so a typo does not throw a long run away. */
     private void checkOutputs() {
-        for (Object[] o : new Object[][] {{"--json", json}, {"--csv", csv}, {"--svg", svg}}) {
-            Path p = (Path) o[1];
-            if (p == null) {
-                continue;
-            }
-            Path dir = p.toAbsolutePath().getParent();
-            if (dir == null || !Files.isDirectory(dir)) {
-                throw bad((String) o[0], p.toString(), "its folder " + dir + " does not exist");
-            }
-            if (Files.isDirectory(p)) {
-                throw bad((String) o[0], p.toString(), "it is a folder: give a file name");
-            }
+        checkOutput("--json", json);
+        checkOutput("--csv", csv);
+        checkOutput("--svg", svg);
+    }
+
+    private void checkOutput(String flag, Path p) {
+        if (p == null) {
+            return;
+        }
+        Path dir = p.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw bad(flag, p.toString(), "its folder " + dir + " does not exist");
+        }
+        if (Files.isDirectory(p)) {
+            throw bad(flag, p.toString(), "it is a folder: give a file name");
         }
     }
 
@@ -335,8 +339,8 @@ final class PerfCommand implements Callable<Integer> {
         cmd.add(ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            // A debugger agent would clash on its port in every rank.
-            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.tty=")) {
+            // A debugger agent would clash on its port in every rank; the ranks have no ./jccl stderr filter.
+            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.")) {
                 cmd.add(a);
             }
         }

@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
  * {@code jccl run} returns the first non-zero exit code of its ranks.
  */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
-        subcommands = {RunCommand.class, PerfCommand.class, InfoCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {RunCommand.class, PerfCommand.class, InfoCommand.class, DoctorCommand.class, CommandLine.HelpCommand.class},
         description = {"jccl: the collective communication library of the JVM.", ""},
         footer = {"", "Examples:",
             "  jccl perf allreduce --ranks 4",

@@ -9,7 +9,8 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, tests, bench, torch, matrix. Logs go to $OUT (the
+# Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
+# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix. Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 set -uo pipefail
 
@@ -46,7 +47,7 @@ JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubat
 CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/junit-console.jar
 PY=python3
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
-PHASES=${JCCL_GPU_PHASES:-probe,tests,bench,torch,matrix}
+PHASES=${JCCL_GPU_PHASES:-probe,tests,tests-nb,bench,torch,matrix}
 has() { [[ ",$PHASES," == *",$1,"* ]]; }
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
 start=$(date +%s)
@@ -82,6 +83,11 @@ fi
 if has tests; then
   junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest \
+    --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers'
+fi
+
+if has tests-nb; then
+  JCCL_NCCL_NONBLOCKING=1 junit tests-nb 200 --select-class org.jccl.cuda.NcclFeaturesTest \
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers'
 fi
 

@@ -39,9 +39,18 @@ import org.jccl.internal.Log;
  * types and counts; bitwise operators, FP8 without sm_90 + NCCL 2.24, and ranks out of range are
  * refused with an {@link IllegalArgumentException}.
  *
- * <p>The NCCL communicator is created nonblocking ({@code blocking = 0} in ncclConfig_t), so no
- * NCCL call ever blocks a Java thread: jccl polls with a deadline, and an abort always gets
- * through. A watchdog aborts the communicator when a work passes its deadline or NCCL reports an
+ * <p>Two NCCL communicators stand behind each rank. The <em>control</em> communicator is created
+ * nonblocking ({@code blocking = 0} in ncclConfig_t): initialisation, split and shrink never block
+ * a Java thread, jccl polls them with the deadline, and an abort always gets through. The
+ * <em>data</em> communicator that runs the collectives is split from it ({@code ncclCommSplit},
+ * run in the parent's nonblocking mode) with {@code blocking = 1} and {@code splitShare = 1}: on
+ * NCCL 2.28 every operation of a nonblocking communicator costs a thread start (about 50 us), a
+ * blocking one enqueues in a few microseconds, and sharing keeps one set of buffers. A blocking
+ * enqueue can only wait inside NCCL for the CUDA launch queue (jccl caps outstanding work so it
+ * never fills) or for a first-use connection to a peer that is alive but never joins.
+ * {@code JCCL_NCCL_NONBLOCKING=1} runs the collectives on the nonblocking communicator instead.
+ *
+ * <p>A watchdog aborts the communicator when a work passes its deadline or NCCL reports an
  * asynchronous error (a dead peer, a network error) and fails every pending work with the cause.
  */
 public final class NcclCommunicator implements Communicator {
@@ -54,10 +63,18 @@ public final class NcclCommunicator implements Communicator {
             "allToAll", "gather", "scatter", "send", "recv", "barrier"};
 
     private static final int OPEN = 0, ABORTED = 1, CLOSED = 2;
+    /** Collectives on the nonblocking control communicator (slower small messages; see the class comment). */
+    static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
+    /** At most this many asynchronous works in flight, so a blocking enqueue never waits for CUDA's launch queue. */
+    private static final int MAX_OUTSTANDING = 512;
 
     private final CudaDevice device;
     private final boolean ownsDevice;
+    /** The data communicator: every collective runs here. */
     private final long comm;
+    /** The nonblocking control communicator (the same handle as {@link #comm} in nonblocking mode). */
+    private final long ctl;
+    final AtomicInteger outstanding = new AtomicInteger();
     private final int rank;
     private final int size;
     private final Duration timeout;
@@ -83,10 +100,11 @@ public final class NcclCommunicator implements Communicator {
     /** Tests set this to run AlltoAll/Gather/Scatter through grouped send/recv even on NCCL 2.28+. */
     volatile boolean forceSendRecvFallback;
 
-    private NcclCommunicator(CudaDevice device, boolean ownsDevice, long comm, int rank, int size, Duration timeout,
-                             String name, Arena arena, AutoCloseable store) {
+    private NcclCommunicator(CudaDevice device, boolean ownsDevice, long ctl, long comm, int rank, int size,
+                             Duration timeout, String name, Arena arena, AutoCloseable store) {
         this.device = device;
         this.ownsDevice = ownsDevice;
+        this.ctl = ctl;
         this.comm = comm;
         this.rank = rank;
         this.size = size;
@@ -124,6 +142,8 @@ public final class NcclCommunicator implements Communicator {
         checkCreateArgs(rank, size, uniqueId, timeout);
         device.ensureOpen();
         Arena arena = Arena.ofShared();
+        long c = 0;
+        long data = 0;
         try {
             String name = commName(rank);
             MemorySegment cname = arena.allocateFrom(name);
@@ -140,19 +160,60 @@ public final class NcclCommunicator implements Communicator {
             } catch (Throwable t) {
                 throw rethrow(t);
             }
-            long c = out.get(JAVA_LONG, 0);
+            c = out.get(JAVA_LONG, 0);
             String what = "ncclCommInitRankConfig (rank " + rank + " of " + size + " on GPU " + device.ordinal() + ")";
             if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                String last = NcclLibrary.lastError(c);
-                abortQuietly(c);
-                throw new NcclException(what, r, NcclLibrary.errorString(r), last);
+                throw new NcclException(what, r, NcclLibrary.errorString(r), NcclLibrary.lastError(c));
             }
-            awaitReady(c, deadline, timeout, what, arena.allocate(8, 8));
-            return new NcclCommunicator(device, ownsDevice, c, rank, size, timeout, name, arena, store);
+            MemorySegment scratch = arena.allocate(8, 8);
+            awaitReady(c, deadline, timeout, what, scratch);
+            if (NONBLOCKING_DATA) {
+                data = c;
+            } else {
+                MemorySegment dataOut = arena.allocate(8, 8);
+                startDataSplit(c, rank, arena, name, dataOut);
+                data = finishDataSplit(c, dataOut, deadline, timeout, what, scratch);
+            }
+            return new NcclCommunicator(device, ownsDevice, c, data, rank, size, timeout, name, arena, store);
         } catch (RuntimeException | Error e) {
+            // Abort before the arena goes: NCCL may still write into it while a call is in progress.
+            if (data != 0 && data != c) {
+                abortQuietly(data);
+            }
+            abortQuietly(c);
             arena.close();
             throw e;
         }
+    }
+
+    /** Issues ncclCommSplit(ctl, color 0, key) for a blocking data communicator sharing ctl's resources. */
+    private static void startDataSplit(long ctl, int key, Arena arena, String name, MemorySegment out) {
+        MemorySegment cname = arena.allocateFrom(name + "-data");
+        MemorySegment cfg = arena.allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
+        NcclLibrary.fillConfig(cfg, cname, true, true);
+        out.set(JAVA_LONG, 0, 0L);
+        int r;
+        try {
+            r = (int) NcclLibrary.ncclCommSplit.invokeExact(ctl, 0, key, out, cfg);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+            throw new NcclException("ncclCommSplit of the data communicator", r, NcclLibrary.errorString(r),
+                    NcclLibrary.lastError(ctl));
+        }
+    }
+
+    /** Waits for the data split issued by {@link #startDataSplit}; NCCL sets the new handle only when done. */
+    private static long finishDataSplit(long ctl, MemorySegment out, long deadline, Duration timeout, String what,
+                                        MemorySegment scratch) {
+        awaitReady(ctl, deadline, timeout, what + " splitting its data communicator", scratch);
+        long data = out.get(JAVA_LONG, 0);
+        if (data == 0) {
+            throw new JcclException(what + ": ncclCommSplit returned no data communicator");
+        }
+        awaitReady(data, deadline, timeout, what + " readying its data communicator", scratch);
+        return data;
     }
 
     /**
@@ -183,6 +244,7 @@ public final class NcclCommunicator implements Communicator {
         long deadline = System.nanoTime() + timeout.toNanos();
         Arena[] arenas = new Arena[n];
         long[] comms = new long[n];
+        long[] datas = new long[n];
         String[] names = new String[n];
         List<NcclCommunicator> result = new ArrayList<>(n);
         boolean ok = false;
@@ -219,12 +281,40 @@ public final class NcclCommunicator implements Communicator {
                 throw new NcclException("ncclCommInitRankConfig of " + n + " GPUs in a group", r, NcclLibrary.errorString(r),
                         NcclLibrary.lastError(0));
             }
+            MemorySegment[] scratch = new MemorySegment[n];
             for (int i = 0; i < n; i++) {
+                scratch[i] = arenas[i].allocate(8, 8);
                 awaitReady(comms[i], deadline, timeout, "ncclCommInitRankConfig (rank " + i + " of " + n + " on GPU "
-                        + devices.get(i).ordinal() + ")", arenas[i].allocate(8, 8));
+                        + devices.get(i).ordinal() + ")", scratch[i]);
+            }
+            if (NONBLOCKING_DATA) {
+                System.arraycopy(comms, 0, datas, 0, n);
+            } else {
+                MemorySegment[] outs = new MemorySegment[n];
+                int g = NcclLibrary.groupStart();
+                if (g != NcclLibrary.SUCCESS) {
+                    throw new NcclException("ncclGroupStart", g, NcclLibrary.errorString(g), NcclLibrary.lastError(0));
+                }
+                try {
+                    for (int i = 0; i < n; i++) {
+                        outs[i] = arenas[i].allocate(8, 8);
+                        devices.get(i).makeCurrent();
+                        startDataSplit(comms[i], i, arenas[i], names[i], outs[i]);
+                    }
+                } finally {
+                    g = NcclLibrary.groupEnd();
+                }
+                if (g != NcclLibrary.SUCCESS && g != NcclLibrary.IN_PROGRESS) {
+                    throw new NcclException("ncclCommSplit of " + n + " data communicators in a group", g,
+                            NcclLibrary.errorString(g), NcclLibrary.lastError(0));
+                }
+                for (int i = 0; i < n; i++) {
+                    datas[i] = finishDataSplit(comms[i], outs[i], deadline, timeout, "rank " + i + " of " + n, scratch[i]);
+                }
             }
             for (int i = 0; i < n; i++) {
-                result.add(new NcclCommunicator(devices.get(i), false, comms[i], i, n, timeout, names[i], arenas[i], null));
+                result.add(new NcclCommunicator(devices.get(i), false, comms[i], datas[i], i, n, timeout, names[i],
+                        arenas[i], null));
             }
             ok = true;
             return result;
@@ -235,6 +325,9 @@ public final class NcclCommunicator implements Communicator {
                     c.close();
                 }
                 for (int i = result.size(); i < n; i++) {
+                    if (datas[i] != 0 && datas[i] != comms[i]) {
+                        abortQuietly(datas[i]);
+                    }
                     abortQuietly(comms[i]);
                     if (arenas[i] != null) {
                         arenas[i].close();
@@ -266,7 +359,7 @@ public final class NcclCommunicator implements Communicator {
         return "jccl-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet() + "-r" + rank;
     }
 
-    /** Polls a nonblocking communicator until it leaves ncclInProgress; aborts it on error or deadline. */
+    /** Polls a nonblocking communicator until it leaves ncclInProgress; the caller aborts it on failure. */
     private static void awaitReady(long c, long deadline, Duration timeout, String what, MemorySegment scratch) {
         Backoff b = new Backoff();
         while (true) {
@@ -275,12 +368,9 @@ public final class NcclCommunicator implements Communicator {
                 return;
             }
             if (s != NcclLibrary.IN_PROGRESS) {
-                String last = NcclLibrary.lastError(c);
-                abortQuietly(c);
-                throw new NcclException(what, s, NcclLibrary.errorString(s), last);
+                throw new NcclException(what, s, NcclLibrary.errorString(s), NcclLibrary.lastError(c));
             }
             if (System.nanoTime() - deadline > 0) {
-                abortQuietly(c);
                 throw new CollectiveTimeoutException(what + " did not finish within " + timeout
                         + ": not every rank joined (check that all ranks call it with the same unique id and size)",
                         List.of());
@@ -874,6 +964,9 @@ public final class NcclCommunicator implements Communicator {
             throw new InvalidUsageException("blocking " + OP_NAMES[kind] + " inside an NcclGroup can never finish before "
                     + "the group is launched: call " + OP_NAMES[kind] + "Async and wait after closing the group");
         }
+        if (!blocking && group == null && outstanding.get() >= MAX_OUTSTANDING) {
+            drainOldest();
+        }
         long sp = send == null ? 0 : send.rawPointer();
         long rp = recv == null ? 0 : recv.rawPointer();
         long sh = userStream == null ? streamHandle : userStream.handle();
@@ -902,10 +995,39 @@ public final class NcclCommunicator implements Communicator {
             lock.unlock();
         }
         if (!blocking) {
-            pending.add(w);
+            track(w);
             Watchdog.wake();
         }
         return w;
+    }
+
+    /** Hands an armed asynchronous work to the watchdog and counts it as outstanding. */
+    private void track(NcclWork w) {
+        outstanding.incrementAndGet();
+        w.counted = true;
+        pending.add(w);
+        if (w.isFinished()) {
+            w.uncount(); // finished (e.g. failed) before it was counted
+        }
+    }
+
+    /** Waits for the oldest outstanding works until fewer than MAX_OUTSTANDING are in flight. */
+    private void drainOldest() {
+        while (outstanding.get() >= MAX_OUTSTANDING) {
+            NcclWork oldest = pending.peek();
+            if (oldest == null) {
+                return;
+            }
+            if (oldest.isFinished()) {
+                pending.remove(oldest);
+                continue;
+            }
+            try {
+                oldest.await();
+            } catch (JcclException e) {
+                return; // the communicator failed: the launch reports it
+            }
+        }
     }
 
     /** The native call(s) of one operation. Runs under the lock with the context current. */
@@ -1136,7 +1258,7 @@ public final class NcclCommunicator implements Communicator {
             waitNotInProgress(works.get(0));
             for (NcclWork w : works) {
                 w.arm(takeEvent());
-                pending.add(w);
+                track(w);
             }
         } catch (JcclException e) {
             for (NcclWork w : works) {
@@ -1272,6 +1394,9 @@ public final class NcclCommunicator implements Communicator {
             lock.lock();
             try {
                 abortQuietly(comm);
+                if (ctl != comm) {
+                    abortQuietly(ctl);
+                }
             } finally {
                 lock.unlock();
             }
@@ -1361,7 +1486,7 @@ public final class NcclCommunicator implements Communicator {
             throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or NO_COLOR to join none");
         }
         return derive("ncclCommSplit(color " + color + ", key " + key + ")", (out, cfg) ->
-                (int) NcclLibrary.ncclCommSplit.invokeExact(comm, color == NO_COLOR ? NcclLibrary.SPLIT_NOCOLOR : color,
+                (int) NcclLibrary.ncclCommSplit.invokeExact(ctl, color == NO_COLOR ? NcclLibrary.SPLIT_NOCOLOR : color,
                         key, out, cfg));
     }
 
@@ -1388,7 +1513,7 @@ public final class NcclCommunicator implements Communicator {
             for (int i = 0; i < excludeRanks.length; i++) {
                 ex.setAtIndex(JAVA_INT, i, excludeRanks[i]);
             }
-            return (int) NcclLibrary.ncclCommShrink.invokeExact(comm, ex, excludeRanks.length, out, cfg, 0);
+            return (int) NcclLibrary.ncclCommShrink.invokeExact(ctl, ex, excludeRanks.length, out, cfg, 0);
         });
     }
 
@@ -1401,6 +1526,8 @@ public final class NcclCommunicator implements Communicator {
             throw new InvalidUsageException(what + " inside an NcclGroup is not supported: close the group first");
         }
         Arena childArena = Arena.ofShared();
+        long child = 0;
+        long childData = 0;
         boolean ok = false;
         lock.lock();
         try {
@@ -1410,7 +1537,9 @@ public final class NcclCommunicator implements Communicator {
             MemorySegment cname = childArena.allocateFrom(childName);
             MemorySegment cfg = childArena.allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
             NcclLibrary.fillConfig(cfg, cname);
-            MemorySegment out = childArena.allocate(8, 8);
+            // NCCL writes the new handle only when the split completes, from its own thread: the slot
+            // lives in this communicator's arena, which outlives any abort of this communicator.
+            MemorySegment out = arena.allocate(8, 8);
             long deadline = System.nanoTime() + timeoutNanos;
             int r;
             try {
@@ -1418,50 +1547,49 @@ public final class NcclCommunicator implements Communicator {
             } catch (Throwable t) {
                 throw rethrow(t);
             }
-            long child = out.get(JAVA_LONG, 0);
             if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                abortQuietly(child);
                 throw new NcclException(what + " on " + describe(), r, NcclLibrary.errorString(r),
-                        NcclLibrary.lastError(comm));
+                        NcclLibrary.lastError(ctl));
             }
-            // The parent is busy with the split too; both must leave ncclInProgress.
-            Backoff b = new Backoff();
-            while (true) {
-                int s = NcclLibrary.asyncError(comm, lockedScratch);
-                if (s == NcclLibrary.SUCCESS) {
-                    break;
-                }
-                if (s != NcclLibrary.IN_PROGRESS) {
-                    abortQuietly(child);
-                    throw new NcclException(what + " on " + describe(), s, NcclLibrary.errorString(s),
-                            NcclLibrary.lastError(comm));
-                }
-                if (System.nanoTime() - deadline > 0) {
-                    abortQuietly(child);
-                    throw new CollectiveTimeoutException(what + " on " + describe() + " did not finish within " + timeout,
-                            List.of());
-                }
-                b.idle();
+            try {
+                awaitReady(ctl, deadline, timeout, what + " on " + describe(), lockedScratch);
+            } catch (JcclException e) {
+                abortWith(e); // the parent is stuck or broken; aborting also stops NCCL writing `out`
+                throw e;
             }
+            child = out.get(JAVA_LONG, 0);
             if (child == 0) {
-                return null;
+                return null; // NO_COLOR, or excluded
             }
-            awaitReady(child, deadline, timeout, what + " on " + describe(), childArena.allocate(8, 8));
-            MemorySegment s = lockedScratch;
+            MemorySegment scratch = childArena.allocate(8, 8);
+            awaitReady(child, deadline, timeout, what + " on " + describe(), scratch);
             int cr;
             int cn;
             try {
-                check((int) NcclLibrary.ncclCommUserRank.invokeExact(child, s), "ncclCommUserRank");
-                cr = s.get(JAVA_INT, 0);
-                check((int) NcclLibrary.ncclCommCount.invokeExact(child, s), "ncclCommCount");
-                cn = s.get(JAVA_INT, 0);
+                check((int) NcclLibrary.ncclCommUserRank.invokeExact(child, scratch), "ncclCommUserRank");
+                cr = scratch.get(JAVA_INT, 0);
+                check((int) NcclLibrary.ncclCommCount.invokeExact(child, scratch), "ncclCommCount");
+                cn = scratch.get(JAVA_INT, 0);
             } catch (Throwable t) {
-                abortQuietly(child);
                 throw rethrow(t);
             }
-            NcclCommunicator c = new NcclCommunicator(device, false, child, cr, cn, timeout, childName, childArena, null);
+            if (NONBLOCKING_DATA) {
+                childData = child;
+            } else {
+                MemorySegment dataOut = childArena.allocate(8, 8);
+                startDataSplit(child, cr, childArena, childName, dataOut);
+                childData = finishDataSplit(child, dataOut, deadline, timeout, what + " on " + describe(), scratch);
+            }
+            NcclCommunicator c = new NcclCommunicator(device, false, child, childData, cr, cn, timeout, childName,
+                    childArena, null);
             ok = true;
             return c;
+        } catch (RuntimeException | Error e) {
+            if (childData != 0 && childData != child) {
+                abortQuietly(childData);
+            }
+            abortQuietly(child);
+            throw e;
         } finally {
             lock.unlock();
             if (!ok) {
@@ -1521,41 +1649,95 @@ public final class NcclCommunicator implements Communicator {
     }
 
     private void finalizeAndDestroy() {
-        try {
-            device.makeCurrent();
-            destroyPreMulOps();
-            long deadline = System.nanoTime() + timeoutNanos;
-            int r = (int) NcclLibrary.ncclCommFinalize.invokeExact(comm);
-            boolean clean = r == NcclLibrary.SUCCESS || r == NcclLibrary.IN_PROGRESS;
-            Backoff b = new Backoff();
-            while (clean) {
-                int s = NcclLibrary.asyncError(comm, lockedScratch);
-                if (s == NcclLibrary.SUCCESS) {
-                    break;
-                }
-                if (s != NcclLibrary.IN_PROGRESS || System.nanoTime() - deadline > 0) {
-                    clean = false;
-                    failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " could not finalize within "
-                            + timeout + " (NCCL state " + NcclLibrary.resultName(s) + "): aborted instead", List.of()));
-                    break;
-                }
-                b.idle();
+        device.makeCurrent();
+        long deadline = System.nanoTime() + timeoutNanos;
+        // Outstanding work must finish first: a blocking ncclCommFinalize would wait for it with no deadline.
+        if (!drainPending(deadline)) {
+            failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " still had work running " + timeout
+                    + " after close(): aborted instead of finalized", List.of()));
+            abortQuietly(comm);
+            if (ctl != comm) {
+                abortQuietly(ctl);
             }
+            return;
+        }
+        try {
+            destroyPreMulOps();
+            boolean clean = finalizeOne(comm, deadline);
             if (clean) {
-                // Every operation was flushed; mark completed works done before the events go away.
-                for (NcclWork w : pending) {
-                    w.pollEvent();
-                }
-                int d = (int) NcclLibrary.ncclCommDestroy.invokeExact(comm);
-                if (d != NcclLibrary.SUCCESS) {
-                    LOG.warn(rank, "ncclCommDestroy returned " + NcclLibrary.resultName(d));
+                destroyOne(comm);
+                if (ctl != comm) {
+                    if (finalizeOne(ctl, deadline)) {
+                        destroyOne(ctl);
+                    } else {
+                        abortQuietly(ctl);
+                    }
                 }
             } else {
                 abortQuietly(comm);
+                if (ctl != comm) {
+                    abortQuietly(ctl);
+                }
             }
-        } catch (Throwable t) {
+        } catch (RuntimeException | Error e) {
             abortQuietly(comm);
+            if (ctl != comm) {
+                abortQuietly(ctl);
+            }
+            throw e;
+        }
+    }
+
+    /** Waits (polling, until {@code deadline}) for every pending work; false when some did not finish. */
+    private boolean drainPending(long deadline) {
+        Backoff b = new Backoff();
+        for (NcclWork w : pending) {
+            while (!w.isFinished() && !w.pollEvent()) {
+                if (System.nanoTime() - deadline > 0) {
+                    return false;
+                }
+                b.idle();
+            }
+        }
+        return true;
+    }
+
+    /** ncclCommFinalize, then polls until NCCL has flushed; false on error or deadline. */
+    private boolean finalizeOne(long h, long deadline) {
+        int r;
+        try {
+            r = (int) NcclLibrary.ncclCommFinalize.invokeExact(h);
+        } catch (Throwable t) {
             throw rethrow(t);
+        }
+        if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+            LOG.warn(rank, "ncclCommFinalize returned " + NcclLibrary.resultName(r) + ": aborting instead");
+            return false;
+        }
+        Backoff b = new Backoff();
+        while (true) {
+            int s = NcclLibrary.asyncError(h, lockedScratch);
+            if (s == NcclLibrary.SUCCESS) {
+                return true;
+            }
+            if (s != NcclLibrary.IN_PROGRESS || System.nanoTime() - deadline > 0) {
+                failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " could not finalize within "
+                        + timeout + " (NCCL state " + NcclLibrary.resultName(s) + "): aborted instead", List.of()));
+                return false;
+            }
+            b.idle();
+        }
+    }
+
+    private void destroyOne(long h) {
+        int d;
+        try {
+            d = (int) NcclLibrary.ncclCommDestroy.invokeExact(h);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (d != NcclLibrary.SUCCESS) {
+            LOG.warn(rank, "ncclCommDestroy returned " + NcclLibrary.resultName(d));
         }
     }
 

@@ -315,20 +315,29 @@ final class NcclLibrary {
         return s.asSlice(0, UNIQUE_ID_BYTES).toArray(JAVA_BYTE);
     }
 
-    /** Writes jccl's ncclConfig_t prefix into {@code cfg} (at least CONFIG_SIZE bytes). */
+    /** Writes a nonblocking ncclConfig_t prefix into {@code cfg} (at least CONFIG_SIZE bytes). */
     static void fillConfig(MemorySegment cfg, MemorySegment commName) {
+        fillConfig(cfg, commName, false, false);
+    }
+
+    /**
+     * Writes jccl's ncclConfig_t prefix into {@code cfg}: {@code blocking} 1 or 0, and
+     * {@code splitShare} 1 (a split child shares the parent's channels and buffers) or NCCL's default.
+     */
+    static void fillConfig(MemorySegment cfg, MemorySegment commName, boolean blocking, boolean splitShare) {
         cfg.asSlice(0, CONFIG_SIZE).fill((byte) 0);
         cfg.set(JAVA_LONG, CFG_SIZE, CONFIG_SIZE);
         cfg.set(JAVA_INT, CFG_MAGIC, API_MAGIC);
         cfg.set(JAVA_INT, CFG_VERSION, VERSION);
         // Nonblocking: no NCCL call can block the calling thread, so every wait is ours and has a
-        // deadline, and ncclCommAbort can always run.
-        cfg.set(JAVA_INT, CFG_BLOCKING, 0);
+        // deadline, and ncclCommAbort can always run. (jccl's data communicators are blocking: see
+        // NcclCommunicator.)
+        cfg.set(JAVA_INT, CFG_BLOCKING, blocking ? 1 : 0);
         cfg.set(JAVA_INT, CFG_CGA, CONFIG_UNDEF_INT);
         cfg.set(JAVA_INT, CFG_MIN_CTAS, CONFIG_UNDEF_INT);
         cfg.set(JAVA_INT, CFG_MAX_CTAS, CONFIG_UNDEF_INT);
         cfg.set(JAVA_LONG, CFG_NET_NAME, 0L);
-        cfg.set(JAVA_INT, CFG_SPLIT_SHARE, CONFIG_UNDEF_INT);
+        cfg.set(JAVA_INT, CFG_SPLIT_SHARE, splitShare ? 1 : CONFIG_UNDEF_INT);
         cfg.set(JAVA_INT, CFG_TRAFFIC_CLASS, CONFIG_UNDEF_INT);
         cfg.set(JAVA_LONG, CFG_COMM_NAME, commName == null ? 0L : commName.address());
     }

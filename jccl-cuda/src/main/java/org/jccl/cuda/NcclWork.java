@@ -39,6 +39,8 @@ public final class NcclWork implements Work {
     private final AtomicInteger state = new AtomicInteger(PENDING);
     private volatile CudaEvent event;
     private volatile JcclException failure;
+    /** Counted in the communicator's outstanding works (asynchronous works only). */
+    volatile boolean counted;
 
     NcclWork(NcclCommunicator comm, int kind, long sequence, DataType type, long count, long streamHandle,
              long deadline) {
@@ -152,6 +154,7 @@ public final class NcclWork implements Work {
             return;
         }
         if (state.compareAndSet(PENDING, DONE)) {
+            uncount();
             CudaEvent e = event;
             if (e != null) {
                 comm.recycle(e);
@@ -162,9 +165,28 @@ public final class NcclWork implements Work {
     /** Fails this work once; later calls are ignored. */
     void fail(JcclException e) {
         Objects.requireNonNull(e);
-        if (state.get() == PENDING) {
-            failure = e;
-            state.compareAndSet(PENDING, FAILED);
+        synchronized (this) {
+            if (state.get() != PENDING) {
+                return;
+            }
+            failure = e; // written before the state, which readers check first
+            if (!state.compareAndSet(PENDING, FAILED)) {
+                return;
+            }
+        }
+        uncount();
+    }
+
+    /** Leaves the outstanding count once. */
+    void uncount() {
+        if (counted) {
+            synchronized (this) {
+                if (!counted) {
+                    return;
+                }
+                counted = false;
+            }
+            comm.outstanding.decrementAndGet();
         }
     }
 

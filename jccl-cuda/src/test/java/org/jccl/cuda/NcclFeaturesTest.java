@@ -331,10 +331,33 @@ class NcclFeaturesTest {
         assertTrue(e.getMessage().contains(fragment), "message '" + e.getMessage() + "' should mention '" + fragment + "'");
     }
 
+    /**
+     * One all-reduce of {@code count} floats on every communicator, so NCCL has made the connections
+     * that size needs (it connects lazily on first use): afterwards a lone rank's call is enqueued
+     * and then waits on the GPU, as after a peer's death mid-job.
+     */
+    private static List<DeviceBuffer> warmUp(List<NcclCommunicator> cs, long count) {
+        List<DeviceBuffer> bufs = new ArrayList<>();
+        List<Work> ws = new ArrayList<>();
+        for (NcclCommunicator c : cs) {
+            bufs.add(c.device().allocate(DataType.FLOAT32, count));
+            bufs.getLast().clear();
+        }
+        try (NcclGroup g = NcclGroup.start()) {
+            for (NcclCommunicator c : cs) {
+                ws.add(c.allReduceAsync(bufs.get(c.rank()), ReduceOp.SUM));
+            }
+        }
+        ws.forEach(Work::await);
+        return bufs;
+    }
+
     @Test
     void abortFromAnotherThreadFailsPendingWorkPromptly() throws Exception {
         List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, T);
-        try (DeviceBuffer b = devs.get(0).allocate(DataType.FLOAT32, 1 << 20)) {
+        List<DeviceBuffer> bufs = warmUp(fresh, 1 << 20);
+        try {
+            DeviceBuffer b = bufs.get(0);
             // Only rank 0 calls: the all-reduce can never complete.
             NcclWork w = fresh.get(0).allReduceAsync(b, ReduceOp.SUM);
             assertTrue(w.await(Duration.ofMillis(300)) == false, "cannot finish without the other ranks");
@@ -345,7 +368,7 @@ class NcclFeaturesTest {
             long ms = (System.nanoTime() - t0) / 1_000_000;
             aborter.join(10_000);
             assertTrue(ms < 10_000, "abort released the waiter in " + ms + " ms");
-            assertTrue(e.getMessage().contains("allReduce #1"), e.getMessage());
+            assertTrue(e.getMessage().contains("allReduce #2"), e.getMessage());
             assertTrue(fresh.get(0).isAborted());
             assertInstanceOf(AbortedException.class, e, e.toString());
             assertThrows(AbortedException.class, () -> fresh.get(0).allReduceAsync(b, ReduceOp.SUM));
@@ -354,13 +377,16 @@ class NcclFeaturesTest {
                 c.abort();
                 c.close();
             }
+            bufs.forEach(DeviceBuffer::close);
         }
     }
 
     @Test
     void watchdogFailsWorkPastItsDeadline() {
         List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofSeconds(3));
-        try (DeviceBuffer b = devs.get(0).allocate(DataType.FLOAT32, 1024)) {
+        List<DeviceBuffer> bufs = warmUp(fresh, 1024);
+        try {
+            DeviceBuffer b = bufs.get(0);
             long t0 = System.nanoTime();
             NcclWork w = fresh.get(0).allReduceAsync(b, ReduceOp.SUM);
             // isDone() only polls the event: only the watchdog can fail the work.
@@ -372,7 +398,7 @@ class NcclFeaturesTest {
             JcclException e = w.exception();
             assertNotNull(e);
             assertInstanceOf(CollectiveTimeoutException.class, e, e.toString());
-            assertTrue(e.getMessage().contains("allReduce #1") && e.getMessage().contains("PT3S"), e.getMessage());
+            assertTrue(e.getMessage().contains("allReduce #2") && e.getMessage().contains("PT3S"), e.getMessage());
             assertTrue(ms >= 2_900 && ms < 15_000, "failed after " + ms + " ms");
             assertTrue(fresh.get(0).isAborted());
         } catch (InterruptedException ie) {
@@ -382,6 +408,7 @@ class NcclFeaturesTest {
                 c.abort();
                 c.close();
             }
+            bufs.forEach(DeviceBuffer::close);
         }
     }
 

@@ -114,6 +114,6 @@ for f in bench torch; do
   awk '/^# [a-z]/ {op=$2} /^# host overhead/ {ov=1}
        !ov && ($1=="8" || $1=="16777216" || $1=="1073741824") {print op, $0}
        ov && NF==6 && $1 ~ /^[0-9]+$/ {print "overhead", $0}
-       /^# torch|^# jccl/ {print}' "$OUT/$f.log"
+       /^# torch|^# jccl|^# breakdown/ {print}' "$OUT/$f.log"
 done
 echo "done after $(( $(date +%s) - start )) s"

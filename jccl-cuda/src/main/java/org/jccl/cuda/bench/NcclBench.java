@@ -264,7 +264,7 @@ public final class NcclBench {
                 long stream = c.stream().handle();
                 long ptr = buf.pointer();
                 MemorySegment st = Arena.ofAuto().allocate(8);
-                double[] res = new double[4];
+                double[] res = new double[6];
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                     long raw = 0;
                     long ours = 0;
@@ -316,14 +316,38 @@ public final class NcclBench {
                     c.stream().synchronize(Duration.ofMinutes(1));
                 }
                 res[3] = (System.nanoTime() - t3) / 1e3 / lat;
+                // Where jccl's own time goes: the context switch every entry point makes, and the
+                // completion event recorded after each enqueue.
+                int reps = 100_000;
+                try (org.jccl.cuda.CudaEvent ev = c.device().createEvent()) {
+                    for (int round = 0; round < 2; round++) {
+                        long t4 = System.nanoTime();
+                        for (int i = 0; i < reps; i++) {
+                            c.device().makeCurrent();
+                        }
+                        res[4] = (double) (System.nanoTime() - t4) / reps;
+                        long t5 = System.nanoTime();
+                        for (int i = 0; i < reps; i++) {
+                            ev.record(c.stream()); // makeCurrent + cuEventRecord
+                        }
+                        res[5] = (double) (System.nanoTime() - t5) / reps - res[4];
+                    }
+                    c.stream().synchronize(Duration.ofMinutes(1));
+                }
                 return res;
             }));
         }
         System.out.printf("# %4s %14s %14s %14s %16s %16s%n", "rank", "raw(ns/call)", "jccl(ns/call)", "overhead(ns)",
                 "jccl blocking(us)", "raw+sync(us)");
+        List<double[]> all = new ArrayList<>();
         for (int r = 0; r < n; r++) {
             double[] v = fs.get(r).get();
+            all.add(v);
             System.out.printf("  %4d %14.0f %14.0f %14.0f %16.2f %16.2f%n", r, v[0], v[1], v[1] - v[0], v[2], v[3]);
+        }
+        for (int r = 0; r < n; r++) {
+            System.out.printf("# breakdown rank %d: cuCtxSetCurrent %.0f ns, cuEventRecord %.0f ns per call%n", r,
+                    all.get(r)[4], all.get(r)[5]);
         }
     }
 }

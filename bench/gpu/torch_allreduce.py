@@ -10,7 +10,7 @@ the reported time is the slowest rank's.
 """
 import argparse
 import os
-import socket
+import tempfile
 import time
 
 import torch
@@ -38,10 +38,10 @@ def bus_factor(op, n):
     return 1.0
 
 
-def worker(rank, world, args, port):
+def worker(rank, world, args, store):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+    dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=world,
                             device_id=torch.device("cuda", rank))
     n = world
     maxe = args.e // 4
@@ -112,10 +112,9 @@ def main():
     p.add_argument("-g", type=int, default=torch.cuda.device_count())
     p.add_argument("-o", default=OPS)
     args = p.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(args.g, args, port), nprocs=args.g, join=True)
+    # A file rendezvous: a TCP port picked in advance can be taken before the store binds it.
+    store = os.path.join(tempfile.mkdtemp(prefix="jccl-torch-"), "store")
+    mp.spawn(worker, args=(args.g, args, store), nprocs=args.g, join=True)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ public final class NcclCommunicator implements Communicator {
     static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
     /** At most this many asynchronous works in flight, so a blocking enqueue never waits for CUDA's launch queue. */
     private static final int MAX_OUTSTANDING = 512;
+    /** The watchdog leaves work younger than this alone (see {@link #watch}). */
+    private static final long YOUNG_NANOS = 1_000_000;
 
     private final CudaDevice device;
     private final boolean ownsDevice;
@@ -1431,16 +1433,24 @@ public final class NcclCommunicator implements Communicator {
                 pending.remove(w);
                 continue;
             }
+            if (oldest == null) {
+                oldest = w;
+            }
             if (polled >= 4) {
                 break; // later work is younger: its deadline is later, and streams complete in order
+            }
+            if (now - (w.deadline - timeoutNanos) < YOUNG_NANOS && now - w.deadline <= 0) {
+                // Work issued less than a millisecond ago is rarely done, and querying its event takes
+                // the driver lock the enqueuing thread needs: leave it (and all younger work) alone.
+                break;
             }
             polled++;
             if (w.pollEvent()) {
                 pending.remove(w);
+                if (oldest == w) {
+                    oldest = null;
+                }
                 continue;
-            }
-            if (oldest == null) {
-                oldest = w;
             }
             if (now - w.deadline > 0) {
                 onTimeout(w);

@@ -11,7 +11,7 @@ import java.util.concurrent.locks.LockSupport;
  * work is outstanding, so an idle process pays nothing.
  */
 final class Watchdog implements Runnable {
-    private static final long POLL_NANOS = 200_000;
+    private static final long POLL_NANOS = 500_000;
     private static final long IDLE_NANOS = 1_000_000_000L;
     private static final Watchdog INSTANCE = new Watchdog();
 

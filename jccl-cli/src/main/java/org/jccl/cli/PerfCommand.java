@@ -339,8 +339,8 @@ final class PerfCommand implements Callable<Integer> {
         cmd.add(ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            // A debugger agent would clash on its port in every rank.
-            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.tty=")) {
+            // A debugger agent would clash on its port in every rank; the ranks have no ./jccl stderr filter.
+            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.")) {
                 cmd.add(a);
             }
         }

@@ -302,19 +302,23 @@ final class PerfCommand implements Callable<Integer> {
         return out;
     }
 
+    /** Output files are checked before the sweep, so a typo does not throw a long run away. */
     private void checkOutputs() {
-        for (Object[] o : new Object[][] {{"--json", json}, {"--csv", csv}, {"--svg", svg}}) {
-            Path p = (Path) o[1];
-            if (p == null) {
-                continue;
-            }
-            Path dir = p.toAbsolutePath().getParent();
-            if (dir == null || !Files.isDirectory(dir)) {
-                throw bad((String) o[0], p.toString(), "its folder " + dir + " does not exist");
-            }
-            if (Files.isDirectory(p)) {
-                throw bad((String) o[0], p.toString(), "it is a folder: give a file name");
-            }
+        checkOutput("--json", json);
+        checkOutput("--csv", csv);
+        checkOutput("--svg", svg);
+    }
+
+    private void checkOutput(String flag, Path p) {
+        if (p == null) {
+            return;
+        }
+        Path dir = p.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw bad(flag, p.toString(), "its folder " + dir + " does not exist");
+        }
+        if (Files.isDirectory(p)) {
+            throw bad(flag, p.toString(), "it is a folder: give a file name");
         }
     }
 

@@ -31,6 +31,16 @@ public final class PointToPoint {
         return peer;
     }
 
+    /** True for a send. */
+    public boolean isSend() {
+        return isSend;
+    }
+
+    /** The buffer sent or received into. */
+    public HostBuffer buffer() {
+        return buffer;
+    }
+
     /** True once every byte moved. */
     public boolean isDone() {
         return done;

@@ -137,7 +137,7 @@ public final class ShmTransport implements AutoCloseable {
             return t;
         } catch (IOException e) {
             throw new JcclException("cannot set up shared memory in " + dir + " for communicator " + name
-                    + ": " + e.getMessage() + " (check free space with df " + dir + ", or set JCCL_TRANSPORT=tcp)", e);
+                    + ": " + e.getMessage() + " (check free space with df " + dir + ")", e);
         } finally {
             if (!ok) {
                 try {
@@ -529,6 +529,17 @@ public final class ShmTransport implements AutoCloseable {
         byte[] b = new byte[len];
         MemorySegment.copy(s, ValueLayout.JAVA_BYTE, REASON_OFFSET + 4, b, 0, len);
         return new String(b, StandardCharsets.UTF_8);
+    }
+
+    /** Peers whose process is gone (same host: checked by pid). */
+    public java.util.Set<Integer> deadRanks() {
+        java.util.Set<Integer> dead = new java.util.TreeSet<>();
+        for (int p = 0; p < size; p++) {
+            if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                dead.add(p);
+            }
+        }
+        return dead;
     }
 
     /** Marks this rank failed/aborted in its segment so that every peer's waits end. */

@@ -186,7 +186,13 @@ public final class HostCommunicator implements Communicator {
         }
         autoDump(j.getMessage());
         // Tell the peers, whose pending operations then fail with this reason instead of waiting.
-        t.fail(ShmTransport.ABORT_FAILED, j.getMessage());
+        int culprit = -1;
+        if (j instanceof org.jccl.PeerFailureException pf) {
+            culprit = pf.rank();
+        } else if (j instanceof org.jccl.CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
+            culprit = te.missingRanks().get(0);
+        }
+        t.fail(ShmTransport.ABORT_FAILED, j.getMessage(), culprit);
         LOG.warn(rank, j.getMessage());
         return j;
     }

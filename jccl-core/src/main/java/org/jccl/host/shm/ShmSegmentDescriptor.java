@@ -10,7 +10,7 @@ package org.jccl.host.shm;
  *  0        +--------------------------------------------------------------+
  *           | magic u64 | version u32 | rank u32 | size u32 | k u32 | pid u64 |  HEADER line
  *           | slotBytes u64 | p2pSlotBytes u64 | p2pSlots u32               |
- *  64       | abort code u64 (0 = running)                                 |  ABORT line
+ *  64       | abort code u64 (0 = running) | culprit rank i64 (-1: itself)  |  ABORT line
  *  128      | inSeq   u64: last chunk id whose input is in the IN ring     |  IN_SEQ line
  *  192      | redSeq  u64: last chunk id whose reduced slice is in RES     |  RED_SEQ line
  *  256      | doneSeq u64: last chunk id this rank finished reading        |  DONE_SEQ line
@@ -56,6 +56,8 @@ public final class ShmSegmentDescriptor {
     public static final long P2P_SLOTS_OFFSET = 48;
 
     public static final long ABORT_OFFSET = LINE;
+    /** The rank a failure report blames (the writer itself when -1). */
+    public static final long CULPRIT_OFFSET = LINE + 8;
     public static final long IN_SEQ_OFFSET = 2 * LINE;
     public static final long RED_SEQ_OFFSET = 3 * LINE;
     public static final long DONE_SEQ_OFFSET = 4 * LINE;

@@ -485,7 +485,7 @@ public final class ShmTransport implements AutoCloseable {
                 if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
                     String msg = "rank " + p + " (pid " + peerPids[p] + ") died during " + call.describe()
                             + " on rank " + rank;
-                    fail(ABORT_FAILED, msg);
+                    fail(ABORT_FAILED, msg, p);
                     throw new PeerFailureException(p, msg);
                 }
             }
@@ -511,6 +511,11 @@ public final class ShmTransport implements AutoCloseable {
 
     private JcclException peerAbort(int p, long code) {
         String reason = readReason(p);
+        long culprit = segs[p].get(ValueLayout.JAVA_LONG, CULPRIT_OFFSET);
+        if (code == ABORT_FAILED && culprit >= 0 && culprit < size && culprit != p) {
+            // p only reports another rank's failure: blame that one.
+            return new PeerFailureException((int) culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
+        }
         return switch ((int) code) {
             case (int) ABORT_MISMATCH -> new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
             case (int) ABORT_CLOSED -> new PeerFailureException(p, "rank " + p + " closed the communicator while rank "
@@ -544,6 +549,14 @@ public final class ShmTransport implements AutoCloseable {
 
     /** Marks this rank failed/aborted in its segment so that every peer's waits end. */
     public void fail(long code, String reason) {
+        fail(code, reason, -1);
+    }
+
+    /**
+     * Marks this rank failed/aborted, blaming {@code culprit} (another rank that died or did not
+     * arrive; -1 when this rank itself failed), so that every peer's waits end.
+     */
+    public void fail(long code, String reason, int culprit) {
         if (closed || (long) LONG.getAcquire(mine, ABORT_OFFSET) != ABORT_NONE) {
             return; // the first reason stands
         }
@@ -551,6 +564,7 @@ public final class ShmTransport implements AutoCloseable {
         int len = Math.min(b.length, REASON_BYTES - 4);
         MemorySegment.copy(b, 0, mine, ValueLayout.JAVA_BYTE, REASON_OFFSET + 4, len);
         mine.set(ValueLayout.JAVA_INT, REASON_OFFSET, len);
+        mine.set(ValueLayout.JAVA_LONG, CULPRIT_OFFSET, culprit);
         LONG.setRelease(mine, ABORT_OFFSET, code);
     }
 

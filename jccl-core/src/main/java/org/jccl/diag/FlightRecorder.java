@@ -25,7 +25,8 @@ import org.jccl.ReduceOp;
  * ...
  * ]}
  * </pre>
- * Times are microseconds since the epoch; 0 when that state was not reached.
+ * Times are microseconds since the epoch; 0 when that state was not reached. A completion time
+ * is stamped when the next operation starts (so it is an upper bound; 0 for the newest entry).
  */
 public final class FlightRecorder {
     /** States of an entry. */
@@ -107,6 +108,15 @@ public final class FlightRecorder {
         if (capacity == 0) {
             return -1;
         }
+        long now = System.nanoTime();
+        if (next > 0) {
+            // Completion is stamped lazily, with the next operation's start (one clock reading
+            // per operation on the hot path): an upper bound of when it completed.
+            int prev = (int) ((next - 1) % capacity);
+            if (completed[prev] == 0 && state[prev] == COMPLETED) {
+                completed[prev] = now;
+            }
+        }
         long h = next++;
         int i = (int) (h % capacity);
         seq[i] = sequence;
@@ -117,10 +127,19 @@ public final class FlightRecorder {
         peer[i] = peerRank;
         count[i] = elements;
         state[i] = SCHEDULED;
-        scheduled[i] = System.nanoTime();
+        scheduled[i] = now;
         started[i] = 0;
         completed[i] = 0;
         return h;
+    }
+
+    /** Marks an entry started at the time it was scheduled (operations run at once). */
+    public void startedNow(long handle) {
+        int i = index(handle);
+        if (i >= 0) {
+            state[i] = STARTED;
+            started[i] = scheduled[i];
+        }
     }
 
     /** Marks an entry started. */
@@ -132,12 +151,11 @@ public final class FlightRecorder {
         }
     }
 
-    /** Marks an entry completed. */
+    /** Marks an entry completed (its time is stamped when the next operation is scheduled). */
     public void completed(long handle) {
         int i = index(handle);
         if (i >= 0) {
             state[i] = COMPLETED;
-            completed[i] = System.nanoTime();
         }
     }
 

@@ -165,7 +165,7 @@ public final class HostCommunicator implements Communicator {
     private void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
         t.call.set(++collSeq, opcode, type.ordinal(), op == null ? NO_REDOP : op.kind().ordinal(), root, count, timeoutNanos);
         current = recorder.schedule(collSeq, opcode, type.ordinal(), count, op == null ? -1 : op.kind().ordinal(), root, -1);
-        recorder.started(current);
+        recorder.startedNow(current);
     }
 
     private void end() {
@@ -312,7 +312,18 @@ public final class HostCommunicator implements Communicator {
                     idle = 0;
                     t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, timeoutNanos);
                 } else if (open > 0) {
-                    t.idleP2p(idle++, waitingOn);
+                    try {
+                        t.idleP2p(idle++, waitingOn);
+                    } catch (JcclException e) {
+                        // Take what the peers sent before they closed or failed, then give up.
+                        boolean late = false;
+                        for (HostWork w : batch) {
+                            late |= !w.isDone() && w.p2p.progress();
+                        }
+                        if (!late) {
+                            throw e;
+                        }
+                    }
                 }
             }
         } catch (RuntimeException e) {
@@ -784,7 +795,7 @@ public final class HostCommunicator implements Communicator {
             checkOpen();
             t.call.set(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), NO_REDOP, peer, b.count(), timeoutNanos);
             current = recorder.schedule(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), b.count(), -1, -1, peer);
-            recorder.started(current);
+            recorder.startedNow(current);
             new PointToPoint(t, isSend, b, peer).runToCompletion();
             recorder.completed(current);
         } catch (RuntimeException e) {

@@ -89,7 +89,14 @@ public final class PointToPoint {
             if (progress()) {
                 idle = 0;
             } else {
-                t.idleP2p(idle++, peer);
+                try {
+                    t.idleP2p(idle++, peer);
+                } catch (org.jccl.JcclException e) {
+                    // What the peer sent before it closed or failed is still there: take it first.
+                    if (!progress()) {
+                        throw e;
+                    }
+                }
             }
         }
     }

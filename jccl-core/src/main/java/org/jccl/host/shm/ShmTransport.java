@@ -60,6 +60,8 @@ public final class ShmTransport implements AutoCloseable {
     public final long[] srcOffsets;
 
     private long chunkIds;
+    /** The smallest done word seen at the last check (done words only grow). */
+    private long minPeerDone;
     private final long[] sendChunks;
     private final long[] recvChunks;
     private final long[] sendMessages;
@@ -250,8 +252,17 @@ public final class ShmTransport implements AutoCloseable {
     public long beginChunk() {
         long g = ++chunkIds;
         long need = g - geo.k();
-        if (need > 0) {
+        if (need > 0 && minPeerDone < need) {
+            // Peers' done words change every chunk (their lines live in the peers' caches): read
+            // them only when the last values seen are not enough.
             awaitAll(DONE_SEQ_OFFSET, need, "finish reading an earlier chunk");
+            long min = Long.MAX_VALUE;
+            for (int p = 0; p < size; p++) {
+                if (p != rank) {
+                    min = Math.min(min, (long) LONG.getAcquire(segs[p], DONE_SEQ_OFFSET));
+                }
+            }
+            minPeerDone = min;
         }
         return g;
     }
@@ -274,23 +285,23 @@ public final class ShmTransport implements AutoCloseable {
     /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */
     public void postIn(long g, long chunkOffset) {
         long h = geo.inEntry(entry(g));
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID, g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_OFFSET, chunkOffset);
-        LONG.setRelease(mine, IN_SEQ_OFFSET, g);
+        // Last, with release: a reader that sees the id sees the header and the data.
+        LONG.setRelease(mine, h + HDR_CHUNK_ID, g);
     }
 
     /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
     public void awaitIn(int peer, long g) {
-        await(peer, IN_SEQ_OFFSET, g, "post its input");
+        await(peer, geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
         checkHeader(peer, g);
     }
 
     /** Waits for every rank's input of chunk {@code g}, checking each. */
     public void awaitAllIn(long g) {
-        awaitAll(IN_SEQ_OFFSET, g, "post its input");
+        awaitAll(geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
         for (int p = 0; p < size; p++) {
             if (p != rank) {
                 checkHeader(p, g);
@@ -440,7 +451,16 @@ public final class ShmTransport implements AutoCloseable {
                 return;
             }
             if ((i & 127) == 127) {
-                checkHealth(offset, target, what, i);
+                try {
+                    checkHealth(offset, target, what, i);
+                } catch (JcclException e) {
+                    // The peer may have posted what we wait for just before it closed or failed:
+                    // its words were written before its abort word, which we have now seen.
+                    if ((long) LONG.getAcquire(s, offset) >= target) {
+                        return;
+                    }
+                    throw e;
+                }
             }
             idle.idle(i);
         }
@@ -490,7 +510,12 @@ public final class ShmTransport implements AutoCloseable {
                 }
             }
         }
-        if (System.nanoTime() - call.deadline > 0) {
+        long now = System.nanoTime();
+        if (call.deadline == 0) {
+            // The hot path takes no clock reading: the deadline starts at the first slow wait.
+            call.deadline = now + call.timeoutNanos;
+        }
+        if (now - call.deadline > 0) {
             List<Integer> missing = new ArrayList<>();
             if (offset < 0) {
                 missing.add((int) target);
@@ -613,7 +638,7 @@ public final class ShmTransport implements AutoCloseable {
         public int root;
         /** Element count as the call's fingerprint (per-rank count). */
         public long count;
-        /** Deadline (System.nanoTime). */
+        /** Deadline (System.nanoTime), or 0 until the first slow wait of the call sets it. */
         public long deadline;
         /** Timeout the deadline was computed from. */
         public long timeoutNanos;
@@ -631,7 +656,7 @@ public final class ShmTransport implements AutoCloseable {
             this.root = root;
             this.count = count;
             this.timeoutNanos = timeoutNanos;
-            this.deadline = System.nanoTime() + timeoutNanos;
+            this.deadline = 0;
         }
 
         /** opcode, dtype, redop and root packed into one word. */

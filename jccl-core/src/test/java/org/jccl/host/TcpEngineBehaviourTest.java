@@ -28,6 +28,29 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
         System.clearProperty("jccl.transport");
     }
 
+    /** Two ranks that both believe they are the root of a large (pipelined) broadcast or a scatter never pass silently. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"chain broadcast", "scatter"})
+    void twoRootsOfARootedCollectiveAreAMismatch(String kind) throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            int root = comm.rank();
+            try {
+                if (kind.equals("scatter")) {
+                    comm.scatter(HostBuffer.of(new float[16]), HostBuffer.of(new float[8]), root);
+                } else {
+                    comm.broadcast(HostBuffer.of(new float[1 << 20]), root);
+                }
+                return "no error";
+            } catch (org.jccl.JcclException e) {
+                return e;
+            }
+        });
+        assertTrue(out.stream().anyMatch(o -> o instanceof org.jccl.CollectiveMismatchException), out::toString);
+        for (Object o : out) {
+            org.junit.jupiter.api.Assertions.assertInstanceOf(org.jccl.JcclException.class, o, String.valueOf(o));
+        }
+    }
+
     /** Over TCP too: no allocation per blocking collective once warm, small (one-shot) and large (ring). */
     @Override
     @Test

@@ -31,5 +31,5 @@ final class Parts {
     /** Algorithm ids of the tags. */
     static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
             CHAIN_BCAST = 8, DIRECT_REDUCE = 9, CHAIN_REDUCE = 10, GATHER = 11, SCATTER = 12, ALLTOALL = 13, BARRIER = 14,
-            SPLIT = 15;
+            SPLIT = 15, HELLO = 16;
 }

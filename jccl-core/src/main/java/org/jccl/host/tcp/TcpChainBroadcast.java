@@ -7,7 +7,9 @@ import org.jccl.HostBuffer;
  * Pipelined broadcast for large messages: the ranks form a chain from the root (root, root+1,
  * ...) and the message flows down it in chunks, each rank forwarding chunk c as soon as it
  * arrived. Every link carries the message once, so the time approaches one transfer of the
- * message whatever the rank count.
+ * message whatever the rank count. Every rank but the root sends an empty hello (its call's
+ * fingerprint) to its predecessor on entry, which expects it: two ranks that both believe they are
+ * the root meet as a mismatch instead of both passing silently.
  */
 public final class TcpChainBroadcast {
     private TcpChainBroadcast() {
@@ -24,6 +26,14 @@ public final class TcpChainBroadcast {
         int chunks = Math.max(1, Parts.chunks(count, per));
         int next = vr + 1 < n ? (t.rank() + 1) % n : -1;
         int prev = (t.rank() + n - 1) % n;
+        long hello = Parts.tag(Parts.HELLO, 0, 0);
+        MemorySegment none = t.scratch(3, 64);
+        if (vr > 0) {
+            t.send(prev, none, 0, 0, hello);
+        }
+        if (next >= 0) {
+            t.recv(next, none, 0, 0, hello);
+        }
         if (vr == 0) {
             if (!send.sameStart(recv)) {
                 MemorySegment.copy(send.segment(), 0, out, 0, count * es);

@@ -18,6 +18,8 @@ import java.util.ArrayDeque;
  */
 final class TcpConnection {
     private static final int PENDING_FRAMES = 256;
+    /** Payloads at least this large of native segments skip the staging buffers (one copy less each way). */
+    static final int DIRECT_MIN_BYTES = 16 << 10;
 
     final TcpTransport t;
     /** The socket written to; {@link #rch} is read from (the same one, except for a rank's connection to itself). */
@@ -41,6 +43,7 @@ final class TcpConnection {
     private int sendFrame = -1;        // frame of sendQ.peek() being appended, -1: not started
     private int sendCopied;            // payload bytes of that frame appended
     private boolean sendMidFrame;      // header appended, payload not complete
+    private ByteBuffer sendDirect;     // view of the caller's segment when the payload goes directly
     private int outFlush, outFill;     // [outFlush, outFill) waits to be written
     private long written;              // stream position: bytes written to the socket
     private final TcpOp[] pendOp = new TcpOp[PENDING_FRAMES];
@@ -52,6 +55,7 @@ final class TcpConnection {
     private int recvFrame = -1;
     private int recvGot;
     private boolean recvInFrame;
+    private ByteBuffer recvDirect;     // view of the destination when the payload is read directly
     private int inRead, inWrite;       // [inRead, inWrite) read but not parsed
     private boolean draining;          // after a mismatch: looking for the peer's ABORT frame
     private long drainSkip;            // bytes of a discarded frame still to skip
@@ -127,9 +131,28 @@ final class TcpConnection {
                             op.frameOffset(sendFrame, chunk), op.bytes);
                     outFill += Frame.HEADER_BYTES;
                     sendMidFrame = true;
+                    sendDirect = len >= DIRECT_MIN_BYTES ? t.view(op.seg) : null;
                     appended = true;
                 }
-                if (sendMidFrame) {
+                if (sendMidFrame && sendDirect != null) {
+                    // A large payload of native memory goes to the socket straight from the caller's
+                    // segment, once the staged bytes before it (its header included) are out.
+                    if (outFill == outFlush) {
+                        long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
+                        sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
+                        int n = ch.write(sendDirect);
+                        if (n > 0) {
+                            sendCopied += n;
+                            written += n;
+                            appended = true;
+                        }
+                        if (sendCopied == len) {
+                            t.frameDone(op);
+                            nextSendFrame(op);
+                            appended = true;
+                        }
+                    }
+                } else if (sendMidFrame) {
                     int n = Math.min(len - sendCopied, capacity - outFill);
                     if (n > 0) {
                         MemorySegment.copy(op.seg, op.off + op.frameOffset(sendFrame, chunk) + sendCopied, outSeg, outFill, n);
@@ -139,13 +162,7 @@ final class TcpConnection {
                     }
                     if (sendCopied == len) {
                         pushPending(op, written + (outFill - outFlush));
-                        sendMidFrame = false;
-                        sendCopied = 0;
-                        sendFrame += sockets;
-                        if (sendFrame >= op.frames) {
-                            sendQ.poll();
-                            sendFrame = -1;
-                        }
+                        nextSendFrame(op);
                         appended = true;
                     }
                 }
@@ -158,6 +175,17 @@ final class TcpConnection {
             if (!flushed && outFill == capacity) {
                 return moved;
             }
+        }
+    }
+
+    private void nextSendFrame(TcpOp op) {
+        sendMidFrame = false;
+        sendDirect = null;
+        sendCopied = 0;
+        sendFrame += sockets;
+        if (sendFrame >= op.frames) {
+            sendQ.poll();
+            sendFrame = -1;
         }
     }
 
@@ -266,6 +294,33 @@ final class TcpConnection {
             if (abortCode != 0) {
                 return true;
             }
+            if (recvInFrame && recvDirect != null && inRead == inWrite) {
+                // the rest of a large payload goes from the socket straight into place
+                TcpOp op = recvQ.peek();
+                int len = op.frameLength(recvFrame, t.chunkBytes());
+                long at = op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
+                recvDirect.limit((int) (at + len - recvGot)).position((int) at);
+                int n;
+                try {
+                    n = rch.read(recvDirect);
+                } catch (IOException e) {
+                    ioError = e;
+                    return true;
+                }
+                if (n < 0) {
+                    eof = true;
+                    return true;
+                }
+                if (n == 0) {
+                    return moved;
+                }
+                recvGot += n;
+                moved = true;
+                if (recvGot == len) {
+                    nextRecvFrame(op);
+                }
+                continue;
+            }
             if (inRead == inWrite) {
                 inRead = inWrite = 0;
             } else if (inWrite == capacity && inRead > 0) {
@@ -357,6 +412,7 @@ final class TcpConnection {
                 inRead += Frame.HEADER_BYTES;
                 recvInFrame = true;
                 recvGot = 0;
+                recvDirect = len >= DIRECT_MIN_BYTES ? t.view(op.seg) : null;
                 moved = true;
             }
             TcpOp op = recvQ.peek();
@@ -369,16 +425,23 @@ final class TcpConnection {
                 moved = true;
             }
             if (recvGot == len) {
-                recvInFrame = false;
-                t.frameDone(op);
-                recvFrame += sockets;
-                if (recvFrame >= op.frames) {
-                    recvQ.poll();
-                    recvFrame = -1;
-                }
+                nextRecvFrame(op);
+            } else if (recvDirect != null) {
+                return moved; // the rest is read straight into place
             }
         }
         return moved;
+    }
+
+    private void nextRecvFrame(TcpOp op) {
+        recvInFrame = false;
+        recvDirect = null;
+        t.frameDone(op);
+        recvFrame += sockets;
+        if (recvFrame >= op.frames) {
+            recvQ.poll();
+            recvFrame = -1;
+        }
     }
 
     /**
@@ -394,6 +457,7 @@ final class TcpConnection {
             draining = true;
             recvQ.clear();
             recvInFrame = false;
+            recvDirect = null;
             recvFrame = -1;
         }
         try {

@@ -543,6 +543,32 @@ public final class TcpTransport implements AutoCloseable {
         return s;
     }
 
+    private final MemorySegment[] viewSegs = new MemorySegment[8];
+    private final ByteBuffer[] views = new ByteBuffer[8];
+    private int viewNext;
+
+    /**
+     * A ByteBuffer over the whole of a native segment, for reading and writing large payloads in
+     * place; null for heap segments and segments over 2 GiB (those go through the staging
+     * buffers). Views are kept for the last 8 segments by identity, so a caller that reuses its
+     * buffers allocates nothing per call.
+     */
+    ByteBuffer view(MemorySegment seg) {
+        for (int i = 0; i < views.length; i++) {
+            if (viewSegs[i] == seg) {
+                return views[i];
+            }
+        }
+        if (!seg.isNative() || seg.byteSize() > Integer.MAX_VALUE) {
+            return null;
+        }
+        ByteBuffer b = seg.asByteBuffer();
+        viewSegs[viewNext] = seg;
+        views[viewNext] = b;
+        viewNext = (viewNext + 1) % views.length;
+        return b;
+    }
+
     // ------------------------------------------------------------------ posting
 
     private TcpOp acquire() {
@@ -982,6 +1008,8 @@ public final class TcpTransport implements AutoCloseable {
             c.close();
         }
         closeQuietly(selector);
+        java.util.Arrays.fill(viewSegs, null);
+        java.util.Arrays.fill(views, null);
         arena.close();
     }
 

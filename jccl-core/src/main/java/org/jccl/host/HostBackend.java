@@ -72,9 +72,15 @@ public final class HostBackend implements Backend {
      */
     static Communicator create(Options o, Store store, String id, String hostId, TcpConfig.Transport transport) {
         Placement p = Placement.exchange(store, o.rank(), o.size(), hostId, o.timeout());
+        // The route to the store picks the interface; a loopback store address (a store handed in
+        // with Options' defaults) says nothing about it when the ranks span hosts.
+        String route = o.storeHost();
+        if (p.hosts() > 1 && route != null && (route.startsWith("127.") || route.equals("localhost") || route.equals("::1"))) {
+            route = null;
+        }
         if (transport == TcpConfig.Transport.TCP) {
             return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                    o.storeHost(), p.hostIds());
+                    route, p.hostIds());
         }
         if (p.hosts() == 1) {
             return create(id, o.rank(), o.size(), o.localSize(), store, o.timeout());
@@ -87,10 +93,10 @@ public final class HostBackend implements Backend {
         }
         if (p.maxLocal() == 1) {
             return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                    o.storeHost(), p.hostIds());
+                    route, p.hostIds());
         }
         return HierarchicalCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                o.storeHost(), p, (subId, rank, size, sub, timeout) -> create(subId, rank, size, size, sub, timeout));
+                route, p, (subId, rank, size, sub, timeout) -> create(subId, rank, size, size, sub, timeout));
     }
 
     /**

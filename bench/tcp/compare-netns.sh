@@ -3,20 +3,22 @@
 # namespaces joined by veth pairs on a bridge, one run, same sizes, ratios in a markdown table.
 #
 #   bench/tcp/compare-netns.sh [-c allreduce,allgather,...|all] [-b 8] [-e 64M] [-f 2] [-p 1]
-#                              [-T 0.2] [-x jccl,mpi] [-t 1800] [-o DIR]
+#                              [-r 1] [-T 0.2] [-x jccl,mpi] [-t 1800] [-o DIR]
 #
 # Needs root, iproute2, Open MPI (apt-get install -y openmpi-bin libopenmpi-dev) and JDK 25.
 # jccl: ./jccl perf as rank r inside namespace r (JCCL_HOST_ID set per namespace: namespaces share
 # the hostname and boot id); -p ranks per namespace > 1 gives the hierarchical engine (shared
 # memory inside a namespace). Open MPI: mpirun inside the first namespace with --mca btl tcp,self
 # over eth0 (the veth), the remote daemon started through a launch agent that does `ip netns
-# exec` instead of ssh. Namespaces are removed on exit, also on failure or Ctrl-C. Results and
-# raw tables stay in DIR (default bench/results/netns-<UTC date>); DIR/compare.md has the tables.
+# exec` instead of ssh. -r R runs both libraries R times, alternating, and keeps each one's best
+# time per size (on a shared machine the other load only ever adds time). Namespaces are removed
+# on exit, also on failure or Ctrl-C. Results and raw tables stay in DIR (default
+# bench/results/netns-<UTC date>); DIR/compare.md has the tables.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-colls="allreduce,allgather,reducescatter,broadcast,alltoall" minb="8" maxb="64M" factor="2" per="1"
+colls="allreduce,allgather,reducescatter,broadcast,alltoall" minb="8" maxb="64M" factor="2" per="1" repeats="1"
 target="0.2" skip="" limit="1800"
 out="$root/bench/results/netns-$(date -u +%Y%m%d-%H%M%S)"
 
@@ -24,15 +26,17 @@ usage() {
     sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
-while getopts "c:b:e:f:p:T:x:t:o:h" opt; do
+while getopts "c:b:e:f:p:r:T:x:t:o:h" opt; do
     case "$opt" in
         c) colls="$OPTARG" ;; b) minb="$OPTARG" ;; e) maxb="$OPTARG" ;; f) factor="$OPTARG" ;; p) per="$OPTARG" ;;
+        r) repeats="$OPTARG" ;;
         T) target="$OPTARG" ;; x) skip="$OPTARG" ;; t) limit="$OPTARG" ;; o) out="$OPTARG" ;; h) usage 0 ;; *) usage 2 ;;
     esac
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || { echo "compare-netns.sh: unexpected argument '$1' (see -h)" >&2; exit 2; }
 [[ "$per" =~ ^[1-9][0-9]*$ ]] || { echo "compare-netns.sh: -p: '$per' is not a rank count" >&2; exit 2; }
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "compare-netns.sh: -r: '$repeats' is not a repeat count" >&2; exit 2; }
 all_colls="allreduce,allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter,sendrecv"
 [ "$colls" = all ] && colls="$all_colls"
 for c in ${colls//,/ }; do
@@ -91,7 +95,8 @@ header="$out/header.md"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine may be shared: numbers are only as good as its quietness)"
     echo "- jccl: commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown), JCCL_* transport settings at their defaults"
     echo "- Open MPI: $(mpirun --version 2>/dev/null | head -1 | sed 's/^mpirun (Open MPI) /Open MPI /' || echo 'not installed'), --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0"
-    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size)"
+    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf warm-up/iterations per size band: <= 64 KiB 20000/2000, <= 1 MiB 2000/200, larger 20/20 (each band a fresh JVM)"
+    echo "- repeats: $repeats, libraries alternating; each cell is the library's best mean over the repeats"
 } > "$header"
 cat "$header" | tee -a "$out/run.log"
 
@@ -114,7 +119,7 @@ lo=$(bytes_of "$minb"); hi=$(bytes_of "$maxb")
 [[ "$factor" =~ ^[2-9]$|^[1-9][0-9]+$ ]] || { echo "compare-netns.sh: -f: give an integer factor >= 2" >&2; exit 2; }
 bands=() # "first last warmup iters" over the sizes lo * factor^k <= hi (the same sizes Open MPI runs)
 band_of() { if [ "$1" -le $((64 << 10)) ]; then echo 0; elif [ "$1" -le $((1 << 20)) ]; then echo 1; else echo 2; fi; }
-warm=(20000 200 5); iters=(2000 200 20)
+warm=(20000 2000 20); iters=(2000 200 20)
 first=(); last=()
 for ((x = lo; x <= hi; x *= factor)); do
     b=$(band_of "$x")
@@ -124,8 +129,8 @@ done
 for b in 0 1 2; do
     [ -n "${first[$b]:-}" ] && bands+=("${first[$b]} ${last[$b]} ${warm[$b]} ${iters[$b]}")
 done
-if ! skipped jccl; then
-    (cd "$root" && ./jccl perf --help >/dev/null) || { log "jccl: ./jccl perf does not run (see above)"; exit 1; }
+run_jccl() { # $1: repeat number
+    local rep="$1"
     for c in ${colls//,/ }; do
         k=0
         for band in "${bands[@]}"; do
@@ -138,20 +143,22 @@ if ! skipped jccl; then
                 h=$((r / per))
                 ip netns exec "$pfx-h$h" env -u RANK -u WORLD_SIZE JCCL_RANK=$r JCCL_WORLD_SIZE=$n \
                     JCCL_LOCAL_RANK=$((r % per)) JCCL_LOCAL_WORLD_SIZE=$per JCCL_STORE=10.77.0.1:$port \
-                    JCCL_JOB_ID="netns$$-$c-$k" JCCL_HOST_ID="host$h" \
-                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -c 0 --json '$out/jccl-$c-$k.json'" \
-                    > "$out/jccl-$c-$k-r$r.txt" 2>&1 &
+                    JCCL_JOB_ID="netns$$-$c-$k-$rep" JCCL_HOST_ID="host$h" \
+                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -c 0 --json '$out/raw/jccl-$c-$k-$rep.json'" \
+                    > "$out/raw/jccl-$c-$k-$rep-r$r.txt" 2>&1 &
                 pids+=($!)
             done
             ok=1
             for p in "${pids[@]}"; do wait "$p" || ok=0; done
-            if [ "$ok" = 1 ]; then grep -v '^#  Rank' "$out/jccl-$c-$k-r0.txt" | tee -a "$out/run.log" >/dev/null; else
-                log "jccl $c failed: see $out/jccl-$c-$k-r*.txt"; fi
+            if [ "$ok" = 1 ]; then grep -v '^#  Rank' "$out/raw/jccl-$c-$k-$rep-r0.txt" | tee -a "$out/run.log" >/dev/null; else
+                log "jccl $c failed: see $out/raw/jccl-$c-$k-$rep-r*.txt"; fi
         done
     done
-fi
+}
 
 # ---- Open MPI: mpirun in h0; the daemon in h1 through an agent that enters the namespace ----
+btl="tcp,self"
+[ "$per" -gt 1 ] && btl="tcp,self,vader" # shared memory inside a namespace, as jccl does
 if ! skipped mpi; then
     if [ ! -x "$root/bench/mpi/mpi_coll" ] || [ "$root/bench/mpi/mpi_coll.c" -nt "$root/bench/mpi/mpi_coll" ]; then
         "$root/bench/mpi/build.sh" | tee -a "$out/run.log"
@@ -167,15 +174,62 @@ esac
 exec ip netns exec "\$ns" /bin/sh -c "\$*"
 AGENT
     chmod +x "$agent"
-    run_logged mpi ip netns exec "$pfx-h0" mpirun --allow-run-as-root --bind-to none -np "$n" \
-        --host "10.77.0.1:$per,10.77.0.2:$per" --mca plm_rsh_agent "$agent" --mca pml ob1 --mca btl tcp,self \
-        --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-        "$root/bench/mpi/mpi_coll" "$colls" -b "$minb" -e "$maxb" -f "$factor" -T "$target" --json "$out/mpi.json"
 fi
+run_mpi() { # $1: repeat number
+    run_logged "raw/mpi-$1" ip netns exec "$pfx-h0" mpirun --allow-run-as-root --bind-to none -np "$n" \
+        --host "10.77.0.1:$per,10.77.0.2:$per" --mca plm_rsh_agent "$agent" --mca pml ob1 --mca btl "$btl" \
+        --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+        "$root/bench/mpi/mpi_coll" "$colls" -b "$minb" -e "$maxb" -f "$factor" -T "$target" --json "$out/raw/mpi-$1.json"
+}
+
+mkdir -p "$out/raw"
+if ! skipped jccl; then
+    (cd "$root" && ./jccl perf --help >/dev/null) || { log "jccl: ./jccl perf does not run (see above)"; exit 1; }
+fi
+for ((rep = 1; rep <= repeats; rep++)); do
+    log ""
+    log "## repeat $rep of $repeats"
+    skipped jccl || run_jccl "$rep"
+    skipped mpi || run_mpi "$rep"
+done
+# one JSON per library: the best (lowest) time of each row over the repeats
+/usr/bin/python3 - "$out" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+for lib in ("jccl", "mpi"):
+    best, docs = {}, []
+    for path in sorted(glob.glob(os.path.join(out, "raw", lib + "-*.json"))):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"skipping {path}: {e}", file=sys.stderr)
+            continue
+        docs.append(doc)
+        for run in doc.get("runs", []):
+            for row in run.get("rows", []):
+                key = (run.get("ranks"), row.get("collective"), row.get("dtype"), row.get("op"), row.get("root"), row.get("bytes"))
+                old = best.get(key)
+                for mode in ("oop", "ip"):
+                    cell = row.get(mode)
+                    if cell and old and old[1].get(mode) and old[1][mode]["time_us"] <= cell["time_us"]:
+                        row[mode] = old[1][mode]
+                best[key] = (run, row)
+    if not docs:
+        continue
+    runs = {}
+    for (ranks, coll, *_), (run, row) in best.items():
+        r = runs.setdefault((ranks, coll), {k: v for k, v in run.items() if k != "rows"})
+        r.setdefault("rows", []).append(row)
+    merged = dict(docs[0])
+    merged["runs"] = list(runs.values())
+    with open(os.path.join(out, lib + ".json"), "w") as f:
+        json.dump(merged, f, indent=1)
+PY
 
 echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$header"
 shopt -s nullglob
-jsons=("$out"/*.json)
+jsons=("$out"/jccl.json "$out"/mpi.json)
 if [ ${#jsons[@]} -eq 0 ]; then
     log "no library produced results; see $out/run.log"
     exit 1

@@ -10,9 +10,18 @@ final class Parts {
         return i * (count / n) + Math.min(i, count % n);
     }
 
-    /** Elements per pipelining chunk of a transport for elements of {@code es} bytes. */
-    static long chunkElems(TcpTransport t, int es) {
-        return Math.max(1, t.chunkBytes() / es);
+    /** Smallest pipelining chunk: below it a chunk's fixed costs (a frame, a wake-up) dominate. */
+    static final int MIN_PIPELINE_BYTES = 64 << 10;
+
+    /**
+     * Elements per pipelining chunk of a part of {@code partElems} elements: a quarter of the
+     * part, so that the next step starts while the part still arrives, between {@value
+     * #MIN_PIPELINE_BYTES} bytes and the transport's chunk size. Both ends of a message compute it
+     * from the same part, so they cut it the same way.
+     */
+    static long pipelineElems(TcpTransport t, int es, long partElems) {
+        long bytes = Math.min(t.chunkBytes(), Math.max(MIN_PIPELINE_BYTES, partElems * es / 4));
+        return Math.max(1, bytes / es);
     }
 
     /** Chunks of a part of {@code len} elements (0 for an empty part). */

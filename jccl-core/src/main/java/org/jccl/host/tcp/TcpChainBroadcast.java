@@ -22,7 +22,7 @@ public final class TcpChainBroadcast {
         int es = recv.type().byteSize();
         long count = recv.count();
         MemorySegment out = recv.segment();
-        long per = Parts.chunkElems(t, es);
+        long per = Parts.pipelineElems(t, es, count);
         int chunks = Math.max(1, Parts.chunks(count, per));
         int next = vr + 1 < n ? (t.rank() + 1) % n : -1;
         int prev = (t.rank() + n - 1) % n;

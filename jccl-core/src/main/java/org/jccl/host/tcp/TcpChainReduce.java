@@ -32,7 +32,7 @@ public final class TcpChainReduce {
             in = scaled;
         }
         ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
-        long per = Parts.chunkElems(t, es);
+        long per = Parts.pipelineElems(t, es, count);
         int chunks = Math.max(1, Parts.chunks(count, per));
         int window = Math.max(4, 2 * t.socketsPerPeer());
         long slotBytes = per * es;

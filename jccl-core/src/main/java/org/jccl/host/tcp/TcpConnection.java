@@ -44,6 +44,8 @@ final class TcpConnection {
     private int sendCopied;            // payload bytes of that frame appended
     private boolean sendMidFrame;      // header appended, payload not complete
     private ByteBuffer sendDirect;     // view of the caller's segment when the payload goes directly
+    private final ByteBuffer[] gather = new ByteBuffer[2];
+    private final ByteBuffer[] scatter = new ByteBuffer[2];
     private int outFlush, outFill;     // [outFlush, outFill) waits to be written
     private long written;              // stream position: bytes written to the socket
     private final TcpOp[] pendOp = new TcpOp[PENDING_FRAMES];
@@ -136,21 +138,29 @@ final class TcpConnection {
                 }
                 if (sendMidFrame && sendDirect != null) {
                     // A large payload of native memory goes to the socket straight from the caller's
-                    // segment, once the staged bytes before it (its header included) are out.
-                    if (outFill == outFlush) {
-                        long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
-                        sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
-                        int n = ch.write(sendDirect);
-                        if (n > 0) {
-                            sendCopied += n;
-                            written += n;
-                            appended = true;
+                    // segment, in one gathering write behind the staged bytes (its header included).
+                    long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
+                    sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
+                    int staged = outFill - outFlush;
+                    out.limit(outFill).position(outFlush);
+                    gather[0] = out;
+                    gather[1] = sendDirect;
+                    long n = ch.write(gather, 0, 2);
+                    gather[1] = null;
+                    if (n > 0) {
+                        int fromStaged = (int) Math.min(n, staged);
+                        if (fromStaged > 0) {
+                            flushed(fromStaged);
                         }
-                        if (sendCopied == len) {
-                            t.frameDone(op);
-                            nextSendFrame(op);
-                            appended = true;
-                        }
+                        int direct = (int) (n - fromStaged);
+                        sendCopied += direct;
+                        written += direct;
+                        appended = true;
+                    }
+                    if (sendCopied == len) {
+                        t.frameDone(op);
+                        nextSendFrame(op);
+                        appended = true;
                     }
                 } else if (sendMidFrame) {
                     int n = Math.min(len - sendCopied, capacity - outFill);
@@ -206,6 +216,12 @@ final class TcpConnection {
         if (n <= 0) {
             return false;
         }
+        flushed(n);
+        return true;
+    }
+
+    /** {@code n} staged bytes reached the kernel. */
+    private void flushed(int n) {
         outFlush += n;
         written += n;
         while (pendSize > 0 && pendEnd[pendHead] <= written) {
@@ -221,7 +237,6 @@ final class TcpConnection {
             outFill -= outFlush;
             outFlush = 0;
         }
-        return true;
     }
 
     /**
@@ -295,17 +310,25 @@ final class TcpConnection {
                 return true;
             }
             if (recvInFrame && recvDirect != null && inRead == inWrite) {
-                // the rest of a large payload goes from the socket straight into place
+                // The rest of a large payload goes from the socket straight into place, and what
+                // follows it (the next headers) into the staging buffer, in one scattering read.
                 TcpOp op = recvQ.peek();
                 int len = op.frameLength(recvFrame, t.chunkBytes());
                 long at = op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
-                recvDirect.limit((int) (at + len - recvGot)).position((int) at);
-                int n;
+                int rest = len - recvGot;
+                recvDirect.limit((int) (at + rest)).position((int) at);
+                inRead = inWrite = 0;
+                in.limit(capacity).position(0);
+                scatter[0] = recvDirect;
+                scatter[1] = in;
+                long n;
                 try {
-                    n = rch.read(recvDirect);
+                    n = rch.read(scatter, 0, 2);
                 } catch (IOException e) {
                     ioError = e;
                     return true;
+                } finally {
+                    scatter[0] = null;
                 }
                 if (n < 0) {
                     eof = true;
@@ -314,7 +337,9 @@ final class TcpConnection {
                 if (n == 0) {
                     return moved;
                 }
-                recvGot += n;
+                int direct = (int) Math.min(n, rest);
+                recvGot += direct;
+                inWrite = (int) (n - direct);
                 moved = true;
                 if (recvGot == len) {
                     nextRecvFrame(op);

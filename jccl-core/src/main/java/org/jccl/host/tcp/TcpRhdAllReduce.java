@@ -115,8 +115,8 @@ public final class TcpRhdAllReduce {
      */
     private static void exchange(TcpTransport t, int to, MemorySegment out, long sLo, long sLen, int from, long rLo,
                                  long rLen, DataType type, ReduceOp op, int es, int step, boolean reduce) {
-        long per = Parts.chunkElems(t, es);
         if (to >= 0) {
+            long per = Parts.pipelineElems(t, es, sLen);
             int cs = Math.max(1, Parts.chunks(sLen, per));
             for (int c = 0; c < cs; c++) {
                 long e0 = sLo + c * per;
@@ -127,6 +127,7 @@ public final class TcpRhdAllReduce {
         if (from < 0) {
             return;
         }
+        long per = Parts.pipelineElems(t, es, rLen);
         int cs = Math.max(1, Parts.chunks(rLen, per));
         int window = Math.max(4, 2 * t.socketsPerPeer());
         MemorySegment scratch = reduce ? t.scratch(0, window * per * es) : null;

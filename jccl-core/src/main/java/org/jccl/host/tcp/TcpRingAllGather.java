@@ -23,7 +23,7 @@ public final class TcpRingAllGather {
         if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
             MemorySegment.copy(send.segment(), 0, out, r * bc * es, bc * es);
         }
-        long per = Parts.chunkElems(t, es);
+        long per = Parts.pipelineElems(t, es, bc);
         int chunks = Math.max(1, Parts.chunks(bc, per));
         int next = (r + 1) % n;
         int prev = (r + n - 1) % n;

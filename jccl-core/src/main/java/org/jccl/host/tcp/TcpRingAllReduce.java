@@ -38,7 +38,7 @@ public final class TcpRingAllReduce {
         if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
             Reductions.scale(type, op.scalar(), out, 0, count);
         }
-        long per = Parts.chunkElems(t, es);
+        long per = Parts.pipelineElems(t, es, (count + n - 1) / n);
         int next = (r + 1) % n;
         int prev = (r + n - 1) % n;
         int steps = 2 * (n - 1);

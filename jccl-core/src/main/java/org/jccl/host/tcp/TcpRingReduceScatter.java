@@ -37,7 +37,7 @@ public final class TcpRingReduceScatter {
         }
         ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
         MemorySegment out = recv.segment();
-        long per = Parts.chunkElems(t, es);
+        long per = Parts.pipelineElems(t, es, rc);
         int chunks = Math.max(1, Parts.chunks(rc, per));
         int window = Math.max(4, 2 * t.socketsPerPeer());
         MemorySegment rbuf = t.scratch(0, window * per * es);

@@ -115,7 +115,7 @@ final class PerfCommand implements Callable<Integer> {
     String root;
 
     @Option(names = {"-z", "--blocking"}, paramLabel = "0|1", defaultValue = "0",
-            description = "1: wait for each collective and barrier after it; 0: issue the iterations asynchronously "
+            description = "1: blocking calls, each completes before the next is issued (no barrier in between); 0: issue the iterations asynchronously "
                     + "(default: ${DEFAULT-VALUE}).")
     int blocking;
 

@@ -186,9 +186,9 @@ public final class PerfRunner {
             launch.initialize(data, staging);
         }
         runOnce(launch);
-        // The JVM's JIT needs more than nccl-tests' few warm-up calls: small sizes get up to 2000
-        // more, large ones none. The count depends only on the size, so every rank agrees.
-        for (int i = jitWarmup(launch.bytes()); i > 0; i--) {
+        // The JVM's JIT needs more than nccl-tests' few warm-up calls: small sizes get as many
+        // more as are timed (up to 2000), large ones none. Every rank computes the same count.
+        for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
             runOnce(launch);
         }
         comm.barrier();
@@ -208,9 +208,12 @@ public final class PerfRunner {
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
     }
 
-    /** Extra untimed calls per size for the JIT: 2000 at the smallest sizes, none from 16 MiB. */
-    static int jitWarmup(long bytes) {
-        return (int) Math.min(2000, (16L << 20) / Math.max(bytes, 1));
+    /**
+     * Extra untimed calls per size for the JIT: as many as the timed ones, at most 2000, and fewer
+     * for large sizes (none from 16 MiB).
+     */
+    static int jitWarmup(long bytes, int iters) {
+        return (int) Math.min(Math.min(2000, iters), (16L << 20) / Math.max(bytes, 1));
     }
 
     private long check(Launch launch, TestData data, MemorySegment staging) {

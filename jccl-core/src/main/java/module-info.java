@@ -11,7 +11,12 @@ module org.jccl {
     exports org.jccl;
     exports org.jccl.bootstrap;
     exports org.jccl.spi;
+    exports org.jccl.host;
+    exports org.jccl.diag;
     exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
+    // Reduction kernels and low-precision conversions: CUDA result checks and jccl perf use them.
+    exports org.jccl.host.kernel to org.jccl.cuda, org.jccl.cli;
 
     uses org.jccl.spi.Backend;
+    provides org.jccl.spi.Backend with org.jccl.host.HostBackend;
 }

@@ -16,11 +16,14 @@ public final class HostBuffer implements Buffer {
     private final MemorySegment segment;
     private final DataType type;
     private final long count;
+    /** The heap array under the segment, or null for native memory (cached: overlap checks allocate nothing). */
+    private final Object heapBase;
 
     private HostBuffer(MemorySegment segment, DataType type, long count) {
         this.segment = segment;
         this.type = type;
         this.count = count;
+        this.heapBase = segment.isNative() ? null : segment.heapBase().orElse(null);
     }
 
     /**
@@ -170,23 +173,32 @@ public final class HostBuffer implements Buffer {
 
     @Override
     public boolean overlaps(Buffer other) {
-        return other instanceof HostBuffer h && segment.byteSize() > 0 && h.segment.byteSize() > 0
-                && segment.asOverlappingSlice(h.segment).isPresent();
+        if (!(other instanceof HostBuffer h) || segment.byteSize() == 0 || h.segment.byteSize() == 0
+                || !sameMemory(h)) {
+            return false;
+        }
+        long a = segment.address();
+        long b = h.segment.address();
+        return a < b + h.segment.byteSize() && b < a + segment.byteSize();
     }
 
     @Override
     public boolean sameStart(Buffer other) {
-        if (!(other instanceof HostBuffer h)) {
-            return false;
+        if (other == this) {
+            return true;
         }
-        if (segment.isNative() != h.segment.isNative()) {
-            return false;
+        return other instanceof HostBuffer h && sameMemory(h) && segment.address() == h.segment.address();
+    }
+
+    /**
+     * True when both segments address the same memory space: both native, or both over the same
+     * heap array (then {@code address()} is the offset into it).
+     */
+    private boolean sameMemory(HostBuffer h) {
+        if (segment.isNative() || h.segment.isNative()) {
+            return segment.isNative() && h.segment.isNative();
         }
-        if (segment.isNative()) {
-            return segment.address() == h.segment.address();
-        }
-        // Heap segments: same array and same offset.
-        return segment.heapBase().equals(h.segment.heapBase()) && segment.address() == h.segment.address();
+        return heapBase == h.heapBase;
     }
 
     @Override

@@ -1,0 +1,425 @@
+package org.jccl.cli.perf;
+
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+
+/**
+ * Runs the sweep of a {@link PerfConfig} on one rank of a communicator, as nccl-tests does: for
+ * each collective, type, operator and root, warm up at the largest and the smallest size, then
+ * for each size and each placement (out of place, in place) run one untimed collective, a
+ * barrier, {@code iters} timed collectives, and with {@code -c 1} one checked collective on fresh
+ * data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
+ * every rank ends with the same rows: the time of a cell is the largest of the ranks' means and
+ * its wrong count the sum over ranks.
+ *
+ * <p>Only the rank given an output stream prints (the header, the table and the footer).
+ */
+public final class PerfRunner {
+    /** Work units of one measurement beyond its bytes, so the ETA counts fixed costs of small sizes. */
+    private static final double FIXED_WORK = 64 * 1024;
+    /** Bytes of one rank's line of the header, gathered from every rank. */
+    private static final int DESCRIPTION_BYTES = 256;
+
+    private final Communicator comm;
+    private final PerfMemory mem;
+    private final PerfConfig cfg;
+    private final PrintStream out;
+    private final Progress progress;
+    private final int rank;
+    private final int ranks;
+    private final List<Row> rows = new ArrayList<>();
+    private final List<Work> pending = new ArrayList<>();
+    private double doneWork;
+    private double totalWork;
+
+    /**
+     * A runner for this rank.
+     *
+     * @param comm     the communicator (every rank of it runs the same config)
+     * @param mem      where buffers live
+     * @param cfg      what to measure
+     * @param out      where to print the table, or null on ranks that do not print
+     * @param progress the progress line (off on ranks that do not print)
+     */
+    public PerfRunner(Communicator comm, PerfMemory mem, PerfConfig cfg, PrintStream out, Progress progress) {
+        this.comm = comm;
+        this.mem = mem;
+        this.cfg = cfg;
+        this.out = out;
+        this.progress = progress;
+        this.rank = comm.rank();
+        this.ranks = comm.size();
+        if (cfg.root() >= ranks) {
+            throw new IllegalArgumentException("-r " + cfg.root() + " is not a rank of this job: it has " + ranks
+                    + " ranks (0.." + (ranks - 1) + "); give -r 0.." + (ranks - 1) + " or -r all");
+        }
+    }
+
+    /**
+     * The "Using devices" lines: one per rank, gathered from every rank (collective: every rank
+     * calls it). Returns the text on every rank.
+     *
+     * @param describe this rank's description, e.g. "Pid 1234 on host device cpu"
+     */
+    public String devices(String describe) {
+        byte[] mine = describe.getBytes(StandardCharsets.UTF_8);
+        Buffer send = mem.allocate(DataType.UINT8, DESCRIPTION_BYTES);
+        Buffer recv = mem.allocate(DataType.UINT8, (long) DESCRIPTION_BYTES * ranks);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment stage = arena.allocate((long) DESCRIPTION_BYTES * ranks);
+            MemorySegment.copy(mine, 0, stage, ValueLayout.JAVA_BYTE, 0, Math.min(mine.length, DESCRIPTION_BYTES - 1));
+            mem.upload(stage, send);
+            comm.allGather(send, recv);
+            mem.download(recv, stage);
+            StringBuilder sb = new StringBuilder();
+            for (int r = 0; r < ranks; r++) {
+                MemorySegment one = stage.asSlice((long) r * DESCRIPTION_BYTES, DESCRIPTION_BYTES);
+                // Bytes from another rank are only ever read as text, up to the first zero byte.
+                long len = 0;
+                while (len < DESCRIPTION_BYTES && one.get(ValueLayout.JAVA_BYTE, len) != 0) {
+                    len++;
+                }
+                String text = new String(one.asSlice(0, len).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+                sb.append(String.format(Locale.ROOT, "#  Rank %2d Group %2d %s%n", r, 0, text));
+            }
+            return sb.toString();
+        } finally {
+            mem.free(send);
+            mem.free(recv);
+        }
+    }
+
+    /** Runs the whole sweep and returns its rows (the same on every rank). */
+    public List<Row> run() {
+        List<Long> sizes = cfg.sizes();
+        for (Collective c : cfg.collectives()) {
+            totalWork += (double) cfg.types().size() * cfg.opsFor(c).size() * cfg.roots(c, ranks).length
+                    * sizes.stream().mapToDouble(s -> s + FIXED_WORK).sum();
+        }
+        for (Collective c : cfg.collectives()) {
+            if (out != null) {
+                if (cfg.collectives().size() > 1) {
+                    out.println("#");
+                    out.println("# Collective: " + c.cliName());
+                }
+                out.print(Table.columns());
+                out.flush();
+            }
+            for (DataType t : cfg.types()) {
+                for (ReduceOp op : cfg.opsFor(c)) {
+                    for (int root : cfg.roots(c, ranks)) {
+                        group(c, t, op, root, sizes);
+                    }
+                }
+            }
+        }
+        progress.clear();
+        return List.copyOf(rows);
+    }
+
+    private void group(Collective c, DataType t, ReduceOp op, int root, List<Long> sizes) {
+        int ts = t.byteSize();
+        Collective.Counts most = c.counts(cfg.maxBytes(), ts, ranks);
+        long elems = Math.max(most.send(), most.recv());
+        Buffer send = mem.allocate(t, elems);
+        Buffer recv = null;
+        Buffer stats = null;
+        try (Arena arena = Arena.ofConfined()) {
+            recv = mem.allocate(t, elems);
+            stats = mem.allocate(DataType.FLOAT64, 4L * (ranks + 1));
+            MemorySegment staging = arena.allocate(Math.max(elems * ts, 32L * ranks), 64);
+            String what = c.cliName() + " " + t.shortName() + (op == null ? "" : " " + op.shortName())
+                    + (root >= 0 ? " root " + root : "");
+            for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
+                Launch w = new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root);
+                for (int i = 0; i < cfg.warmup(); i++) {
+                    w.start(pending);
+                }
+                awaitPending();
+            }
+            for (int i = 0; i < sizes.size(); i++) {
+                long bytes = sizes.get(i);
+                Collective.Counts k = c.counts(bytes, ts, ranks);
+                progress.update(what, i + 1, sizes.size(), doneWork, totalWork);
+                TestData data = cfg.check() ? new TestData(t, c.reduces() ? op : null, ranks, cfg.seed() + bytes) : null;
+                double[] mine = new double[4];
+                for (int placement = 0; placement < 2; placement++) {
+                    boolean inPlace = placement == 1;
+                    Launch launch = new Launch(c, k, inPlace, send, recv, op, root);
+                    mine[placement * 2] = time(launch, data, staging);
+                    mine[placement * 2 + 1] = data == null ? Measurement.NOT_CHECKED
+                            : check(launch, data, staging);
+                }
+                rows.add(row(c, t, op, root, k, gather(mine, stats, staging)));
+                doneWork += bytes + FIXED_WORK;
+                if (out != null) {
+                    progress.clear();
+                    out.println(Table.row(rows.getLast()));
+                    out.flush();
+                }
+            }
+        } finally {
+            mem.free(send);
+            if (recv != null) {
+                mem.free(recv);
+            }
+            if (stats != null) {
+                mem.free(stats);
+            }
+        }
+    }
+
+    /** Mean seconds of one collective on this rank. */
+    private double time(Launch launch, TestData data, MemorySegment staging) {
+        if (data != null) {
+            launch.initialize(data, staging);
+        }
+        runOnce(launch);
+        // The JVM's JIT needs more than nccl-tests' few warm-up calls: small sizes get as many
+        // more as are timed (up to 2000), large ones none. Every rank computes the same count.
+        for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
+            runOnce(launch);
+        }
+        comm.barrier();
+        long t0 = System.nanoTime();
+        if (cfg.blocking()) {
+            // Each call completes before the next is issued; no barrier in between (as MPI and
+            // nccl-tests time their loops), so the mean is the latency of the collective itself.
+            for (int i = 0; i < cfg.iters(); i++) {
+                launch.run();
+            }
+        } else {
+            for (int i = 0; i < cfg.iters(); i++) {
+                launch.start(pending);
+            }
+            awaitPending();
+        }
+        return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /**
+     * Extra untimed calls per size for the JIT: as many as the timed ones, at most 2000, and fewer
+     * for large sizes (none from 16 MiB).
+     */
+    static int jitWarmup(long bytes, int iters) {
+        return (int) Math.min(Math.min(2000, iters), (16L << 20) / Math.max(bytes, 1));
+    }
+
+    private long check(Launch launch, TestData data, MemorySegment staging) {
+        if (!launch.checkable()) {
+            return Measurement.NOT_CHECKED;
+        }
+        launch.initialize(data, staging);
+        runOnce(launch);
+        return launch.verify(data, staging);
+    }
+
+    private void runOnce(Launch launch) {
+        if (cfg.blocking()) {
+            launch.run();
+        } else {
+            launch.start(pending);
+            awaitPending();
+        }
+    }
+
+    private void awaitPending() {
+        for (Work w : pending) {
+            w.await();
+        }
+        pending.clear();
+    }
+
+    /**
+     * Gathers every rank's {time, wrong} x 2 and returns {max time, sum wrong} x 2. {@code stats}
+     * holds 4 x (ranks + 1) doubles: this rank's 4, then everyone's.
+     */
+    private double[] gather(double[] mine, Buffer stats, MemorySegment staging) {
+        MemorySegment.copy(mine, 0, staging, ValueLayout.JAVA_DOUBLE, 0, 4);
+        Buffer one = stats.slice(0, 4);
+        Buffer all = stats.slice(4, 4L * ranks);
+        mem.upload(staging, one);
+        comm.allGather(one, all);
+        mem.download(all, staging);
+        double[] every = staging.asSlice(0, 32L * ranks).toArray(ValueLayout.JAVA_DOUBLE);
+        double[] result = {0, 0, 0, 0};
+        for (int p = 0; p < 2; p++) {
+            boolean checked = true;
+            for (int r = 0; r < ranks; r++) {
+                result[p * 2] = Math.max(result[p * 2], every[r * 4 + p * 2]);
+                double w = every[r * 4 + p * 2 + 1];
+                if (w < 0) {
+                    checked = false;
+                } else {
+                    result[p * 2 + 1] += w;
+                }
+            }
+            if (!checked) {
+                result[p * 2 + 1] = Measurement.NOT_CHECKED;
+            }
+        }
+        return result;
+    }
+
+    private Row row(Collective c, DataType t, ReduceOp op, int root, Collective.Counts k, double[] g) {
+        int ts = t.byteSize();
+        Measurement[] m = new Measurement[2];
+        for (int p = 0; p < 2; p++) {
+            double sec = g[p * 2];
+            m[p] = new Measurement(sec * 1e6, c.algBw(k, ts, ranks, sec), c.busBw(k, ts, ranks, sec), (long) g[p * 2 + 1]);
+        }
+        return new Row(c.cliName(), t.shortName(), op == null ? "none" : op.shortName(), root,
+                k.printedBytes(ts), k.param(), m[0], m[1]);
+    }
+
+    /**
+     * One collective call bound to its buffers, out of place or in place (NCCL's conventions:
+     * all-gather and gather send from block {@code rank} of the receive buffer, reduce-scatter and
+     * scatter receive into it).
+     */
+    private final class Launch {
+        private final Collective c;
+        private final Collective.Counts k;
+        private final boolean inPlace;
+        private final Buffer s;
+        private final Buffer r;
+        private final Buffer cleared;
+        private final ReduceOp op;
+        private final int root;
+        private final int next = (rank + 1) % ranks;
+
+        /** Bytes of the larger buffer of one call. */
+        long bytes() {
+            return Math.max(s.byteSize(), r == null ? 0 : r.byteSize());
+        }
+        private final int prev = (rank - 1 + ranks) % ranks;
+
+        Launch(Collective c, Collective.Counts k, boolean inPlace, Buffer send, Buffer recv, ReduceOp op, int root) {
+            this.c = c;
+            this.k = k;
+            this.inPlace = inPlace;
+            this.op = op;
+            this.root = root;
+            long block = k.param();
+            if (!inPlace) {
+                s = send.slice(0, k.send());
+                r = recv.slice(0, k.recv());
+                cleared = r;
+            } else {
+                // In place everything lives in the receive buffer, which holds the larger side.
+                Buffer whole = recv.slice(0, Math.max(k.send(), k.recv()));
+                s = switch (c) {
+                    case ALLGATHER, GATHER -> recv.slice(rank * block, block);
+                    default -> whole.slice(0, k.send());
+                };
+                r = switch (c) {
+                    case REDUCESCATTER, SCATTER -> recv.slice(rank * block, block);
+                    default -> whole.slice(0, k.recv());
+                };
+                cleared = whole;
+            }
+        }
+
+        void run() {
+            switch (c) {
+                case ALLREDUCE -> comm.allReduce(s, r, op);
+                case ALLGATHER -> comm.allGather(s, r);
+                case REDUCESCATTER -> comm.reduceScatter(s, r, op);
+                case BROADCAST -> comm.broadcast(s, r, root);
+                case REDUCE -> comm.reduce(s, r, op, root);
+                case ALLTOALL -> comm.allToAll(s, r);
+                case GATHER -> comm.gather(s, r, root);
+                case SCATTER -> comm.scatter(s, r, root);
+                case SENDRECV -> {
+                    // A blocking send could wait for the matching receive: post both, then wait.
+                    Work a = comm.sendAsync(s, next);
+                    Work b = comm.recvAsync(r, prev);
+                    a.await();
+                    b.await();
+                }
+            }
+        }
+
+        void start(List<Work> sink) {
+            switch (c) {
+                case ALLREDUCE -> sink.add(comm.allReduceAsync(s, r, op));
+                case ALLGATHER -> sink.add(comm.allGatherAsync(s, r));
+                case REDUCESCATTER -> sink.add(comm.reduceScatterAsync(s, r, op));
+                case BROADCAST -> sink.add(comm.broadcastAsync(s, r, root));
+                case REDUCE -> sink.add(comm.reduceAsync(s, r, op, root));
+                case ALLTOALL -> sink.add(comm.allToAllAsync(s, r));
+                case GATHER -> sink.add(comm.gatherAsync(s, r, root));
+                case SCATTER -> sink.add(comm.scatterAsync(s, r, root));
+                case SENDRECV -> {
+                    sink.add(comm.sendAsync(s, next));
+                    sink.add(comm.recvAsync(r, prev));
+                }
+            }
+        }
+
+        /** In-place send/recv sends and receives through one buffer: its result is undefined (as in nccl-tests). */
+        boolean checkable() {
+            return !(inPlace && c == Collective.SENDRECV);
+        }
+
+        /** Zeroes the receive side (the whole buffer in place) and writes this rank's inputs (nccl-tests' InitData). */
+        void initialize(TestData data, MemorySegment staging) {
+            mem.clear(cleared);
+            if (k.send() > 0) {
+                data.fill(staging, 0, rank, 0, k.send());
+                mem.upload(staging, s);
+            }
+        }
+
+        /** Wrong elements of this rank's result. */
+        long verify(TestData data, MemorySegment staging) {
+            boolean isRoot = rank == root;
+            if ((c == Collective.REDUCE || c == Collective.GATHER) && !isRoot) {
+                return 0;
+            }
+            long n = r.count();
+            if (n == 0) {
+                return 0;
+            }
+            mem.download(r, staging);
+            DataType t = data.type();
+            long block = k.param();
+            long wrong = 0;
+            for (long i = 0; i < n; i++) {
+                double expected;
+                double tolerance = 0;
+                switch (c) {
+                    case ALLREDUCE, REDUCE -> {
+                        expected = data.reduced(i);
+                        tolerance = data.tolerance(i);
+                    }
+                    case REDUCESCATTER -> {
+                        expected = data.reduced(rank * block + i);
+                        tolerance = data.tolerance(rank * block + i);
+                    }
+                    case BROADCAST -> expected = data.input(root, i);
+                    case ALLGATHER, GATHER -> expected = data.input((int) (i / block), i % block);
+                    case ALLTOALL -> expected = data.input((int) (i / block), rank * block + i % block);
+                    case SCATTER -> expected = data.input(root, rank * block + i);
+                    case SENDRECV -> expected = data.input(prev, i);
+                    default -> throw new IllegalStateException(c.toString());
+                }
+                if (!TestData.matches(Values.get(staging, t, i), expected, tolerance)) {
+                    wrong++;
+                }
+            }
+            return wrong;
+        }
+    }
+}

@@ -1,0 +1,45 @@
+package org.jccl.host.algo;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.HostBuffer;
+import org.jccl.host.shm.ShmTransport;
+
+/** All-gather and gather: every rank posts a chunk of its block; receivers copy every slot out. */
+public final class ChunkedAllGather {
+    private ChunkedAllGather() {
+    }
+
+    /**
+     * Runs the all-gather, or a gather to {@code root} when {@code root >= 0} ({@code recv} is then
+     * written on the root only).
+     */
+    public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, int root) {
+        int n = t.size();
+        int r = t.rank();
+        int es = send.type().byteSize();
+        long per = Chunks.elementsPerChunk(t.slotBytes(), 1, es);
+        long count = send.count();
+        long chunks = Chunks.chunkCount(count, per);
+        long blockBytes = count * es;
+        boolean receives = root < 0 || root == r;
+        MemorySegment mine = t.segment(r);
+        for (long c = 0; c < chunks; c++) {
+            long first = c * per;
+            long bytes = Math.min(per, count - first) * es;
+            long g = t.beginChunk();
+            long slot = t.inData(g);
+            MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
+            t.postIn(g, first);
+            if (receives) {
+                for (int k = 0; k < n; k++) {
+                    int p = (r + k) % n;
+                    if (p != r) {
+                        t.awaitIn(p, g);
+                    }
+                    MemorySegment.copy(t.segment(p), slot, recv.segment(), p * blockBytes + first * es, bytes);
+                }
+            }
+            t.endChunk(g);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+package org.jccl.host.algo;
+
+import org.jccl.host.shm.ShmTransport;
+
+/** Barrier: one empty chunk that every rank posts and waits for. */
+public final class ShmBarrier {
+    private ShmBarrier() {
+    }
+
+    /** Returns once every rank has entered. */
+    public static void run(ShmTransport t) {
+        long g = t.beginChunk();
+        t.postIn(g, 0);
+        t.awaitAllIn(g);
+        t.endChunk(g);
+    }
+}

@@ -1,0 +1,142 @@
+package org.jccl.host.shm;
+
+/**
+ * Layout of one rank's shared-memory segment. Every rank writes only its own segment and reads
+ * its peers'. Control words are 64-bit monotonically increasing counters, one per 64-byte cache
+ * line, written with release and read with acquire.
+ *
+ * <pre>
+ *  offset
+ *  0        +--------------------------------------------------------------+
+ *           | magic u64 | version u32 | rank u32 | size u32 | k u32 | pid u64 |  HEADER line
+ *           | slotBytes u64 | p2pSlotBytes u64 | p2pSlots u32               |
+ *  64       | abort code u64 (0 = running) | culprit rank i64 (-1: itself)  |  ABORT line
+ *  128      | (unused: a chunk's input is published by its header's chunk id) |  IN_SEQ line
+ *  192      | redSeq  u64: last chunk id whose reduced slice is in RES     |  RED_SEQ line
+ *  256      | doneSeq u64: last chunk id this rank finished reading        |  DONE_SEQ line
+ *  320      | abort reason: u32 length + UTF-8 bytes (up to 252)           |  REASON (256 B)
+ *  576      | per peer q: sent[q] u64 line, then ack[q] u64 line           |  P2P control
+ *           |   (2 x size lines)                                           |
+ *  ctlEnd   +-- aligned to 4096 -------------------------------------------+
+ *  inRing   | k x ( 40-byte chunk header | slotBytes data | 24 pad )    |  IN ring
+ *           |   chunk header: chunk id u64 | coll seq u64 | call u64 |     |
+ *           |                 count u64 | chunk offset u64               |
+ *           |   the chunk id is written last (release): readers poll it,  |
+ *           |   and inputs up to 24 bytes share its cache line           |
+ *  resRing  | k x slotBytes                                                |  RES ring
+ *  p2p      | per destination d: p2pSlots x ( 64-byte header | p2pSlotBytes ) |  mailboxes
+ *           |   header: message no u64 | message bytes u64 | dtype u64 |   |
+ *           |           chunk offset u64                                 |
+ *  total    +--------------------------------------------------------------+
+ * </pre>
+ *
+ * <p>Chunk ids are global per communicator and identical on every rank: every collective
+ * consumes the same number of chunk ids everywhere. Chunk {@code g} uses ring entry {@code g % k}.
+ * A rank overwrites entry {@code g % k} only after every peer's doneSeq reached {@code g - k}.
+ */
+public final class ShmSegmentDescriptor {
+    private ShmSegmentDescriptor() {
+    }
+
+    /** "JCCLSHM1". */
+    public static final long MAGIC = 0x314d4853_4c43434aL;
+    /** Layout version. */
+    public static final int VERSION = 1;
+    /** Cache line. */
+    public static final int LINE = 64;
+    /** Page alignment of the data areas. */
+    public static final int PAGE = 4096;
+
+    public static final long MAGIC_OFFSET = 0;
+    public static final long VERSION_OFFSET = 8;
+    public static final long RANK_OFFSET = 12;
+    public static final long SIZE_OFFSET = 16;
+    public static final long K_OFFSET = 20;
+    public static final long PID_OFFSET = 24;
+    public static final long SLOT_BYTES_OFFSET = 32;
+    public static final long P2P_SLOT_BYTES_OFFSET = 40;
+    public static final long P2P_SLOTS_OFFSET = 48;
+
+    public static final long ABORT_OFFSET = LINE;
+    /** The rank a failure report blames (the writer itself when -1). */
+    public static final long CULPRIT_OFFSET = LINE + 8;
+    public static final long IN_SEQ_OFFSET = 2 * LINE;
+    public static final long RED_SEQ_OFFSET = 3 * LINE;
+    public static final long DONE_SEQ_OFFSET = 4 * LINE;
+    public static final long REASON_OFFSET = 5 * LINE;
+    public static final int REASON_BYTES = 256;
+    public static final long P2P_CTL_OFFSET = REASON_OFFSET + REASON_BYTES;
+
+    /** Chunk / mailbox header size. */
+    public static final int CHUNK_HEADER = LINE;
+    public static final long HDR_CHUNK_ID = 0;
+    public static final long HDR_COLL_SEQ = 8;
+    public static final long HDR_CALL = 16;
+    public static final long HDR_COUNT = 24;
+    public static final long HDR_OFFSET = 32;
+    /** Where a chunk's data starts after its header: small inputs share the header's line. */
+    public static final long HDR_DATA = 40;
+
+    public static final long MBX_MESSAGE_NO = 0;
+    public static final long MBX_MESSAGE_BYTES = 8;
+    public static final long MBX_DTYPE = 16;
+    public static final long MBX_CHUNK_OFFSET = 24;
+
+    /** Offset of sent[q] (in the sender's segment). */
+    public static long sentOffset(int peer) {
+        return P2P_CTL_OFFSET + (2L * peer) * LINE;
+    }
+
+    /** Offset of ack[q] (in the receiver's segment, for sender q). */
+    public static long ackOffset(int peer) {
+        return P2P_CTL_OFFSET + (2L * peer + 1) * LINE;
+    }
+
+    /** The computed offsets of one segment geometry. */
+    public record Geometry(int size, int k, long slotBytes, int p2pSlots, long p2pSlotBytes) {
+
+        /** End of the control area, page aligned. */
+        public long controlEnd() {
+            return align(P2P_CTL_OFFSET + 2L * size * LINE, PAGE);
+        }
+
+        /** Start of IN ring entry {@code e}'s header. */
+        public long inEntry(int e) {
+            return controlEnd() + e * (CHUNK_HEADER + slotBytes);
+        }
+
+        /** Start of IN ring entry {@code e}'s data. */
+        public long inData(int e) {
+            return inEntry(e) + HDR_DATA;
+        }
+
+        /** Start of the RES ring. */
+        public long resRing() {
+            return align(controlEnd() + k * (CHUNK_HEADER + slotBytes), PAGE);
+        }
+
+        /** Start of RES ring entry {@code e}. */
+        public long resData(int e) {
+            return resRing() + e * slotBytes;
+        }
+
+        /** Start of the mailboxes. */
+        public long mailboxes() {
+            return align(resRing() + k * slotBytes, PAGE);
+        }
+
+        /** Header of mailbox entry {@code e} for destination {@code dest}. */
+        public long mailboxEntry(int dest, int e) {
+            return mailboxes() + ((long) dest * p2pSlots + e) * (CHUNK_HEADER + p2pSlotBytes);
+        }
+
+        /** Total segment size. */
+        public long totalBytes() {
+            return align(mailboxes() + (long) size * p2pSlots * (CHUNK_HEADER + p2pSlotBytes), PAGE);
+        }
+    }
+
+    static long align(long v, long a) {
+        return (v + a - 1) / a * a;
+    }
+}

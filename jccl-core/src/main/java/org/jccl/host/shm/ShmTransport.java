@@ -1,0 +1,692 @@
+package org.jccl.host.shm;
+
+import static org.jccl.host.shm.ShmSegmentDescriptor.*;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.jccl.AbortedException;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.JcclException;
+import org.jccl.PeerFailureException;
+import org.jccl.bootstrap.Store;
+import org.jccl.host.IdleStrategy;
+import org.jccl.internal.Log;
+
+/**
+ * Shared-memory transport of one communicator on one host: this rank's segment plus read-only
+ * use of every peer's (see {@link ShmSegmentDescriptor} for the layout and the protocol).
+ *
+ * <p>Files are created under /dev/shm, mapped by every rank, then unlinked by their owner once
+ * all ranks have mapped them, so a crashed job leaves nothing behind; a file left by a job that
+ * died during setup names its owner pid in its header and is removed at the next start.
+ *
+ * <p>Not thread-safe: the communicator serialises calls.
+ */
+public final class ShmTransport implements AutoCloseable {
+    private static final Log LOG = Log.get(ShmTransport.class);
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** Abort codes written to the ABORT line. */
+    public static final long ABORT_NONE = 0, ABORT_ABORTED = 1, ABORT_FAILED = 2, ABORT_CLOSED = 3, ABORT_MISMATCH = 4;
+
+    private static final long PID = ProcessHandle.current().pid();
+
+    private final int rank;
+    private final int size;
+    private final Geometry geo;
+    private final Arena arena;
+    private final MemorySegment[] segs;
+    private final MemorySegment mine;
+    private final long[] peerPids;
+    private final IdleStrategy idle;
+    private final Path file;
+
+    /** Reused by the algorithms: one entry per rank, no allocation per call. */
+    public final MemorySegment[] srcs;
+    /** Reused by the algorithms: one offset per rank. */
+    public final long[] srcOffsets;
+
+    private long chunkIds;
+    /** The smallest done word seen at the last check (done words only grow). */
+    private long minPeerDone;
+    private final long[] sendChunks;
+    private final long[] recvChunks;
+    private final long[] sendMessages;
+    private final long[] recvMessages;
+    private volatile String localAbort;
+    private volatile boolean closed;
+
+    /** Description of the call in progress, for error messages (set per call, no allocation). */
+    public final CallInfo call = new CallInfo();
+
+    private ShmTransport(int rank, int size, Geometry geo, Arena arena, MemorySegment[] segs, long[] pids,
+                         IdleStrategy idle, Path file) {
+        this.rank = rank;
+        this.size = size;
+        this.geo = geo;
+        this.arena = arena;
+        this.segs = segs;
+        this.mine = segs[rank];
+        this.peerPids = pids;
+        this.idle = idle;
+        this.file = file;
+        this.srcs = new MemorySegment[size];
+        this.srcOffsets = new long[size];
+        this.sendChunks = new long[size];
+        this.recvChunks = new long[size];
+        this.sendMessages = new long[size];
+        this.recvMessages = new long[size];
+    }
+
+    /** Directory the segment files live in: /dev/shm when present, else the temp directory. */
+    public static Path shmDirectory() {
+        Path dev = Path.of("/dev/shm");
+        return Files.isDirectory(dev) && Files.isWritable(dev) ? dev : Path.of(System.getProperty("java.io.tmpdir"));
+    }
+
+    /**
+     * Collective: creates this rank's segment, publishes it through {@code store}, maps every
+     * peer's, and unlinks its own file once all have mapped theirs.
+     *
+     * @param name      unique name of the communicator on this host (job id + communicator id)
+     * @param localRanks ranks of this communicator on this host (idle strategy choice)
+     */
+    public static ShmTransport open(String name, int rank, int size, Geometry geo, Store store, Duration timeout,
+                                    int localRanks) {
+        removeStaleFiles();
+        Path dir = shmDirectory();
+        Path file = dir.resolve("jccl-" + name + "-" + rank);
+        Arena arena = Arena.ofShared();
+        boolean ok = false;
+        try {
+            MemorySegment mine = create(file, geo, rank, size, arena);
+            store.set("shm/" + rank, file.toString().getBytes(StandardCharsets.UTF_8));
+            MemorySegment[] segs = new MemorySegment[size];
+            long[] pids = new long[size];
+            segs[rank] = mine;
+            pids[rank] = PID;
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    continue;
+                }
+                Path peerFile = Path.of(new String(store.get("shm/" + p, timeout), StandardCharsets.UTF_8));
+                segs[p] = mapPeer(peerFile, geo, p, size, arena);
+                pids[p] = segs[p].get(ValueLayout.JAVA_LONG, PID_OFFSET);
+            }
+            // Once every rank has mapped every file, the names are no longer needed.
+            if (store.add("shm/mapped", 1) == size) {
+                store.set("shm/all-mapped", new byte[] {1});
+            }
+            store.get("shm/all-mapped", timeout);
+            Files.deleteIfExists(file);
+            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, IdleStrategy.forRanks(localRanks), file);
+            ok = true;
+            LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
+                    + " bytes, slot " + geo.slotBytes() + " x " + geo.k());
+            return t;
+        } catch (IOException e) {
+            throw new JcclException("cannot set up shared memory in " + dir + " for communicator " + name
+                    + ": " + e.getMessage() + " (check free space with df " + dir + ")", e);
+        } finally {
+            if (!ok) {
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException ignored) {
+                    // best effort: the next start removes it (owner pid gone)
+                }
+                arena.close();
+            }
+        }
+    }
+
+    private static MemorySegment create(Path file, Geometry geo, int rank, int size, Arena arena) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE)) {
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, geo.totalBytes(), arena);
+            seg.set(ValueLayout.JAVA_LONG, PID_OFFSET, PID);
+            seg.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
+            seg.set(ValueLayout.JAVA_INT, RANK_OFFSET, rank);
+            seg.set(ValueLayout.JAVA_INT, SIZE_OFFSET, size);
+            seg.set(ValueLayout.JAVA_INT, K_OFFSET, geo.k());
+            seg.set(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET, geo.slotBytes());
+            seg.set(ValueLayout.JAVA_LONG, P2P_SLOT_BYTES_OFFSET, geo.p2pSlotBytes());
+            seg.set(ValueLayout.JAVA_INT, P2P_SLOTS_OFFSET, geo.p2pSlots());
+            LONG.setRelease(seg, MAGIC_OFFSET, MAGIC);
+            return seg;
+        }
+    }
+
+    private static MemorySegment mapPeer(Path file, Geometry geo, int peer, int size, Arena arena) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            if (ch.size() != geo.totalBytes()) {
+                throw new JcclException("shared memory file " + file + " of rank " + peer + " has " + ch.size()
+                        + " bytes, expected " + geo.totalBytes() + ": ranks disagree on the segment geometry "
+                        + "(different JCCL_SHM_* settings or jccl versions?)");
+            }
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, geo.totalBytes(), arena);
+            long magic = (long) LONG.getAcquire(seg, MAGIC_OFFSET);
+            if (magic != MAGIC || seg.get(ValueLayout.JAVA_INT, RANK_OFFSET) != peer
+                    || seg.get(ValueLayout.JAVA_INT, SIZE_OFFSET) != size) {
+                throw new JcclException("shared memory file " + file + " does not hold rank " + peer + " of " + size
+                        + ": another job uses the same job id? Set a unique JCCL_JOB_ID");
+            }
+            return seg;
+        }
+    }
+
+    /** Removes segment files whose owner process is gone (left by a job that crashed during setup). */
+    public static int removeStaleFiles() {
+        int removed = 0;
+        Path dir = shmDirectory();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "jccl-*")) {
+            for (Path p : ds) {
+                try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+                    if (ch.size() < LINE) {
+                        continue;
+                    }
+                    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(32).order(java.nio.ByteOrder.nativeOrder());
+                    ch.read(b, 0);
+                    long magic = b.getLong(0);
+                    long pid = b.getLong((int) PID_OFFSET);
+                    if (magic == MAGIC && pid != PID && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) == false) {
+                        Files.deleteIfExists(p);
+                        removed++;
+                        LOG.info(-1, () -> "removed stale shared memory file " + p + " of dead pid " + pid);
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // another job may be creating or deleting it right now
+                }
+            }
+        } catch (IOException e) {
+            LOG.warn(-1, "cannot scan " + dir + " for stale jccl files: " + e.getMessage());
+        }
+        return removed;
+    }
+
+    // ------------------------------------------------------------------ accessors
+
+    /** This rank. */
+    public int rank() {
+        return rank;
+    }
+
+    /** Ranks. */
+    public int size() {
+        return size;
+    }
+
+    /** Geometry of every segment. */
+    public Geometry geometry() {
+        return geo;
+    }
+
+    /** Segment of {@code r}. */
+    public MemorySegment segment(int r) {
+        return segs[r];
+    }
+
+    /** Bytes one IN/RES ring entry holds. */
+    public long slotBytes() {
+        return geo.slotBytes();
+    }
+
+    // ------------------------------------------------------------------ chunk protocol
+
+    /**
+     * Starts the next chunk: waits until every peer finished the chunk that last used this ring
+     * entry. Returns the chunk id.
+     */
+    public long beginChunk() {
+        long g = ++chunkIds;
+        long need = g - geo.k();
+        if (need > 0 && minPeerDone < need) {
+            // Peers' done words change every chunk (their lines live in the peers' caches): read
+            // them only when the last values seen are not enough.
+            awaitAll(DONE_SEQ_OFFSET, need, "finish reading an earlier chunk");
+            long min = Long.MAX_VALUE;
+            for (int p = 0; p < size; p++) {
+                if (p != rank) {
+                    min = Math.min(min, (long) LONG.getAcquire(segs[p], DONE_SEQ_OFFSET));
+                }
+            }
+            minPeerDone = min;
+        }
+        return g;
+    }
+
+    /** Ring entry of chunk {@code g}. */
+    public int entry(long g) {
+        return (int) (g % geo.k());
+    }
+
+    /** Offset of the IN data of chunk {@code g} (in any rank's segment). */
+    public long inData(long g) {
+        return geo.inData(entry(g));
+    }
+
+    /** Offset of the RES data of chunk {@code g}. */
+    public long resData(long g) {
+        return geo.resData(entry(g));
+    }
+
+    /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */
+    public void postIn(long g, long chunkOffset) {
+        long h = geo.inEntry(entry(g));
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_OFFSET, chunkOffset);
+        // Last, with release: a reader that sees the id sees the header and the data.
+        LONG.setRelease(mine, h + HDR_CHUNK_ID, g);
+    }
+
+    /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
+    public void awaitIn(int peer, long g) {
+        await(peer, geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
+        checkHeader(peer, g);
+    }
+
+    /** Waits for every rank's input of chunk {@code g}, checking each. */
+    public void awaitAllIn(long g) {
+        awaitAll(geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
+        for (int p = 0; p < size; p++) {
+            if (p != rank) {
+                checkHeader(p, g);
+            }
+        }
+    }
+
+    /** Publishes this rank's reduced slice of chunk {@code g}. */
+    public void postReduced(long g) {
+        LONG.setRelease(mine, RED_SEQ_OFFSET, g);
+    }
+
+    /** Waits for every rank's reduced slice of chunk {@code g}. */
+    public void awaitAllReduced(long g) {
+        awaitAll(RED_SEQ_OFFSET, g, "publish its reduced slice");
+    }
+
+    /** Waits for {@code peer}'s reduced slice of chunk {@code g}. */
+    public void awaitReduced(int peer, long g) {
+        await(peer, RED_SEQ_OFFSET, g, "publish its reduced slice");
+    }
+
+    /** This rank finished reading everything of chunk {@code g}. */
+    public void endChunk(long g) {
+        LONG.setRelease(mine, DONE_SEQ_OFFSET, g);
+    }
+
+    /** Blocks until every rank finished chunk {@code g} (used before a root returns data it read). */
+    public void awaitAllDone(long g) {
+        awaitAll(DONE_SEQ_OFFSET, g, "finish the chunk");
+    }
+
+    private void checkHeader(int peer, long g) {
+        MemorySegment s = segs[peer];
+        long h = geo.inEntry(entry(g));
+        long id = s.get(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID);
+        long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
+        long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
+        long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
+        if (id != g || seq != call.seq || packed != call.packed() || count != call.count) {
+            long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
+            if (code != ABORT_NONE) {
+                // The peer failed or aborted after posting; that, not the mismatch, is the news.
+                throw peerAbort(peer, code);
+            }
+            String theirs = CallInfo.describe(packed, count, seq);
+            String msg = "collective mismatch: rank " + rank + " called " + call.describe() + " but rank " + peer
+                    + " called " + theirs + " at the same step: every rank must call the same collectives "
+                    + "with the same type, count, op and root in the same order";
+            fail(ABORT_MISMATCH, msg);
+            throw new CollectiveMismatchException(msg);
+        }
+    }
+
+    // ------------------------------------------------------------------ point to point
+
+    /** Entries per mailbox. */
+    public int mailboxSlots() {
+        return geo.p2pSlots();
+    }
+
+    /** Bytes per mailbox entry. */
+    public long mailboxBytes() {
+        return geo.p2pSlotBytes();
+    }
+
+    /** Starts a message to {@code peer}; returns its number. */
+    public long nextSendMessage(int peer) {
+        return ++sendMessages[peer];
+    }
+
+    /** Starts a message from {@code peer}; returns its number. */
+    public long nextRecvMessage(int peer) {
+        return ++recvMessages[peer];
+    }
+
+    /**
+     * Tries to put one chunk of a message into the mailbox for {@code peer}.
+     *
+     * @return false when the mailbox is full (the peer has not read older chunks yet)
+     */
+    public boolean trySendChunk(int peer, long messageNo, long messageBytes, int dtype, MemorySegment src,
+                                long srcOffset, long chunkOffset, long len) {
+        long k = sendChunks[peer] + 1;
+        long need = k - geo.p2pSlots();
+        if (need > 0 && (long) LONG.getAcquire(segs[peer], ackOffset(rank)) < need) {
+            return false;
+        }
+        long h = geo.mailboxEntry(peer, (int) (k % geo.p2pSlots()));
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO, messageNo);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES, messageBytes);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtype);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET, chunkOffset);
+        if (len > 0) {
+            MemorySegment.copy(src, srcOffset, mine, h + CHUNK_HEADER, len);
+        }
+        sendChunks[peer] = k;
+        LONG.setRelease(mine, sentOffset(peer), k);
+        return true;
+    }
+
+    /**
+     * Tries to take the next chunk of a message from {@code peer} into {@code dst}.
+     *
+     * @return the number of bytes taken, or -1 when the peer has not sent it yet
+     */
+    public long tryRecvChunk(int peer, long messageNo, long messageBytes, int dtype, MemorySegment dst,
+                             long dstOffset, long chunkOffset) {
+        long k = recvChunks[peer] + 1;
+        MemorySegment s = segs[peer];
+        if ((long) LONG.getAcquire(s, sentOffset(rank)) < k) {
+            return -1;
+        }
+        long h = geo.mailboxEntry(rank, (int) (k % geo.p2pSlots()));
+        long no = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO);
+        long bytes = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES);
+        long type = s.get(ValueLayout.JAVA_LONG, h + MBX_DTYPE);
+        long off = s.get(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET);
+        if (no != messageNo || bytes != messageBytes || type != dtype || off != chunkOffset) {
+            String msg = "send/recv mismatch: rank " + rank + " posts recv #" + messageNo + " of " + messageBytes
+                    + " bytes of " + org.jccl.DataType.values()[dtype] + " from rank " + peer + ", but rank " + peer
+                    + " sent message #" + no + " of " + bytes + " bytes of "
+                    + (type >= 0 && type < org.jccl.DataType.values().length ? org.jccl.DataType.values()[(int) type] : "type " + type)
+                    + ": sends and receives between a pair must match in order, type and count";
+            fail(ABORT_MISMATCH, msg);
+            throw new CollectiveMismatchException(msg);
+        }
+        long len = Math.min(geo.p2pSlotBytes(), messageBytes - chunkOffset);
+        if (len > 0) {
+            MemorySegment.copy(s, h + CHUNK_HEADER, dst, dstOffset, len);
+        }
+        recvChunks[peer] = k;
+        LONG.setRelease(mine, ackOffset(peer), k);
+        return len;
+    }
+
+    // ------------------------------------------------------------------ waiting
+
+    /** Waits until {@code peer}'s word at {@code offset} reaches {@code target}. */
+    private void await(int peer, long offset, long target, String what) {
+        MemorySegment s = segs[peer];
+        if ((long) LONG.getAcquire(s, offset) >= target) {
+            return;
+        }
+        for (int i = 0; ; i++) {
+            if ((long) LONG.getAcquire(s, offset) >= target) {
+                return;
+            }
+            if ((i & 127) == 127) {
+                try {
+                    checkHealth(offset, target, what, i);
+                } catch (JcclException e) {
+                    // The peer may have posted what we wait for just before it closed or failed:
+                    // its words were written before its abort word, which we have now seen.
+                    if ((long) LONG.getAcquire(s, offset) >= target) {
+                        return;
+                    }
+                    throw e;
+                }
+            }
+            idle.idle(i);
+        }
+    }
+
+    /** Waits until every peer's word at {@code offset} reaches {@code target}. */
+    private void awaitAll(long offset, long target, String what) {
+        for (int p = 0; p < size; p++) {
+            if (p != rank) {
+                await(p, offset, target, what);
+            }
+        }
+    }
+
+    /**
+     * Idles one step of a point-to-point progress loop, checking abort, peer health and the
+     * deadline on the way.
+     */
+    public void idleP2p(int iteration, int peer) {
+        if ((iteration & 127) == 127) {
+            checkHealth(-1, peer, "match this send/recv", iteration);
+        }
+        idle.idle(iteration);
+    }
+
+    private void checkHealth(long offset, long target, String what, int iteration) {
+        String local = localAbort;
+        if (local != null) {
+            throw new AbortedException("communicator aborted on rank " + rank + " during " + call.describe() + ": " + local);
+        }
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            long code = (long) LONG.getAcquire(segs[p], ABORT_OFFSET);
+            if (code != ABORT_NONE) {
+                throw peerAbort(p, code);
+            }
+        }
+        if (idle.isParking(iteration) && (iteration & 1023) == 1023) {
+            for (int p = 0; p < size; p++) {
+                if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                    String msg = "rank " + p + " (pid " + peerPids[p] + ") died during " + call.describe()
+                            + " on rank " + rank;
+                    fail(ABORT_FAILED, msg, p);
+                    throw new PeerFailureException(p, msg);
+                }
+            }
+        }
+        long now = System.nanoTime();
+        if (call.deadline == 0) {
+            // The hot path takes no clock reading: the deadline starts at the first slow wait.
+            call.deadline = now + call.timeoutNanos;
+        }
+        if (now - call.deadline > 0) {
+            List<Integer> missing = new ArrayList<>();
+            if (offset < 0) {
+                missing.add((int) target);
+            } else {
+                for (int p = 0; p < size; p++) {
+                    if (p != rank && (long) LONG.getAcquire(segs[p], offset) < target) {
+                        missing.add(p);
+                    }
+                }
+            }
+            String msg = call.describe() + " timed out after " + Duration.ofNanos(call.timeoutNanos) + " on rank " + rank
+                    + ": waiting for " + (missing.isEmpty() ? offset < 0 ? "rank " + target : "a peer" : "rank(s) " + missing)
+                    + " to " + what + (offset >= 0 ? " (chunk " + target + ")" : "")
+                    + " (a rank is stuck, dead or called a different collective; raise JCCL_TIMEOUT if it is just slow)";
+            throw new CollectiveTimeoutException(msg, missing);
+        }
+    }
+
+    private JcclException peerAbort(int p, long code) {
+        String reason = readReason(p);
+        long culprit = segs[p].get(ValueLayout.JAVA_LONG, CULPRIT_OFFSET);
+        if (code == ABORT_FAILED && culprit >= 0 && culprit < size && culprit != p) {
+            // p only reports another rank's failure: blame that one.
+            return new PeerFailureException((int) culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
+        }
+        return switch ((int) code) {
+            case (int) ABORT_MISMATCH -> new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
+            case (int) ABORT_CLOSED -> new PeerFailureException(p, "rank " + p + " closed the communicator while rank "
+                    + rank + " was in " + call.describe() + ": all ranks must run the same collectives before close()");
+            case (int) ABORT_ABORTED -> new AbortedException("rank " + p + " aborted the communicator: " + reason);
+            default -> new PeerFailureException(p, "rank " + p + " failed: " + reason);
+        };
+    }
+
+    private String readReason(int p) {
+        MemorySegment s = segs[p];
+        int len = Math.min(s.get(ValueLayout.JAVA_INT, REASON_OFFSET), REASON_BYTES - 4);
+        if (len <= 0) {
+            return "(no reason given)";
+        }
+        byte[] b = new byte[len];
+        MemorySegment.copy(s, ValueLayout.JAVA_BYTE, REASON_OFFSET + 4, b, 0, len);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    /** Peers whose process is gone (same host: checked by pid). */
+    public java.util.Set<Integer> deadRanks() {
+        java.util.Set<Integer> dead = new java.util.TreeSet<>();
+        for (int p = 0; p < size; p++) {
+            if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                dead.add(p);
+            }
+        }
+        return dead;
+    }
+
+    /** Marks this rank failed/aborted in its segment so that every peer's waits end. */
+    public void fail(long code, String reason) {
+        fail(code, reason, -1);
+    }
+
+    /**
+     * Marks this rank failed/aborted, blaming {@code culprit} (another rank that died or did not
+     * arrive; -1 when this rank itself failed), so that every peer's waits end.
+     */
+    public void fail(long code, String reason, int culprit) {
+        if (closed || (long) LONG.getAcquire(mine, ABORT_OFFSET) != ABORT_NONE) {
+            return; // the first reason stands
+        }
+        byte[] b = reason.getBytes(StandardCharsets.UTF_8);
+        int len = Math.min(b.length, REASON_BYTES - 4);
+        MemorySegment.copy(b, 0, mine, ValueLayout.JAVA_BYTE, REASON_OFFSET + 4, len);
+        mine.set(ValueLayout.JAVA_INT, REASON_OFFSET, len);
+        mine.set(ValueLayout.JAVA_LONG, CULPRIT_OFFSET, culprit);
+        LONG.setRelease(mine, ABORT_OFFSET, code);
+    }
+
+    /** Local abort: every wait of this rank ends; peers see it too. Any thread. */
+    public void abort(String reason) {
+        localAbort = reason;
+        fail(ABORT_ABORTED, "rank " + rank + ": " + reason);
+    }
+
+    /** The reason of a local abort, or null. */
+    public String abortReason() {
+        return localAbort;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        if ((long) LONG.getAcquire(mine, ABORT_OFFSET) == ABORT_NONE) {
+            LONG.setRelease(mine, ABORT_OFFSET, ABORT_CLOSED);
+        }
+        closed = true;
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException ignored) {
+            // unlinked during setup already
+        }
+        arena.close();
+    }
+
+    /**
+     * The call in progress: what it is (for fingerprints and messages) and its deadline.
+     * Mutable and reused so that calls allocate nothing.
+     */
+    public static final class CallInfo {
+        /** Collective sequence number (per communicator, same on every rank). */
+        public long seq;
+        /** Operation code (an {@link org.jccl.host.HostCommunicator} constant). */
+        public int opcode;
+        /** DataType ordinal. */
+        public int dtype;
+        /** ReduceOp kind ordinal, or 15 for none. */
+        public int redop;
+        /** Root, or -1. */
+        public int root;
+        /** Element count as the call's fingerprint (per-rank count). */
+        public long count;
+        /** Deadline (System.nanoTime), or 0 until the first slow wait of the call sets it. */
+        public long deadline;
+        /** Timeout the deadline was computed from. */
+        public long timeoutNanos;
+
+        /** Operation names by opcode. */
+        public static final String[] NAMES = {"allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
+            "allToAll", "gather", "scatter", "barrier", "send", "recv"};
+
+        /** Sets the fields for a new call. */
+        public void set(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
+            this.seq = seq;
+            this.opcode = opcode;
+            this.dtype = dtype;
+            this.redop = redop;
+            this.root = root;
+            this.count = count;
+            this.timeoutNanos = timeoutNanos;
+            this.deadline = 0;
+        }
+
+        /** opcode, dtype, redop and root packed into one word. */
+        public long packed() {
+            return ((long) opcode << 48) | ((long) dtype << 40) | ((long) redop << 32) | (root & 0xffffffffL);
+        }
+
+        /** Human description of this call. */
+        public String describe() {
+            return describe(packed(), count, seq);
+        }
+
+        static String describe(long packed, long count, long seq) {
+            int op = (int) (packed >>> 48) & 0xffff;
+            int dt = (int) (packed >>> 40) & 0xff;
+            int ro = (int) (packed >>> 32) & 0xff;
+            int root = (int) packed;
+            StringBuilder b = new StringBuilder();
+            b.append(op < NAMES.length ? NAMES[op] : "op" + op).append(" #").append(seq).append(" (");
+            if (op != 8) {
+                b.append(dt < org.jccl.DataType.values().length ? org.jccl.DataType.values()[dt] : "type" + dt);
+                b.append(" x ").append(count);
+                if (ro < org.jccl.ReduceOp.Kind.values().length) {
+                    b.append(", ").append(org.jccl.ReduceOp.Kind.values()[ro]);
+                }
+                if (root >= 0) {
+                    b.append(", root ").append(root);
+                }
+            }
+            return b.append(')').toString();
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/** The shared-memory transport: segment layout, mapping, control words and waits. */
+package org.jccl.host.shm;

@@ -1,0 +1,341 @@
+package org.jccl.host;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.jccl.AbortedException;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.junit.jupiter.api.Test;
+
+/** Point-to-point, split, async ordering, failures and bad input of the host engine (ranks as threads). */
+class HostEngineBehaviourTest {
+
+    static float[] seq(int n, int base) {
+        float[] a = new float[n];
+        for (int i = 0; i < n; i++) {
+            a[i] = base * 1000 + (i % 997);
+        }
+        return a;
+    }
+
+    @Test
+    void sendRecvBetweenEveryPairInAnyOrderIncludingChunkedMessages() throws Exception {
+        int n = 3;
+        int big = 300_001; // > the 4 x 64 KiB mailbox: needs several rounds
+        List<String> failures = new ArrayList<>();
+        ThreadRanks.run(n, Duration.ofSeconds(30), comm -> {
+            int r = comm.rank();
+            // Blocking, small, ordered: everyone sends to higher ranks first, then receives from lower ones.
+            for (int p = r + 1; p < n; p++) {
+                comm.send(HostBuffer.of(seq(7, r * 10 + p)), p);
+            }
+            for (int p = 0; p < r; p++) {
+                float[] got = new float[7];
+                comm.recv(HostBuffer.of(got), p);
+                if (!java.util.Arrays.equals(got, seq(7, p * 10 + r))) {
+                    synchronized (failures) {
+                        failures.add("small " + p + "->" + r);
+                    }
+                }
+            }
+            // Async, large, every pair at once (including to self), received in reverse order.
+            List<Work> works = new ArrayList<>();
+            float[][] in = new float[n][];
+            for (int p = 0; p < n; p++) {
+                works.add(comm.sendAsync(HostBuffer.of(seq(big, 100 + r * 10 + p)), p));
+            }
+            for (int p = n - 1; p >= 0; p--) {
+                in[p] = new float[big];
+                works.add(comm.recvAsync(HostBuffer.of(in[p]), p));
+            }
+            for (Work w : works) {
+                w.await();
+            }
+            for (int p = 0; p < n; p++) {
+                if (!java.util.Arrays.equals(in[p], seq(big, 100 + p * 10 + r))) {
+                    synchronized (failures) {
+                        failures.add("large " + p + "->" + r);
+                    }
+                }
+            }
+            return null;
+        });
+        assertTrue(failures.isEmpty(), failures::toString);
+    }
+
+    @Test
+    void sendRecvSizeMismatchIsDetected() throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            try {
+                if (comm.rank() == 0) {
+                    comm.send(HostBuffer.of(new float[10]), 1);
+                    comm.barrier();
+                } else {
+                    comm.recv(HostBuffer.of(new float[11]), 0);
+                }
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        assertInstanceOf(CollectiveMismatchException.class, out.get(1));
+        assertTrue(((Exception) out.get(1)).getMessage().contains("44 bytes"), () -> out.get(1).toString());
+    }
+
+    @Test
+    void collectiveMismatchFailsOnEveryRankAndShowsBothCalls() throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            try {
+                comm.allReduce(HostBuffer.of(new float[10 + comm.rank()]), ReduceOp.SUM);
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        for (Object o : out) {
+            assertInstanceOf(CollectiveMismatchException.class, o);
+        }
+        String m = ((Exception) out.get(0)).getMessage() + ((Exception) out.get(1)).getMessage();
+        assertTrue(m.contains("x 10") && m.contains("x 11"), m);
+    }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"op", "dtype", "root", "collective"})
+    void everyKindOfMismatchIsDetected(String kind) throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            boolean odd = comm.rank() == 1;
+            try {
+                switch (kind) {
+                    case "op" -> comm.allReduce(HostBuffer.of(new float[8]), odd ? ReduceOp.MAX : ReduceOp.SUM);
+                    case "dtype" -> comm.allReduce(odd ? HostBuffer.of(new int[8]) : HostBuffer.of(new float[8]), ReduceOp.SUM);
+                    case "root" -> comm.broadcast(HostBuffer.of(new float[8]), odd ? 1 : 0);
+                    default -> {
+                        if (odd) {
+                            comm.allGather(HostBuffer.of(new float[16]));
+                        } else {
+                            comm.reduceScatter(HostBuffer.of(new float[16]), ReduceOp.SUM);
+                        }
+                    }
+                }
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        System.out.println("RELIABILITY mismatch " + kind + ": " + out);
+        // at least one side sees the other's call; none may succeed silently
+        assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveMismatchException), out::toString);
+        for (Object o : out) {
+            assertInstanceOf(JcclException.class, o, String.valueOf(o));
+        }
+    }
+
+    @Test
+    void timeoutNamesTheRankThatDidNotArrive() throws Exception {
+        long t0 = System.nanoTime();
+        List<Object> out = ThreadRanks.run(3, Duration.ofSeconds(1), comm -> {
+            if (comm.rank() == 2) {
+                Thread.sleep(2500);
+                return "skipped";
+            }
+            try {
+                comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("RELIABILITY timeout: " + out);
+        for (int r = 0; r < 2; r++) {
+            Object o = out.get(r);
+            if (o instanceof CollectiveTimeoutException te) {
+                assertEquals(List.of(2), te.missingRanks(), te.getMessage());
+                assertTrue(te.getMessage().contains("allReduce"), te.getMessage());
+            } else {
+                // the other waiting rank may learn of the failure from the first one's report
+                assertInstanceOf(org.jccl.PeerFailureException.class, o, String.valueOf(o));
+            }
+        }
+        assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveTimeoutException), out::toString);
+        assertTrue(secs < 20, "took " + secs + " s");
+    }
+
+    @Test
+    void abortFromAnotherThreadReleasesEveryRank() throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            if (comm.rank() == 0) {
+                Thread aborter = Thread.ofPlatform().start(() -> {
+                    try {
+                        Thread.sleep(300);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    comm.abort();
+                });
+                long t0 = System.nanoTime();
+                try {
+                    comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
+                    return "no error";
+                } catch (AbortedException e) {
+                    aborter.join();
+                    return (System.nanoTime() - t0) / 1e9;
+                }
+            }
+            Thread.sleep(800);
+            try {
+                comm.barrier();
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        assertInstanceOf(Double.class, out.get(0), String.valueOf(out.get(0)));
+        System.out.println("RELIABILITY abort: waiter released " + out.get(0) + " s after abort() was called 0.3 s in");
+        assertTrue((Double) out.get(0) < 1.5, "abort took " + out.get(0) + " s");
+        assertInstanceOf(AbortedException.class, out.get(1), String.valueOf(out.get(1)));
+        assertTrue(((Exception) out.get(1)).getMessage().contains("rank 0"), String.valueOf(out.get(1)));
+    }
+
+    @Test
+    void splitGivesIndependentSubCommunicatorsUsableAlternatelyWithTheParent() throws Exception {
+        List<String> out = ThreadRanks.run(4, Duration.ofSeconds(30), comm -> {
+            int r = comm.rank();
+            Communicator sub = comm.split(r % 2, -r);
+            Communicator none = comm.split(r == 3 ? Communicator.NO_COLOR : 0, r);
+            StringBuilder b = new StringBuilder();
+            try {
+                if (r == 3) {
+                    assertNull(none);
+                } else {
+                    assertNotNull(none);
+                    assertEquals(3, none.size());
+                    none.close();
+                }
+                assertEquals(2, sub.size());
+                // key = -rank: the higher old rank comes first
+                assertEquals(r < 2 ? 1 : 0, sub.rank());
+                for (int i = 0; i < 5; i++) {
+                    long[] x = {r + 1, i};
+                    sub.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+                    long[] y = {r + 1};
+                    comm.allReduce(HostBuffer.of(y), ReduceOp.SUM);
+                    b.append(x[0]).append('/').append(x[1]).append('/').append(y[0]).append(' ');
+                }
+            } finally {
+                sub.close();
+            }
+            return b.toString();
+        });
+        // ranks 0 and 2 (values 1 and 3) sum to 4; ranks 1 and 3 to 6; the parent to 10
+        String even = "4/0/10 4/2/10 4/4/10 4/6/10 4/8/10 ";
+        String odd = "6/0/10 6/2/10 6/4/10 6/6/10 6/8/10 ";
+        assertEquals(List.of(even, odd, even, odd), out);
+    }
+
+    @Test
+    void asyncWorkRunsInOrderAndBlockingCallsQueueBehindIt() throws Exception {
+        List<double[]> out = ThreadRanks.run(2, Duration.ofSeconds(30), comm -> {
+            double[] a = new double[100_000];
+            java.util.Arrays.fill(a, comm.rank() + 1);
+            List<Work> w = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                w.add(comm.allReduceAsync(HostBuffer.of(a), ReduceOp.SUM)); // 3, 6, 12
+            }
+            double[] b = {comm.rank()};
+            comm.allReduce(HostBuffer.of(b), ReduceOp.MAX);
+            for (Work x : w) {
+                x.await();
+                assertTrue(x.isDone());
+                assertNull(x.exception());
+            }
+            return new double[] {a[0], a[a.length - 1], b[0]};
+        });
+        for (double[] o : out) {
+            assertArrayEquals(new double[] {12, 12, 1}, o);
+        }
+    }
+
+    @Test
+    void badInputIsRejectedWithTheArgumentNamed() throws Exception {
+        ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            HostBuffer f = HostBuffer.of(new float[8]);
+            HostBuffer d = HostBuffer.of(new double[8]);
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.allReduce(null, f, ReduceOp.SUM)), "send");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.allReduce(f, d, ReduceOp.SUM)), "FLOAT64");
+            assertMessage(assertThrows(IllegalArgumentException.class,
+                    () -> comm.allReduce(f, HostBuffer.of(new float[9]), ReduceOp.SUM)), "recv");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.allReduce(f, ReduceOp.BAND)), "BAND");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.allReduce(f, null)), "op");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.broadcast(f, 2)), "root");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.reduce(f, ReduceOp.SUM, -1)), "root");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.send(f, 5)), "peer");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.allGather(f, f)), "recv");
+            assertMessage(assertThrows(IllegalArgumentException.class,
+                    () -> comm.reduceScatter(HostBuffer.of(new float[9]), ReduceOp.SUM)), "multiple");
+            assertMessage(assertThrows(IllegalArgumentException.class,
+                    () -> comm.allReduce(f.slice(0, 4), f.slice(2, 4), ReduceOp.SUM)), "overlap");
+            assertMessage(assertThrows(IllegalArgumentException.class, () -> comm.split(-5, 0)), "color");
+            // nothing moved and the communicator still works
+            float[] ok = {comm.rank()};
+            comm.allReduce(HostBuffer.of(ok), ReduceOp.SUM);
+            assertEquals(1f, ok[0]);
+            comm.close();
+            assertThrows(InvalidUsageException.class, () -> comm.allReduce(HostBuffer.of(ok), ReduceOp.SUM));
+            return null;
+        });
+    }
+
+    static void assertMessage(Exception e, String part) {
+        assertTrue(e.getMessage().contains(part), "message should name " + part + ": " + e.getMessage());
+    }
+
+    @Test
+    void blockingCollectivesAllocateNothingAfterWarmUp() throws Exception {
+        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            float[] a = new float[1024];
+            float[] big = new float[200_000];
+            HostBuffer ha = HostBuffer.of(a);
+            HostBuffer hb = HostBuffer.of(big);
+            HostBuffer out2 = HostBuffer.of(new float[2048]);
+            for (int i = 0; i < 10_000; i++) {
+                comm.allReduce(ha, ReduceOp.SUM);
+                comm.allReduce(hb, ReduceOp.MAX);
+                comm.allGather(ha, out2);
+                comm.broadcast(ha, 0);
+            }
+            long tid = Thread.currentThread().threadId();
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 1000; i++) {
+                comm.allReduce(ha, ReduceOp.SUM);
+                comm.allReduce(hb, ReduceOp.MAX);
+                comm.allGather(ha, out2);
+                comm.broadcast(ha, 0);
+            }
+            long after = mx.getThreadAllocatedBytes(tid);
+            return new long[] {after - before};
+        });
+        for (long[] o : out) {
+            // 4000 collectives: allow a few stray bytes from the JIT, none per call
+            assertTrue(o[0] < 4000, "allocated " + o[0] + " bytes in 4000 collectives");
+        }
+    }
+}

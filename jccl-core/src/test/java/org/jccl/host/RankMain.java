@@ -1,0 +1,186 @@
+package org.jccl.host;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.Jccl;
+import org.jccl.ReduceOp;
+
+/**
+ * One rank of a multi-process test, configured by the JCCL_* environment. Mode "check" runs every
+ * collective on seeded data and exits 0 when all match {@link Reference}, 1 otherwise; mode
+ * "loop" prints "ready" and all-reduces until it fails, then prints the exception and exits 3.
+ */
+public final class RankMain {
+    private RankMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args.length > 0 ? args[0] : "check";
+        try (Communicator comm = Jccl.init()) {
+            if (mode.equals("loop")) {
+                loop(comm);
+                return;
+            }
+            if (mode.equals("shrink")) {
+                shrinkAfterFailure(comm);
+                return;
+            }
+            List<String> failures = check(comm);
+            comm.barrier();
+            if (!failures.isEmpty()) {
+                System.out.println("FAILURES rank " + comm.rank() + ": " + failures);
+                System.exit(1);
+            }
+            System.out.println("OK rank " + comm.rank());
+        }
+    }
+
+    static void loop(Communicator comm) {
+        float[] a = new float[1 << 16];
+        System.out.println("ready");
+        System.out.flush();
+        try {
+            while (true) {
+                comm.allReduce(HostBuffer.of(a), ReduceOp.MAX);
+            }
+        } catch (RuntimeException e) {
+            System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            System.out.flush();
+            Runtime.getRuntime().halt(3);
+        }
+    }
+
+    /** All-reduces until a peer fails, shrinks to the survivors and checks that they go on correctly. */
+    static void shrinkAfterFailure(Communicator comm) {
+        float[] one = new float[1000];
+        System.out.println("ready");
+        System.out.flush();
+        long t0;
+        try {
+            while (true) {
+                java.util.Arrays.fill(one, 1f);
+                comm.allReduce(HostBuffer.of(one), ReduceOp.SUM);
+                if (one[0] != comm.size()) {
+                    System.out.println("WRONG before failure: " + one[0]);
+                    System.exit(1);
+                }
+            }
+        } catch (org.jccl.PeerFailureException e) {
+            t0 = System.nanoTime();
+            System.out.println("peer failure: " + e.getMessage());
+        }
+        try (Communicator small = comm.shrinkExcludingFailed()) {
+            for (int i = 0; i < 20; i++) {
+                float[] x = new float[4097];
+                java.util.Arrays.fill(x, small.rank() + 1);
+                small.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+                float expect = small.size() * (small.size() + 1) / 2f;
+                for (float v : x) {
+                    if (v != expect) {
+                        System.out.println("WRONG after shrink: " + v + " != " + expect);
+                        System.exit(1);
+                    }
+                }
+            }
+            System.out.printf("SHRUNK ok %d/%d in %.3f s%n", small.rank(), small.size(), (System.nanoTime() - t0) / 1e9);
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
+    static List<String> check(Communicator comm) {
+        List<String> failures = new ArrayList<>();
+        int n = comm.size();
+        int r = comm.rank();
+        long seed = 42;
+        try (Arena arena = Arena.ofShared()) {
+            for (DataType t : new DataType[] {DataType.FLOAT32, DataType.INT64, DataType.BFLOAT16, DataType.UINT8,
+                DataType.FLOAT8_E4M3}) {
+                for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.MAX, ReduceOp.AVG, ReduceOp.preMulSum(2)}) {
+                    for (long count : new long[] {0, 1, 997, 150_001}) {
+                        seed++;
+                        HostBuffer send = HostBuffer.allocate(t, count * n, arena);
+                        HostBuffer recv = HostBuffer.allocate(t, count * n, arena);
+                        HostBuffer s1 = send.slice(0, count);
+                        HostBuffer r1 = recv.slice(0, count);
+                        Reference.fill(s1.segment(), t, op, seed, r, count);
+                        comm.allReduce(s1, r1, op);
+                        wrong(failures, "allReduce " + t + " " + op + " " + count,
+                                Reference.countWrong(r1.segment(), 0, t, op, seed, n, 0, count));
+                        int root = (int) (seed % n);
+                        comm.reduce(s1, r == root ? r1 : null, op, root);
+                        if (r == root) {
+                            wrong(failures, "reduce " + t + " " + op + " " + count,
+                                    Reference.countWrong(r1.segment(), 0, t, op, seed, n, 0, count));
+                        }
+                        Reference.fill(send.segment(), t, op, seed, r, count * n);
+                        comm.reduceScatter(send, r1, op);
+                        wrong(failures, "reduceScatter " + t + " " + op + " " + count,
+                                Reference.countWrong(r1.segment(), 0, t, op, seed, n, r * count, count));
+                    }
+                }
+                for (long count : new long[] {0, 1, 997, 150_001}) {
+                    seed++;
+                    int root = (int) (seed % n);
+                    HostBuffer a = HostBuffer.allocate(t, count * n, arena);
+                    HostBuffer b = HostBuffer.allocate(t, count * n, arena);
+                    HostBuffer e = HostBuffer.allocate(t, count * n, arena);
+                    HostBuffer a1 = a.slice(0, count);
+                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
+                    comm.broadcast(a1, root);
+                    Reference.fill(e.segment(), t, ReduceOp.SUM, seed, root, count);
+                    same(failures, "broadcast " + t + " " + count, a1, e.slice(0, count));
+                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
+                    for (int p = 0; p < n; p++) {
+                        Reference.fill(e.segment().asSlice(p * count * t.byteSize()), t, ReduceOp.SUM, seed, p, count);
+                    }
+                    comm.allGather(a1, b);
+                    same(failures, "allGather " + t + " " + count, b, e);
+                    b.segment().fill((byte) 0);
+                    comm.gather(a1, r == root ? b : null, root);
+                    if (r == root) {
+                        same(failures, "gather " + t + " " + count, b, e);
+                    }
+                    // every rank sends its data to the next and receives from the previous (async pair)
+                    HostBuffer in = HostBuffer.allocate(t, count, arena);
+                    var w1 = comm.sendAsync(a1, (r + 1) % n);
+                    var w2 = comm.recvAsync(in, (r + n - 1) % n);
+                    w1.await();
+                    w2.await();
+                    same(failures, "send/recv " + t + " " + count, in, e.slice(((r + n - 1) % n) * count, count));
+                    // all-to-all of the gathered vector: block p of the result is block r of rank p's input
+                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 7, r, count * n);
+                    comm.allToAll(a, b);
+                    for (int p = 0; p < n; p++) {
+                        HostBuffer src = HostBuffer.allocate(t, count * n, arena);
+                        Reference.fill(src.segment(), t, ReduceOp.SUM, seed + 7, p, count * n);
+                        same(failures, "allToAll " + t + " " + count + " from " + p, b.slice(p * count, count),
+                                src.slice(r * count, count));
+                    }
+                    // scatter of the root's vector
+                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 9, root, count * n);
+                    comm.scatter(r == root ? a : null, b.slice(0, count), root);
+                    same(failures, "scatter " + t + " " + count, b.slice(0, count), a.slice(r * count, count));
+                }
+            }
+        }
+        return failures;
+    }
+
+    static void wrong(List<String> failures, String what, long wrong) {
+        if (wrong != 0) {
+            failures.add(what + ": " + wrong + " wrong");
+        }
+    }
+
+    static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
+        long at = got.segment().mismatch(expected.segment());
+        if (at >= 0) {
+            failures.add(what + ": differs at byte " + at);
+        }
+    }
+}

@@ -99,10 +99,16 @@ if ! skipped jccl; then
     if [ -z "${JAVA_HOME:-}" ] && [ -d /usr/lib/jvm/temurin-25-jdk-amd64 ]; then
         export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
     fi
-    if [ -x "$root/jccl" ] && (cd "$root" && timeout 120 ./jccl perf --help >/dev/null 2>&1); then
+    # The first ./jccl call builds the project when its jars are stale: minutes on a busy machine.
+    [ -x "$root/jccl" ] && log "jccl: ./jccl perf --help (builds jccl first when needed)"
+    if [ -x "$root/jccl" ] && (cd "$root" && timeout 900 ./jccl perf --help > "$out/jccl-help.txt" 2>&1); then
         jccl_ok=1
     else
-        log "jccl: ./jccl perf is not available in $root yet (it lands with issues 3/4): the jccl column is empty and no ratio is computed"
+        if [ -x "$root/jccl" ]; then
+            log "jccl: ./jccl perf --help failed (see $out/jccl-help.txt): the jccl column is empty and no ratio is computed"
+        else
+            log "jccl: ./jccl is not in $root (it lands with issues 3/4): the jccl column is empty and no ratio is computed"
+        fi
     fi
 fi
 

@@ -550,11 +550,18 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mpi_coll: --json: cannot write %s: %s\n", c.json, strerror(errno));
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }
-            fputs("{\"runs\":[{\"label\":", json);
+            /* docs/PERF_FORMAT.md: machine fields once per run; jccl's versions are empty here. */
+            char host[256] = "?";
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            fputs("{\"format\":\"jccl-perf-1\",\"runs\":[{\"label\":", json);
             json_string(json, label);
             fputs(",\"machine\":", json);
             json_string(json, machine);
-            fprintf(json, ",\"backend\":\"mpi\",\"ranks\":%d,\"rows\":[", g_nranks);
+            fputs(",\"hostname\":", json);
+            json_string(json, host);
+            fprintf(json, ",\"cores\":%ld,\"backend\":\"mpi\",\"ranks\":%d,\"jccl_version\":\"\",\"jdk\":\"\",\"rows\":[",
+                    sysconf(_SC_NPROCESSORS_ONLN), g_nranks);
         }
     }
     int first_row = 1;

@@ -12,7 +12,9 @@ module org.jccl {
     exports org.jccl.bootstrap;
     exports org.jccl.spi;
     exports org.jccl.host;
-    exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
+    exports org.jccl.internal to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;
+    // The MPI backend reduces the types MPI lacks with the host engine's kernels.
+    exports org.jccl.host.kernel to org.jccl.mpi;
 
     uses org.jccl.spi.Backend;
     provides org.jccl.spi.Backend with org.jccl.host.HostBackend;

@@ -1,0 +1,328 @@
+package org.jccl.mpi;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import org.jccl.AbortedException;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * One MPI operation: its request, the native memory it uses, and what to do when MPI reports it
+ * complete (copy a staged result back into a heap buffer, divide an AVG sum, check a received
+ * count). Completed by MPI_Test polling, on whichever thread calls {@link #isDone()} or
+ * {@link #await}; the first thread that sees MPI_Test succeed runs the completion steps, once.
+ *
+ * <p>A communicator keeps one instance for its blocking calls (reset before each, so blocking
+ * calls allocate nothing after warm-up) and creates one per async call.
+ */
+final class MpiWork implements Work {
+    private final MpiCommunicator comm;
+    private final Staging staging;
+    private final MemorySegment control;
+    final MemorySegment request;
+    private final MemorySegment flag;
+    private final MemorySegment status;
+    private final MemorySegment countOut;
+
+    // What the operation is, for messages (the text is built only when needed).
+    private String name;
+    private DataType type;
+    private long count;
+    private ReduceOp op;
+    private int peer;
+
+    // Completion steps.
+    private MemorySegment divideSeg;
+    private int divisor;
+    private long divideCount;
+    private MemorySegment copyFrom;
+    private MemorySegment copyTo;
+    private long copyBytes;
+    private final MemorySegment[] staged = new MemorySegment[3];
+    private int nStaged;
+    private int expectReceived;
+    private boolean reduces;
+
+    private volatile boolean done;
+    private volatile JcclException failure;
+
+    /** True for the communicator's reused blocking instance, whose control block lives as long as it does. */
+    private final boolean reusable;
+
+    MpiWork(MpiCommunicator comm, Staging staging, boolean reusable) {
+        this.comm = comm;
+        this.reusable = reusable;
+        this.staging = staging;
+        this.control = staging.control();
+        this.request = control.asSlice(0, 8);
+        this.flag = control.asSlice(8, 4);
+        this.status = control.asSlice(16, MpiLibrary.STATUS_BYTES);
+        this.countOut = control.asSlice(40, 4);
+        this.done = reusable; // the blocking instance starts idle
+    }
+
+    /** Prepares this (reused) instance for the next operation. */
+    MpiWork reset(String name, DataType type, long count, ReduceOp op, int peer) {
+        this.name = name;
+        this.type = type;
+        this.count = count;
+        this.op = op;
+        this.peer = peer;
+        divideSeg = null;
+        copyFrom = null;
+        copyTo = null;
+        nStaged = 0;
+        expectReceived = -1;
+        reduces = op != null;
+        failure = null;
+        done = false;
+        return this;
+    }
+
+    // ------------------------------------------------------------------ memory of the operation
+
+    /** The memory MPI reads {@code b} from: its own when native, else a staged copy. */
+    MemorySegment input(HostBuffer b) {
+        if (b.segment().isNative()) {
+            return b.segment();
+        }
+        MemorySegment s = temp(b.byteSize());
+        MemorySegment.copy(b.segment(), 0, s, 0, b.byteSize());
+        return s;
+    }
+
+    /**
+     * The memory MPI writes {@code b}'s result to: its own when native, else a staging block that
+     * is copied back on completion ({@code alsoInput}: filled with {@code b}'s contents first).
+     */
+    MemorySegment output(HostBuffer b, boolean alsoInput) {
+        if (b.segment().isNative()) {
+            return b.segment();
+        }
+        MemorySegment s = temp(b.byteSize());
+        if (alsoInput) {
+            MemorySegment.copy(b.segment(), 0, s, 0, b.byteSize());
+        }
+        copyBack(s, b.segment());
+        return s;
+    }
+
+    /** Scratch memory for the duration of the operation. */
+    MemorySegment temp(long bytes) {
+        MemorySegment s = staging.take(bytes);
+        staged[nStaged++] = s;
+        return s;
+    }
+
+    /** On completion: {@code to} (all of it) = the first bytes of {@code from}. */
+    void copyBack(MemorySegment from, MemorySegment to) {
+        copyFrom = from;
+        copyTo = to;
+        copyBytes = to.byteSize();
+    }
+
+    /** On completion, before any copy back: divide the {@code n} elements of {@code seg} by {@code by} (AVG). */
+    void divideAfter(MemorySegment seg, long n, int by) {
+        divideSeg = seg;
+        divideCount = n;
+        divisor = by;
+    }
+
+    /** On completion: the message received must have held exactly {@code n} elements. */
+    void expectReceived(int n) {
+        expectReceived = n;
+    }
+
+    /** MPI did not start the operation: frees what it took. */
+    void abandon() {
+        release();
+        if (!reusable) {
+            staging.giveControl(control);
+        }
+        done = true;
+    }
+
+    // ------------------------------------------------------------------ completion
+
+    /** Polls MPI once; true when the operation is finished (successfully or not). */
+    boolean poll() {
+        if (done) {
+            return true;
+        }
+        synchronized (this) {
+            if (done) {
+                return true;
+            }
+            int rc = MpiLibrary.test(request, flag, status);
+            if (rc != MpiLibrary.SUCCESS) {
+                complete(comm.failed(MpiRuntime.error(rc, describe())));
+                return true;
+            }
+            if (flag.get(JAVA_INT, 0) == 0) {
+                return false;
+            }
+            JcclException f = null;
+            try {
+                finish();
+            } catch (JcclException e) {
+                f = comm.failed(e);
+            } catch (RuntimeException e) {
+                f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
+            }
+            complete(f);
+            return true;
+        }
+    }
+
+    private void finish() {
+        if (expectReceived >= 0) {
+            MpiRuntime.check(MpiLibrary.getCount(status, comm.runtime().type(type), countOut), "MPI_Get_count");
+            int got = countOut.get(JAVA_INT, 0);
+            if (got != expectReceived) {
+                throw new CollectiveMismatchException(describe() + ": the message from rank " + peer + " held "
+                        + (got == MpiLibrary.UNDEFINED ? "a partial element" : got + " elements") + " but "
+                        + expectReceived + " were expected: send and recv must have the same type and count");
+            }
+        }
+        if (reduces) {
+            Throwable u = MpiRuntime.UPCALL_FAILURE.getAndSet(null);
+            if (u != null) {
+                throw new JcclException(describe() + ": the reduction in jccl's MPI user op failed: " + u, u);
+            }
+        }
+        if (divideSeg != null) {
+            Reductions.divide(type, divideSeg, 0, divideCount, divisor);
+        }
+        if (copyTo != null) {
+            MemorySegment.copy(copyFrom, 0, copyTo, 0, copyBytes);
+        }
+    }
+
+    private void complete(JcclException f) {
+        release();
+        if (!reusable) {
+            // MPI_Test has freed the request: nothing touches the control block any more.
+            staging.giveControl(control);
+        }
+        failure = f;
+        done = true;
+        comm.completed(this);
+    }
+
+    /** Marks the operation failed without asking MPI (abort, close): its memory stays with MPI. */
+    synchronized void failLocally(JcclException e) {
+        if (!done) {
+            nStaged = 0;
+            failure = e;
+            done = true;
+        }
+    }
+
+    private void release() {
+        for (int i = 0; i < nStaged; i++) {
+            staging.give(staged[i]);
+            staged[i] = null;
+        }
+        nStaged = 0;
+    }
+
+    /**
+     * Polls until done or the deadline: tight MPI_Test calls first (latency), then yielding
+     * (ranks often outnumber cores), then short sleeps.
+     *
+     * @return false when the deadline passed first
+     */
+    boolean waitUntil(long deadline) {
+        int spins = 0;
+        while (!poll()) {
+            spins++;
+            if ((spins & 63) == 0 && System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            if (spins < 2_000) {
+                continue;
+            }
+            if (spins < 20_000) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(20_000);
+                if (Thread.interrupted()) {
+                    Thread.currentThread().interrupt();
+                    throw new AbortedException("interrupted while waiting for " + describe()
+                            + " (the operation is still pending in MPI)");
+                }
+            }
+        }
+        return true;
+    }
+
+    /** Whether the operation is finished, without asking MPI. */
+    boolean isDoneLocally() {
+        return done;
+    }
+
+    @Override
+    public boolean isDone() {
+        return poll();
+    }
+
+    @Override
+    public void await() {
+        if (!waitUntil(System.nanoTime() + comm.timeout().toNanos())) {
+            throw comm.timedOut(this);
+        }
+        JcclException f = failure;
+        if (f != null) {
+            throw f;
+        }
+    }
+
+    @Override
+    public boolean await(Duration timeout) {
+        if (timeout == null) {
+            throw new IllegalArgumentException("timeout is null: pass a Duration, or call await() for the communicator's timeout");
+        }
+        if (!waitUntil(System.nanoTime() + Math.max(0, timeout.toNanos()))) {
+            return false;
+        }
+        JcclException f = failure;
+        if (f != null) {
+            throw f;
+        }
+        return true;
+    }
+
+    @Override
+    public JcclException exception() {
+        return done ? failure : null;
+    }
+
+    /** "allReduce (FLOAT32 x 1024, SUM) on rank 1 of mpi-world#1". */
+    String describe() {
+        StringBuilder sb = new StringBuilder(name);
+        if (type != null) {
+            sb.append(" (").append(type).append(" x ").append(count);
+            if (op != null) {
+                sb.append(", ").append(op);
+            }
+            sb.append(')');
+        }
+        if (peer >= 0) {
+            sb.append(name.startsWith("send") || name.startsWith("recv") ? " with rank " : " rooted at rank ").append(peer);
+        }
+        return sb.append(" on rank ").append(comm.rank()).append(" of ").append(comm.id()).toString();
+    }
+
+    @Override
+    public String toString() {
+        return "Work[" + describe() + (done ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
+    }
+}

@@ -756,9 +756,9 @@ final class MpiCommunicator implements Communicator {
 
     /**
      * Waits up to a second for pending operations (other ranks may be finishing them), fails
-     * those still pending with {@link AbortedException}, frees the MPI communicator
-     * (MPI_Comm_free; MPI completes its pending operations first) and the staging memory unless
-     * MPI may still write into it. Idempotent.
+     * those still pending with {@link AbortedException}, then frees the MPI communicator
+     * (MPI_Comm_free) and the staging memory, unless operations are still pending in MPI: then
+     * both are kept (MPI may still write into the memory). Idempotent.
      */
     @Override
     public void close() {
@@ -786,14 +786,18 @@ final class MpiCommunicator implements Communicator {
                             + " with this operation pending"));
                 }
             }
-            int rc = MpiLibrary.commFree(commCell);
-            if (rc != MpiLibrary.SUCCESS) {
-                LOG.warn(rank, MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
-            }
             if (leak) {
-                LOG.warn(rank, "closed " + id + " with operations pending in MPI: their memory is kept for MPI");
+                // Neither the memory nor the MPI communicator may go: MPI still progresses the
+                // operations (Open MPI 4.1's libnbc crashes when a communicator with pending
+                // nonblocking collectives is freed).
+                LOG.warn(rank, "closed " + id + " with operations pending in MPI: the MPI communicator and the "
+                        + "operations' memory are kept for MPI");
                 staging.leak();
             } else {
+                int rc = MpiLibrary.commFree(commCell);
+                if (rc != MpiLibrary.SUCCESS) {
+                    LOG.warn(rank, MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
+                }
                 staging.close();
             }
         } finally {

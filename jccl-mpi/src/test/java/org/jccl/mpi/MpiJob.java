@@ -61,11 +61,13 @@ final class MpiJob {
             cmd.add(k);
         }
         cmd.addAll(List.of(java, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
-                "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xss4m"));
+                "-Xshare:auto", "-Xss4m"));
         cmd.addAll(jvmFlags);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd);
+        // A crashing JVM writes hs_err files into its working directory: not into the checkout.
+        pb.directory(Files.createTempDirectory("jccl-mpi-test").toFile());
         Map<String, String> e = pb.environment();
         e.keySet().removeIf(k -> k.startsWith("JCCL_") || k.startsWith("OMPI_") || k.startsWith("PMIX_")
                 || k.startsWith("SLURM_") || k.equals("RANK") || k.equals("WORLD_SIZE") || k.equals("MASTER_ADDR")

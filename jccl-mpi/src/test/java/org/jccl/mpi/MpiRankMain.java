@@ -357,6 +357,39 @@ public final class MpiRankMain {
         if (!bar.isDone()) {
             failures.add("barrier not done after await");
         }
+        // Works awaited from several threads at once (each polls MPI_Test), one of them twice.
+        List<Work> more = new ArrayList<>();
+        long[][] vals = new long[8][513];
+        for (int i = 0; i < vals.length; i++) {
+            java.util.Arrays.fill(vals[i], (long) r * i);
+            more.add(comm.allReduceAsync(HostBuffer.of(vals[i]), ReduceOp.MAX));
+        }
+        List<Thread> threads = new ArrayList<>();
+        List<String> sync = java.util.Collections.synchronizedList(failures);
+        for (int i = 0; i < vals.length; i++) {
+            Work w = more.get(i);
+            Work other = more.get((i + 3) % vals.length);
+            threads.add(Thread.ofPlatform().start(() -> {
+                try {
+                    w.await();
+                    other.await();
+                } catch (RuntimeException e) {
+                    sync.add("threaded await: " + e);
+                }
+            }));
+        }
+        for (Thread th : threads) {
+            try {
+                th.join(120_000);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        for (int i = 0; i < vals.length; i++) {
+            if (vals[i][512] != (long) (n - 1) * i) {
+                sync.add("threaded await: buffer " + i + " has " + vals[i][512]);
+            }
+        }
     }
 
     static void errors(Communicator comm, List<String> failures) throws Exception {

@@ -81,6 +81,26 @@ final class MpiCommunicator implements Communicator {
             this.size = out.get(JAVA_INT, 0);
         }
         this.blocking = new MpiWork(this, staging, true);
+        rt.register(this);
+    }
+
+    /**
+     * At exit: whether MPI is done with every operation this communicator started, asking it
+     * again for up to {@code deadline} (System.nanoTime).
+     */
+    boolean settledForExit(long deadline) {
+        List<MpiWork> all = new ArrayList<>(pending);
+        all.add(blocking);
+        while (true) {
+            boolean settled = true;
+            for (MpiWork w : all) {
+                settled &= w.settledForExit();
+            }
+            if (settled || System.nanoTime() - deadline >= 0) {
+                return settled;
+            }
+            Thread.yield();
+        }
     }
 
     /** A communicator over every process of MPI_COMM_WORLD (collective: every process calls it). */
@@ -206,6 +226,7 @@ final class MpiCommunicator implements Communicator {
                 w.abandon();
                 throw failed(MpiRuntime.error(rc, w.describe()));
             }
+            w.issued();
             if (async) {
                 pending.add(w);
                 return w;
@@ -778,9 +799,9 @@ final class MpiCommunicator implements Communicator {
                     w.waitUntil(deadline);
                 }
             }
-            boolean leak = !blocking.isDoneLocally(); // a blocking call that timed out
+            boolean leak = blocking.inMpi(); // a blocking call that timed out
             for (MpiWork w : left) {
-                if (!w.isDoneLocally()) {
+                if (w.inMpi()) {
                     leak = true;
                     w.failLocally(new AbortedException("communicator " + id + " closed on rank " + rank
                             + " with this operation pending"));
@@ -799,6 +820,7 @@ final class MpiCommunicator implements Communicator {
                     LOG.warn(rank, MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
                 }
                 staging.close();
+                rt.forget(this);
             }
         } finally {
             lock.unlock();

@@ -39,7 +39,8 @@ import org.jccl.internal.Log;
  * MPI cannot be initialised twice in a process, so it stays initialised while the JVM runs (any
  * number of communicators may come and go) and MPI_Finalize runs in a shutdown hook, which waits
  * at most the longest communicator timeout seen (MPI_Finalize waits for the other processes of
- * the job). When something else in the process initialised MPI first, jccl uses it as it is and
+ * the job). When an operation is still pending in MPI at exit (a collective that timed out) the
+ * hook skips MPI_Finalize, so that the launcher ends the whole job at once. When something else in the process initialised MPI first, jccl uses it as it is and
  * leaves finalising to its owner. A process that ends through {@link Runtime#halt} skips the
  * hook, and Open MPI's launcher then reports it as ended without MPI_Finalize.
  *
@@ -79,6 +80,8 @@ final class MpiRuntime {
     /** Addresses of the MPI types of {@link #USER_TYPES}: the upcall maps the handle MPI passes back with them. */
     private static final long[] USER_TYPE_ADDRESSES = new long[USER_TYPES.length];
     private volatile long finalizeWaitNanos;
+    /** Communicators not (cleanly) closed: the exit hook asks them whether MPI is done with their operations. */
+    private final java.util.Set<MpiCommunicator> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private MpiRuntime(int worldRank, int worldSize, int threadLevel, boolean ownsMpi) {
         this.worldRank = worldRank;
@@ -198,10 +201,33 @@ final class MpiRuntime {
         return result[1];
     }
 
+    void register(MpiCommunicator c) {
+        live.add(c);
+    }
+
+    void forget(MpiCommunicator c) {
+        live.remove(c);
+    }
+
+    /**
+     * The exit hook. When an operation is still pending in MPI (a timed-out collective, work
+     * never awaited), MPI_Finalize would wait for ranks that will never come: it is skipped, and
+     * Open MPI's launcher, seeing a process end without it, ends the job at once instead of the
+     * other ranks waiting for their deadlines. Otherwise MPI_Finalize runs, for at most the
+     * longest communicator timeout.
+     */
     private void finalizeAtExit() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment flag = a.allocate(JAVA_INT);
             if (MpiLibrary.finalized(flag) != MpiLibrary.SUCCESS || flag.get(JAVA_INT, 0) != 0) {
+                return;
+            }
+        }
+        long settle = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        for (MpiCommunicator c : live) {
+            if (!c.settledForExit(settle)) {
+                exitWarning("exiting with operations of " + c.id() + " still pending in MPI: skipping MPI_Finalize, "
+                        + "so the MPI launcher ends the job");
                 return;
             }
         }
@@ -216,12 +242,18 @@ final class MpiRuntime {
         try {
             long wait = Math.max(finalizeWaitNanos, TimeUnit.SECONDS.toNanos(1));
             if (!done.await(wait, TimeUnit.NANOSECONDS)) {
-                LOG.warn(worldRank, "MPI_Finalize did not return within " + Duration.ofNanos(wait)
+                exitWarning("MPI_Finalize did not return within " + Duration.ofNanos(wait)
                         + " (other ranks of the job did not finalise): exiting without it");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** Straight to stderr: java.util.logging may already be shut down while exit hooks run. */
+    private void exitWarning(String message) {
+        System.err.println("[" + worldRank + "] jccl WARNING: " + message);
+        System.err.flush();
     }
 
     // ------------------------------------------------------------------ types and ops

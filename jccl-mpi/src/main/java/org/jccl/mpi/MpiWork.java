@@ -51,7 +51,10 @@ final class MpiWork implements Work {
     private int expectReceived;
     private boolean reduces;
 
+    /** Finished as far as the caller can see (MPI completed it, or it was failed locally). */
     private volatile boolean done;
+    /** Started in MPI and not yet reported complete by MPI_Test (guarded by this). */
+    private boolean inMpi;
     private volatile JcclException failure;
 
     /** True for the communicator's reused blocking instance, whose control block lives as long as it does. */
@@ -131,7 +134,9 @@ final class MpiWork implements Work {
 
     /** On completion, before any copy back: divide the {@code n} elements of {@code seg} by {@code by} (AVG). */
     void divideAfter(MemorySegment seg, long n, int by) {
-        divideSeg = seg;
+        // Completion may run on another thread than the caller's: a global view of native memory
+        // (a segment of a confined arena could not be touched there).
+        divideSeg = seg.isNative() ? MemorySegment.ofAddress(seg.address()).reinterpret(seg.byteSize()) : seg;
         divideCount = n;
         divisor = by;
     }
@@ -139,6 +144,11 @@ final class MpiWork implements Work {
     /** On completion: the message received must have held exactly {@code n} elements. */
     void expectReceived(int n) {
         expectReceived = n;
+    }
+
+    /** MPI started the operation (its request is live until MPI_Test reports it complete). */
+    synchronized void issued() {
+        inMpi = true;
     }
 
     /** MPI did not start the operation: frees what it took. */
@@ -163,12 +173,14 @@ final class MpiWork implements Work {
             }
             int rc = MpiLibrary.test(request, flag, status);
             if (rc != MpiLibrary.SUCCESS) {
+                inMpi = false;
                 complete(comm.failed(MpiRuntime.error(rc, describe())));
                 return true;
             }
             if (flag.get(JAVA_INT, 0) == 0) {
                 return false;
             }
+            inMpi = false;
             JcclException f = null;
             try {
                 finish();
@@ -226,6 +238,28 @@ final class MpiWork implements Work {
         }
     }
 
+    /** Whether MPI may still use this operation's request and memory. */
+    synchronized boolean inMpi() {
+        return inMpi;
+    }
+
+    /**
+     * At exit: asks MPI once more whether the operation completed (without the completion
+     * steps: nobody waits for the result any more).
+     *
+     * @return true when MPI is done with it
+     */
+    synchronized boolean settledForExit() {
+        if (!inMpi) {
+            return true;
+        }
+        int rc = MpiLibrary.test(request, flag, status);
+        if (rc != MpiLibrary.SUCCESS || flag.get(JAVA_INT, 0) != 0) {
+            inMpi = false;
+        }
+        return !inMpi;
+    }
+
     private void release() {
         for (int i = 0; i < nStaged; i++) {
             staging.give(staged[i]);
@@ -256,17 +290,13 @@ final class MpiWork implements Work {
                 LockSupport.parkNanos(20_000);
                 if (Thread.interrupted()) {
                     Thread.currentThread().interrupt();
-                    throw new AbortedException("interrupted while waiting for " + describe()
-                            + " (the operation is still pending in MPI)");
+                    // MPI cannot cancel the operation: the communicator cannot go on after it.
+                    throw comm.failed(new AbortedException("interrupted while waiting for " + describe()
+                            + " (the operation stays pending in MPI; this communicator is unusable)"));
                 }
             }
         }
         return true;
-    }
-
-    /** Whether the operation is finished, without asking MPI. */
-    boolean isDoneLocally() {
-        return done;
     }
 
     @Override

@@ -36,7 +36,7 @@ class MpiCollectivesTest {
 
     /** Every collective x type x operator (blocking/async, in place or not, heap/native), splits, work in flight. */
     @ParameterizedTest(name = "{0} ranks, counts {1}")
-    @CsvSource(delimiter = ';', value = {"2;0,1,1000,70001", "3;0,1,1000,40000", "4;0,1,777,20001"})
+    @CsvSource(delimiter = ';', value = {"2;0,1,1000,70001", "3;0,1,1000,9999", "4;0,1,777"})
     void everyCollectiveMatchesTheReference(int np, String counts) throws Exception {
         MpiJob.Result r = MpiJob.run(np, MpiRankMain.class, List.of(), MPI, 240, "check", counts);
         assertAllOk(r, np);
@@ -66,6 +66,21 @@ class MpiCollectivesTest {
                 120, "timeout");
         assertAllOk(r, 3);
         assertTrue(r.output().contains("timed out after"), r.output());
+    }
+
+    /**
+     * A rank that leaves after a timed-out collective skips MPI_Finalize, so mpirun ends the job
+     * at once instead of the others waiting (here: sleeping a minute).
+     */
+    @Test
+    void aRankLeavingWithAStuckCollectiveEndsTheJob() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s"),
+                120, "stuck");
+        assertTrue(r.finished(), "the job hung:\n" + r.output());
+        assertTrue(r.output().contains("rank 0 timed out; exiting"), r.output());
+        assertTrue(r.output().contains("skipping MPI_Finalize"), r.output());
+        assertNotEquals(0, r.exitCode(), r.output());
+        assertTrue(r.seconds() < 45, "took " + r.seconds() + " s:\n" + r.output());
     }
 
     /** abort() on one rank ends the whole job promptly (MPI_Abort), while the others wait in a collective. */

@@ -29,6 +29,7 @@ import org.jccl.Work;
  *       communicator usable; MPI errors and count mismatches become exceptions with MPI's text.</li>
  *   <li>{@code timeout}: rank 0 all-reduces alone and must time out within the deadline.</li>
  *   <li>{@code abort}: rank 1 calls abort() while the others wait in an all-reduce.</li>
+ *   <li>{@code stuck}: rank 0's all-reduce times out and it exits; the others sleep a minute.</li>
  * </ul>
  */
 public final class MpiRankMain {
@@ -54,6 +55,10 @@ public final class MpiRankMain {
                 case "errors" -> errors(comm, failures);
                 case "timeout" -> timeout(comm, failures);
                 case "abort" -> abort(comm);
+                case "stuck" -> {
+                    stuck(comm);
+                    return;
+                }
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             }
             comm.barrier();
@@ -543,6 +548,22 @@ public final class MpiRankMain {
                 comm.barrier();
                 lonely.allReduce(HostBuffer.of(new float[16]), ReduceOp.SUM);
             }
+        }
+    }
+
+    /** Rank 0 times out alone and returns from main; the others never join and would sleep a minute. */
+    static void stuck(Communicator comm) throws Exception {
+        if (comm.rank() == 0) {
+            try {
+                comm.allReduce(HostBuffer.of(new int[4]), ReduceOp.SUM);
+            } catch (CollectiveTimeoutException e) {
+                System.out.println("rank 0 timed out; exiting");
+                System.out.flush();
+            }
+        } else {
+            System.out.println("rank " + comm.rank() + " sleeping");
+            System.out.flush();
+            Thread.sleep(60_000);
         }
     }
 

@@ -63,6 +63,7 @@ final class MpiCommunicator implements Communicator {
     private int splits;
     private volatile JcclException broken;
     private volatile boolean closed;
+    private volatile long nativeDeadline;
 
     private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
         this.rt = rt;
@@ -90,7 +91,18 @@ final class MpiCommunicator implements Communicator {
      */
     boolean settledForExit(long deadline) {
         List<MpiWork> all = new ArrayList<>(pending);
-        all.add(blocking);
+        // The blocking instance belongs to whoever holds the lock: a thread still inside a
+        // blocking call at exit means MPI is in use.
+        if (!lock.tryLock()) {
+            return false;
+        }
+        try {
+            if (blocking.inMpi()) {
+                all.add(blocking);
+            }
+        } finally {
+            lock.unlock();
+        }
         while (true) {
             boolean settled = true;
             for (MpiWork w : all) {
@@ -208,8 +220,15 @@ final class MpiCommunicator implements Communicator {
         lock.lock();
         try {
             checkOpen();
-            return async ? new MpiWork(this, staging, false).reset(name, type, n, op, peer)
-                    : blocking.reset(name, type, n, op, peer);
+            if (async) {
+                return new MpiWork(this, staging, false).reset(name, type, n, op, peer);
+            }
+            blocking.reset(name, type, n, op, peer);
+            if (rt.nativeBlocking) {
+                // Published after the reset: the watchdog reads the description after this write.
+                nativeDeadline = Math.max(1, System.nanoTime() + timeout.toNanos());
+            }
+            return blocking;
         } catch (RuntimeException | Error e) {
             lock.unlock();
             throw e;
@@ -222,9 +241,15 @@ final class MpiCommunicator implements Communicator {
      */
     private Work end(MpiWork w, int rc, boolean async) {
         try {
+            boolean nat = nativeCall(async);
+            nativeDeadline = 0;
             if (rc != MpiLibrary.SUCCESS) {
                 w.abandon();
                 throw failed(MpiRuntime.error(rc, w.describe()));
+            }
+            if (nat) {
+                w.completedInline();
+                return null;
             }
             w.issued();
             if (async) {
@@ -240,9 +265,32 @@ final class MpiCommunicator implements Communicator {
 
     /** Undoes {@link #begin} when preparing the operation failed before MPI saw it. */
     private RuntimeException abandon(MpiWork w, RuntimeException e) {
+        nativeDeadline = 0;
         w.abandon();
         lock.unlock();
         return e;
+    }
+
+    /** Whether this call goes to MPI's blocking form (JCCL_MPI_BLOCKING=native and a blocking call). */
+    private boolean nativeCall(boolean async) {
+        return !async && rt.nativeBlocking;
+    }
+
+    /** The deadline (System.nanoTime) of the blocking MPI call in progress, 0 when none (JCCL_MPI_BLOCKING=native). */
+    long nativeDeadline() {
+        return nativeDeadline;
+    }
+
+    /**
+     * Called by the watchdog when a blocking MPI call passed the deadline: MPI cannot return from
+     * it, so, as JCCL_MPI_BLOCKING=native asks, MPI_Abort ends the job after saying why.
+     */
+    void nativeTimeout() {
+        System.err.println("[" + rank + "] jccl ERROR: " + blocking.describe() + " did not complete within " + timeout
+                + " (the communicator's timeout) and a blocking MPI call cannot be given up "
+                + "(JCCL_MPI_BLOCKING=native): MPI_Abort ends the job");
+        System.err.flush();
+        MpiLibrary.abort(comm, 124);
     }
 
     /** Called by a work once MPI completed it. */
@@ -306,7 +354,8 @@ final class MpiCommunicator implements Communicator {
                 in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
             }
             divideIfAvg(w, op, out, n);
-            rc = MpiLibrary.iallreduce(in, out, n, rt.type(t), rt.op(op, t), comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.allreduce(in, out, n, rt.type(t), rt.op(op, t), comm)
+                    : MpiLibrary.iallreduce(in, out, n, rt.type(t), rt.op(op, t), comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -350,7 +399,8 @@ final class MpiCommunicator implements Communicator {
             } else {
                 buf = w.output(r, false);
             }
-            rc = MpiLibrary.ibcast(buf, n, rt.type(t), root, comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.bcast(buf, n, rt.type(t), root, comm)
+                    : MpiLibrary.ibcast(buf, n, rt.type(t), root, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -410,7 +460,8 @@ final class MpiCommunicator implements Communicator {
                     in = w.input(s);
                 }
             }
-            rc = MpiLibrary.ireduce(in, out, n, rt.type(t), rt.op(op, t), root, comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.reduce(in, out, n, rt.type(t), rt.op(op, t), root, comm)
+                    : MpiLibrary.ireduce(in, out, n, rt.type(t), rt.op(op, t), root, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -457,7 +508,8 @@ final class MpiCommunicator implements Communicator {
         try {
             MemorySegment out = w.output(r, inPlace);
             MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-            rc = MpiLibrary.iallgather(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.allgather(in, c, rt.type(t), out, c, rt.type(t), comm)
+                    : MpiLibrary.iallgather(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -490,7 +542,8 @@ final class MpiCommunicator implements Communicator {
         try {
             MemorySegment out = r == null ? MemorySegment.NULL : w.output(r, inPlace);
             MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-            rc = MpiLibrary.igather(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.gather(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                    : MpiLibrary.igather(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -546,7 +599,8 @@ final class MpiCommunicator implements Communicator {
                 out = w.output(r, false);
             }
             divideIfAvg(w, op, out, c);
-            rc = MpiLibrary.ireduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.reduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm)
+                    : MpiLibrary.ireduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -586,7 +640,8 @@ final class MpiCommunicator implements Communicator {
                 in = w.input(s);
             }
             MemorySegment out = w.output(r, false);
-            rc = MpiLibrary.ialltoall(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.alltoall(in, c, rt.type(t), out, c, rt.type(t), comm)
+                    : MpiLibrary.ialltoall(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -629,7 +684,8 @@ final class MpiCommunicator implements Communicator {
             MemorySegment in = s == null ? MemorySegment.NULL : w.input(s);
             // In place, the root's block stays where it is (a heap root's recv is its send array itself).
             MemorySegment out = inPlace ? MpiLibrary.IN_PLACE : w.output(r, false);
-            rc = MpiLibrary.iscatter(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.scatter(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                    : MpiLibrary.iscatter(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -655,7 +711,9 @@ final class MpiCommunicator implements Communicator {
         MpiWork w = begin(async, "send", b.type(), n, null, peer);
         int rc;
         try {
-            rc = MpiLibrary.isend(w.input(b), n, rt.type(b.type()), peer, TAG, comm, w.request);
+            MemorySegment in = w.input(b);
+            rc = nativeCall(async) ? MpiLibrary.send(in, n, rt.type(b.type()), peer, TAG, comm)
+                    : MpiLibrary.isend(in, n, rt.type(b.type()), peer, TAG, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -670,7 +728,9 @@ final class MpiCommunicator implements Communicator {
         int rc;
         try {
             w.expectReceived(n);
-            rc = MpiLibrary.irecv(w.output(b, false), n, rt.type(b.type()), peer, TAG, comm, w.request);
+            MemorySegment out = w.output(b, false);
+            rc = nativeCall(async) ? MpiLibrary.recv(out, n, rt.type(b.type()), peer, TAG, comm, w.status)
+                    : MpiLibrary.irecv(out, n, rt.type(b.type()), peer, TAG, comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }
@@ -703,7 +763,8 @@ final class MpiCommunicator implements Communicator {
         MpiWork w = begin(async, "barrier", null, 0, null, -1);
         int rc;
         try {
-            rc = MpiLibrary.ibarrier(comm, w.request);
+            rc = nativeCall(async) ? MpiLibrary.barrier(comm)
+                    : MpiLibrary.ibarrier(comm, w.request);
         } catch (RuntimeException e) {
             throw abandon(w, e);
         }

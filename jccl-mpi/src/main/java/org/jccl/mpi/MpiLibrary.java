@@ -110,6 +110,26 @@ final class MpiLibrary {
     private static final MethodHandle IRECV = fn("MPI_Irecv", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS,
             ADDRESS);
     private static final MethodHandle IBARRIER = fn("MPI_Ibarrier", ADDRESS, ADDRESS);
+    // Blocking forms, for JCCL_MPI_BLOCKING=native.
+    private static final MethodHandle ALLREDUCE = fn("MPI_Allreduce", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
+            ADDRESS);
+    private static final MethodHandle BCAST = fn("MPI_Bcast", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
+    private static final MethodHandle REDUCE = fn("MPI_Reduce", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_INT, ADDRESS);
+    private static final MethodHandle ALLGATHER = fn("MPI_Allgather", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT,
+            ADDRESS, ADDRESS);
+    private static final MethodHandle REDUCE_SCATTER_BLOCK = fn("MPI_Reduce_scatter_block", ADDRESS, ADDRESS,
+            JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+    private static final MethodHandle ALLTOALL = fn("MPI_Alltoall", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT,
+            ADDRESS, ADDRESS);
+    private static final MethodHandle GATHER = fn("MPI_Gather", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT,
+            ADDRESS, JAVA_INT, ADDRESS);
+    private static final MethodHandle SCATTER = fn("MPI_Scatter", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT,
+            ADDRESS, JAVA_INT, ADDRESS);
+    private static final MethodHandle SEND = fn("MPI_Send", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+    private static final MethodHandle RECV = fn("MPI_Recv", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS,
+            ADDRESS);
+    private static final MethodHandle BARRIER = fn("MPI_Barrier", ADDRESS);
 
     // ---- predefined handles (NULL when the library is missing) ----
     static final MemorySegment COMM_WORLD = global("ompi_mpi_comm_world");
@@ -367,19 +387,12 @@ final class MpiLibrary {
         }
     }
 
+    /** MPI_Abort, without the serialising lock: it must get through while another thread is inside MPI. */
     static int abort(MemorySegment comm, int code) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
         try {
             return (int) ABORT.invokeExact(comm, code);
         } catch (Throwable t) {
             throw linkFailure(t);
-        } finally {
-            if (l != null) {
-                l.unlock();
-            }
         }
     }
 
@@ -752,6 +765,182 @@ final class MpiLibrary {
         }
         try {
             return (int) IBARRIER.invokeExact(comm, req);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int allreduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) ALLREDUCE.invokeExact(s, r, count, type, op, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int bcast(MemorySegment buf, int count, MemorySegment type, int root, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) BCAST.invokeExact(buf, count, type, root, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int reduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, int root, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) REDUCE.invokeExact(s, r, count, type, op, root, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int allgather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) ALLGATHER.invokeExact(s, sCount, sType, r, rCount, rType, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int reduceScatterBlock(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) REDUCE_SCATTER_BLOCK.invokeExact(s, r, count, type, op, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int alltoall(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) ALLTOALL.invokeExact(s, sCount, sType, r, rCount, rType, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int gather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, int root, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) GATHER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int scatter(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, int root, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) SCATTER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int send(MemorySegment buf, int count, MemorySegment type, int dest, int tag, MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) SEND.invokeExact(buf, count, type, dest, tag, comm);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int recv(MemorySegment buf, int count, MemorySegment type, int source, int tag, MemorySegment comm, MemorySegment status) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) RECV.invokeExact(buf, count, type, source, tag, comm, status);
+        } catch (Throwable t) {
+            throw linkFailure(t);
+        } finally {
+            if (l != null) {
+                l.unlock();
+            }
+        }
+    }
+
+    static int barrier(MemorySegment comm) {
+        ReentrantLock l = serial;
+        if (l != null) {
+            l.lock();
+        }
+        try {
+            return (int) BARRIER.invokeExact(comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {

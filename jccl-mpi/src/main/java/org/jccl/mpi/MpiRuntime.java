@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.CollectiveTimeoutException;
 import org.jccl.DataType;
@@ -34,6 +35,15 @@ import org.jccl.internal.Log;
  * that is refused (jccl's async waits and the exit hook call MPI from other threads). The system
  * property {@code jccl.mpi.threadLevel=serialized} asks for MPI_THREAD_SERIALIZED on purpose (tests
  * use it to exercise the serialised path).
+ *
+ * <h2>Blocking calls</h2>
+ * By default ({@code JCCL_MPI_BLOCKING=poll}) every call, blocking or not, is MPI's nonblocking
+ * form completed by MPI_Test polling against the communicator's deadline: a late rank gives a
+ * {@link CollectiveTimeoutException}, as with every jccl backend. {@code JCCL_MPI_BLOCKING=native}
+ * sends blocking calls to MPI's blocking forms (MPI_Allreduce, ...): Open MPI then uses its
+ * tuned algorithms for them, faster than its nonblocking ones (docs/BENCHMARKS.md), but a blocking
+ * MPI call cannot be abandoned, so a watchdog thread ends the job with MPI_Abort when one passes
+ * the deadline (the user asked for that by choosing native). Async calls are nonblocking in both.
  *
  * <h2>Lifetime</h2>
  * MPI cannot be initialised twice in a process, so it stays initialised while the JVM runs (any
@@ -71,6 +81,9 @@ final class MpiRuntime {
     final int worldSize;
     final int threadLevel;
     final boolean ownsMpi;
+    /** JCCL_MPI_BLOCKING=native: blocking calls use MPI's blocking forms, watched by {@link #watch()}. */
+    final boolean nativeBlocking;
+    private Thread watchdog;
     private final MemorySegment[] types = new MemorySegment[DataType.values().length];
     private final MemorySegment[] userOps = new MemorySegment[USER_OPS.length];
     /** The types the user ops reduce: the low-precision ones (first {@link #N_LOW}) and the 8-bit integers (sums only). */
@@ -83,11 +96,25 @@ final class MpiRuntime {
     /** Communicators not (cleanly) closed: the exit hook asks them whether MPI is done with their operations. */
     private final java.util.Set<MpiCommunicator> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    private MpiRuntime(int worldRank, int worldSize, int threadLevel, boolean ownsMpi) {
+    private MpiRuntime(int worldRank, int worldSize, int threadLevel, boolean ownsMpi, boolean nativeBlocking) {
         this.worldRank = worldRank;
         this.worldSize = worldSize;
         this.threadLevel = threadLevel;
         this.ownsMpi = ownsMpi;
+        this.nativeBlocking = nativeBlocking;
+    }
+
+    /** Reads JCCL_MPI_BLOCKING: {@code poll} (default) or {@code native}. */
+    static boolean parseBlocking(String value) {
+        if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("poll")) {
+            return false;
+        }
+        if (value.trim().equalsIgnoreCase("native")) {
+            return true;
+        }
+        throw new IllegalArgumentException("JCCL_MPI_BLOCKING=" + value + " is not valid: use poll (the default: MPI's "
+                + "nonblocking operations, polled against the deadline) or native (MPI's blocking operations; past the "
+                + "deadline MPI_Abort ends the job)");
     }
 
     /**
@@ -122,6 +149,7 @@ final class MpiRuntime {
     }
 
     private static MpiRuntime start(Duration timeout) {
+        boolean nativeBlocking = parseBlocking(System.getenv("JCCL_MPI_BLOCKING"));
         try (Arena a = Arena.ofConfined()) {
             MemorySegment flag = a.allocate(JAVA_INT);
             check(MpiLibrary.finalized(flag), "MPI_Finalized");
@@ -159,7 +187,7 @@ final class MpiRuntime {
             int rank = flag.get(JAVA_INT, 0);
             check(MpiLibrary.commSize(MpiLibrary.COMM_WORLD, flag), "MPI_Comm_size");
             int size = flag.get(JAVA_INT, 0);
-            MpiRuntime rt = new MpiRuntime(rank, size, level, owns);
+            MpiRuntime rt = new MpiRuntime(rank, size, level, owns, nativeBlocking);
             rt.createTypesAndOps();
             if (owns) {
                 Runtime.getRuntime().addShutdownHook(new Thread(rt::finalizeAtExit, "jccl-mpi-finalize"));
@@ -203,6 +231,39 @@ final class MpiRuntime {
 
     void register(MpiCommunicator c) {
         live.add(c);
+        if (nativeBlocking) {
+            synchronized (this) {
+                if (watchdog == null) {
+                    watchdog = Thread.ofPlatform().daemon().name("jccl-mpi-watchdog").start(this::watch);
+                }
+            }
+        }
+    }
+
+    /**
+     * JCCL_MPI_BLOCKING=native: a blocking MPI call cannot be given a deadline, so this thread
+     * watches the deadline of every communicator's blocking call in progress and, past it, has
+     * the communicator end the job with MPI_Abort (after saying which operation and rank).
+     */
+    private void watch() {
+        while (true) {
+            long now = System.nanoTime();
+            long sleep = TimeUnit.MILLISECONDS.toNanos(100);
+            for (MpiCommunicator c : live) {
+                long d = c.nativeDeadline();
+                if (d == 0) {
+                    continue;
+                }
+                if (now - d >= 0) {
+                    if (c.nativeDeadline() == d) {
+                        c.nativeTimeout();
+                    }
+                } else {
+                    sleep = Math.min(sleep, d - now);
+                }
+            }
+            LockSupport.parkNanos(sleep);
+        }
     }
 
     void forget(MpiCommunicator c) {

@@ -29,7 +29,7 @@ final class MpiWork implements Work {
     private final MemorySegment control;
     final MemorySegment request;
     private final MemorySegment flag;
-    private final MemorySegment status;
+    final MemorySegment status;
     private final MemorySegment countOut;
 
     // What the operation is, for messages (the text is built only when needed).
@@ -53,8 +53,8 @@ final class MpiWork implements Work {
 
     /** Finished as far as the caller can see (MPI completed it, or it was failed locally). */
     private volatile boolean done;
-    /** Started in MPI and not yet reported complete by MPI_Test (guarded by this). */
-    private boolean inMpi;
+    /** Started in MPI and not yet reported complete by MPI_Test (written by the thread that polls). */
+    private volatile boolean inMpi;
     private volatile JcclException failure;
 
     /** True for the communicator's reused blocking instance, whose control block lives as long as it does. */
@@ -147,7 +147,7 @@ final class MpiWork implements Work {
     }
 
     /** MPI started the operation (its request is live until MPI_Test reports it complete). */
-    synchronized void issued() {
+    void issued() {
         inMpi = true;
     }
 
@@ -167,31 +167,55 @@ final class MpiWork implements Work {
         if (done) {
             return true;
         }
+        if (reusable) {
+            // The blocking instance is polled only by the thread that holds the communicator's
+            // lock (the exit hook takes that lock too): no monitor on the latency-critical path.
+            return pollOnce();
+        }
         synchronized (this) {
-            if (done) {
-                return true;
-            }
-            int rc = MpiLibrary.test(request, flag, status);
-            if (rc != MpiLibrary.SUCCESS) {
-                inMpi = false;
-                complete(comm.failed(MpiRuntime.error(rc, describe())));
-                return true;
-            }
-            if (flag.get(JAVA_INT, 0) == 0) {
-                return false;
-            }
+            return done || pollOnce();
+        }
+    }
+
+    /** MPI's blocking form returned successfully: the completion steps now; throws the failure. */
+    void completedInline() {
+        inMpi = false;
+        JcclException f = null;
+        try {
+            finish();
+        } catch (JcclException e) {
+            f = comm.failed(e);
+        } catch (RuntimeException e) {
+            f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
+        }
+        complete(f);
+        if (f != null) {
+            throw f;
+        }
+    }
+
+    /** One MPI_Test; on completion the completion steps. The caller excludes other pollers. */
+    private boolean pollOnce() {
+        int rc = MpiLibrary.test(request, flag, status);
+        if (rc != MpiLibrary.SUCCESS) {
             inMpi = false;
-            JcclException f = null;
-            try {
-                finish();
-            } catch (JcclException e) {
-                f = comm.failed(e);
-            } catch (RuntimeException e) {
-                f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
-            }
-            complete(f);
+            complete(comm.failed(MpiRuntime.error(rc, describe())));
             return true;
         }
+        if (flag.get(JAVA_INT, 0) == 0) {
+            return false;
+        }
+        inMpi = false;
+        JcclException f = null;
+        try {
+            finish();
+        } catch (JcclException e) {
+            f = comm.failed(e);
+        } catch (RuntimeException e) {
+            f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
+        }
+        complete(f);
+        return true;
     }
 
     private void finish() {
@@ -204,7 +228,7 @@ final class MpiWork implements Work {
                         + expectReceived + " were expected: send and recv must have the same type and count");
             }
         }
-        if (reduces) {
+        if (reduces && MpiRuntime.UPCALL_FAILURE.get() != null) {
             Throwable u = MpiRuntime.UPCALL_FAILURE.getAndSet(null);
             if (u != null) {
                 throw new JcclException(describe() + ": the reduction in jccl's MPI user op failed: " + u, u);
@@ -220,13 +244,13 @@ final class MpiWork implements Work {
 
     private void complete(JcclException f) {
         release();
+        failure = f;
+        done = true;
         if (!reusable) {
             // MPI_Test has freed the request: nothing touches the control block any more.
             staging.giveControl(control);
+            comm.completed(this);
         }
-        failure = f;
-        done = true;
-        comm.completed(this);
     }
 
     /** Marks the operation failed without asking MPI (abort, close): its memory stays with MPI. */
@@ -239,7 +263,7 @@ final class MpiWork implements Work {
     }
 
     /** Whether MPI may still use this operation's request and memory. */
-    synchronized boolean inMpi() {
+    boolean inMpi() {
         return inMpi;
     }
 

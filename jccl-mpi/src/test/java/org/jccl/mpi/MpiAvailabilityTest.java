@@ -44,6 +44,17 @@ class MpiAvailabilityTest {
         assertEquals(-1, MpiLibrary.majorVersion("MPICH Version:      4.0.2"));
     }
 
+    @Test
+    void blockingModeParsing() {
+        assertFalse(MpiRuntime.parseBlocking(null));
+        assertFalse(MpiRuntime.parseBlocking(" "));
+        assertFalse(MpiRuntime.parseBlocking("Poll"));
+        assertTrue(MpiRuntime.parseBlocking("native"));
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> MpiRuntime.parseBlocking("fast"));
+        assertTrue(e.getMessage().contains("JCCL_MPI_BLOCKING=fast is not valid: use poll"), e.getMessage());
+    }
+
     /** Runs {@link MpiProbeMain} in a fresh JVM with JCCL_MPI_LIBRARY set to {@code lib}. */
     static String probe(String lib) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");

@@ -24,14 +24,16 @@ import org.jccl.spi.Backend;
  *       MPI_DOUBLE; FLOAT16, BFLOAT16 and the FP8 types to contiguous byte types of their size.</li>
  *   <li>Operators: SUM, PROD, MIN, MAX, BAND, BOR, BXOR to MPI's own for the types MPI knows
  *       (MIN/MAX on floats then follow C comparisons for NaN and signed zeros, as in MPI); for
- *       FLOAT16/BFLOAT16/FP8 a user-defined op calls the host engine's kernel
- *       ({@link MpiRuntime} documents its cost). PREMUL_SUM scales each rank's input first, AVG
+ *       FLOAT16/BFLOAT16/FP8, and for sums of INT8/UINT8 (which Open MPI 4.1's AVX component
+ *       saturates), a user-defined op calls the host engine's kernel ({@link MpiRuntime}
+ *       documents its cost). PREMUL_SUM scales each rank's input first, AVG
  *       divides the sum once ({@code org.jccl.host.kernel.Reductions}), so results equal the host
  *       engine's whenever the sums are exact.</li>
  *   <li>Collectives: MPI_Iallreduce, MPI_Ibcast, MPI_Ireduce, MPI_Iallgather,
  *       MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Igather, MPI_Iscatter, MPI_Ibarrier,
  *       MPI_Isend/MPI_Irecv; in place with MPI_IN_PLACE. Blocking calls are these plus MPI_Test
- *       polling until the communicator's deadline.</li>
+ *       polling until the communicator's deadline, or, with {@code JCCL_MPI_BLOCKING=native},
+ *       MPI's blocking forms watched by a thread that calls MPI_Abort past the deadline.</li>
  *   <li>split: MPI_Comm_split; abort: MPI_Abort (Open MPI ends the whole job); errors:
  *       MPI_ERRORS_RETURN on every communicator, each code reported with MPI_Error_string.</li>
  *   <li>Counts are C ints: at most 2^31-1 elements per rank and call.</li>

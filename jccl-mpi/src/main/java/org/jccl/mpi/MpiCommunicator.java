@@ -34,9 +34,10 @@ import org.jccl.internal.Log;
  *
  * <p>Every operation, blocking or not, starts as MPI's nonblocking form (MPI_Iallreduce, ...,
  * MPI_Isend/MPI_Irecv with one tag: the communicator already separates them) and is completed by
- * MPI_Test polling against the deadline, because a blocking MPI call cannot be given one. A
- * blocking call issues and waits under the communicator's lock; an async call issues under it and
- * returns a {@link Work}. Heap buffers are staged through native memory ({@link Staging}).
+ * MPI_Test polling against the deadline, because a blocking MPI call cannot be given one
+ * ({@code JCCL_MPI_BLOCKING=native} trades that for MPI's blocking forms, see {@link MpiRuntime}).
+ * A blocking call issues and waits under the communicator's lock; an async call issues under it
+ * and returns a {@link Work}. Heap buffers are staged through native memory ({@link Staging}).
  *
  * <p>After a failure (an MPI error, a timeout) the communicator is broken: later calls fail at
  * once with the original cause. MPI cannot cancel a started collective, so a timed-out one stays

@@ -194,6 +194,15 @@ final class MpiCommunicator implements Communicator {
         }
     }
 
+    /** A buffer MPI writes into: MPI writes through the address, so a read-only view is refused here. */
+    private static HostBuffer writable(HostBuffer b, String name) {
+        if (b.segment().isReadOnly()) {
+            throw new IllegalArgumentException(name + " is a read-only segment but the collective writes into it: "
+                    + "pass a writable buffer");
+        }
+        return b;
+    }
+
     /** An MPI count: elements per call argument are C ints. */
     private static int count(long n, String name) {
         if (n > Integer.MAX_VALUE) {
@@ -332,7 +341,7 @@ final class MpiCommunicator implements Communicator {
 
     private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         Checks.sameType(s, "send", r, "recv");
         Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
         Checks.op(op, s.type());
@@ -377,7 +386,7 @@ final class MpiCommunicator implements Communicator {
 
     private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
         Checks.rank(root, size, "root");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
         if (rank == root) {
             s = host(send, "send");
@@ -426,7 +435,7 @@ final class MpiCommunicator implements Communicator {
         Checks.op(op, s.type());
         HostBuffer r = null;
         if (rank == root) {
-            r = host(recv, "recv");
+            r = writable(host(recv, "recv"), "recv");
             Checks.sameType(s, "send", r, "recv");
             Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
             noPartialOverlap(s, "send", r, "recv");
@@ -500,7 +509,7 @@ final class MpiCommunicator implements Communicator {
 
     private Work allGather(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         boolean inPlace = checkGather(s, r, rank, "allGather");
         int c = count(s.count(), "send");
         DataType t = s.type();
@@ -533,7 +542,7 @@ final class MpiCommunicator implements Communicator {
         HostBuffer r = null;
         boolean inPlace = false;
         if (rank == root) {
-            r = host(recv, "recv");
+            r = writable(host(recv, "recv"), "recv");
             inPlace = checkGather(s, r, root, "gather");
         }
         int c = count(s.count(), "send");
@@ -565,7 +574,7 @@ final class MpiCommunicator implements Communicator {
 
     private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         Checks.sameType(s, "send", r, "recv");
         Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
         Checks.op(op, s.type());
@@ -622,7 +631,7 @@ final class MpiCommunicator implements Communicator {
 
     private Work allToAll(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         Checks.sameType(s, "send", r, "recv");
         Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
         Checks.perRankCount(s, size, "send");
@@ -660,7 +669,7 @@ final class MpiCommunicator implements Communicator {
     }
 
     private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
-        HostBuffer r = host(recv, "recv");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
         Checks.rank(root, size, "root");
         HostBuffer s = null;
         boolean inPlace = false;
@@ -722,7 +731,7 @@ final class MpiCommunicator implements Communicator {
     }
 
     private Work recv(Buffer buffer, int peer, boolean async) {
-        HostBuffer b = host(buffer, "buffer");
+        HostBuffer b = writable(host(buffer, "buffer"), "buffer");
         Checks.rank(peer, size, "peer");
         int n = count(b.count(), "buffer");
         MpiWork w = begin(async, "recv", b.type(), n, null, peer);

@@ -416,6 +416,11 @@ public final class MpiRankMain {
         expectIae(failures, "partial overlap", () -> comm.allReduce(HostBuffer.of(shared).slice(0, 4),
                 HostBuffer.of(shared).slice(2, 4), ReduceOp.SUM), "overlap");
         expectIae(failures, "null op", () -> comm.allReduce(HostBuffer.of(new int[2]), null), "op is null");
+        expectIae(failures, "read-only recv", () -> comm.allReduce(HostBuffer.of(new int[2]),
+                HostBuffer.of(DataType.INT32, MemorySegment.ofArray(new int[2]).asReadOnly()), ReduceOp.SUM),
+                "recv is a read-only segment");
+        expectIae(failures, "read-only recv buffer", () -> comm.recv(
+                HostBuffer.of(DataType.INT32, Arena.ofAuto().allocate(8).asReadOnly()), 0), "buffer is a read-only segment");
         // Still usable after all of that.
         int[] one = {1};
         comm.allReduce(HostBuffer.of(one), ReduceOp.SUM);

@@ -292,32 +292,45 @@ final class MpiWork implements Work {
         nStaged = 0;
     }
 
+    /** Waiting phases of {@link #waitUntil}: MPI_Test back to back, then yielding between tests, then sleeping. */
+    private static final long SPIN_NANOS = 50_000, YIELD_NANOS = 10_000_000, SLEEP_NANOS = 100_000;
+
     /**
-     * Polls until done or the deadline: tight MPI_Test calls first (latency), then yielding
-     * (ranks often outnumber cores), then short sleeps.
+     * Polls until done or the deadline. MPI progresses a nonblocking operation only inside
+     * MPI calls, so the wait keeps calling MPI_Test: back to back for the first 50 us (latency),
+     * yielding the core between tests up to 10 ms (ranks may outnumber cores, and a large
+     * collective needs its rounds driven), then every 100 us (a long wait for a late rank should
+     * not burn a core).
      *
      * @return false when the deadline passed first
      */
     boolean waitUntil(long deadline) {
+        long start = System.nanoTime();
         int spins = 0;
         while (!poll()) {
-            spins++;
-            if ((spins & 63) == 0 && System.nanoTime() - deadline >= 0) {
-                return false;
-            }
-            if (spins < 2_000) {
+            if ((++spins & 63) != 0) {
                 continue;
             }
-            if (spins < 20_000) {
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                return false;
+            }
+            long waited = now - start;
+            if (waited < SPIN_NANOS) {
+                continue;
+            }
+            if (waited < YIELD_NANOS) {
                 Thread.yield();
-            } else {
-                LockSupport.parkNanos(20_000);
-                if (Thread.interrupted()) {
-                    Thread.currentThread().interrupt();
-                    // MPI cannot cancel the operation: the communicator cannot go on after it.
-                    throw comm.failed(new AbortedException("interrupted while waiting for " + describe()
-                            + " (the operation stays pending in MPI; this communicator is unusable)"));
-                }
+                spins = 63; // from now on, check the clock after every test
+                continue;
+            }
+            spins = 63;
+            LockSupport.parkNanos(SLEEP_NANOS);
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                // MPI cannot cancel the operation: the communicator cannot go on after it.
+                throw comm.failed(new AbortedException("interrupted while waiting for " + describe()
+                        + " (the operation stays pending in MPI; this communicator is unusable)"));
             }
         }
         return true;

@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
 import org.jccl.Buffer;
@@ -119,30 +120,34 @@ final class MpiCommunicator implements Communicator {
     /** A communicator over every process of MPI_COMM_WORLD (collective: every process calls it). */
     static MpiCommunicator world(MpiRuntime rt, Duration timeout, Store store) {
         String id = "mpi-world#" + IDS.incrementAndGet();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment newComm = a.allocate(ADDRESS);
-            MemorySegment req = a.allocate(ADDRESS);
-            MemorySegment flag = a.allocate(JAVA_INT);
-            // MPI_Comm_idup, not MPI_Comm_dup: the wait for the other processes gets the deadline.
-            MpiRuntime.check(MpiLibrary.commIdup(MpiLibrary.COMM_WORLD, newComm, req), "MPI_Comm_idup(MPI_COMM_WORLD)");
-            long deadline = System.nanoTime() + timeout.toNanos();
-            int spins = 0;
-            while (true) {
-                MpiRuntime.check(MpiLibrary.test(req, flag, MemorySegment.NULL), "MPI_Test(MPI_Comm_idup)");
-                if (flag.get(JAVA_INT, 0) != 0) {
-                    break;
-                }
-                if (System.nanoTime() - deadline >= 0) {
-                    throw new CollectiveTimeoutException("rank " + rt.worldRank + ": forming " + id + " (MPI_Comm_idup of "
-                            + "MPI_COMM_WORLD) did not complete within " + timeout + ": not every process of the MPI job "
-                            + "called Jccl.init with the mpi backend", List.of());
-                }
-                if (++spins > 1000) {
-                    Thread.yield();
-                }
+        // Global memory: after a timeout MPI may still complete the dup and write into it.
+        MemorySegment cells = Arena.global().allocate(24, 8);
+        MemorySegment newComm = cells.asSlice(0, 8);
+        MemorySegment req = cells.asSlice(8, 8);
+        MemorySegment flag = cells.asSlice(16, 4);
+        // MPI_Comm_idup, not MPI_Comm_dup: the wait for the other processes gets the deadline.
+        MpiRuntime.check(MpiLibrary.commIdup(MpiLibrary.COMM_WORLD, newComm, req), "MPI_Comm_idup(MPI_COMM_WORLD)");
+        long start = System.nanoTime();
+        long deadline = start + timeout.toNanos();
+        while (true) {
+            MpiRuntime.check(MpiLibrary.test(req, flag, MemorySegment.NULL), "MPI_Test(MPI_Comm_idup)");
+            if (flag.get(JAVA_INT, 0) != 0) {
+                break;
             }
-            return new MpiCommunicator(rt, id, newComm.get(ADDRESS, 0), timeout, store);
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                throw new CollectiveTimeoutException("rank " + rt.worldRank + ": forming " + id + " (MPI_Comm_idup of "
+                        + "MPI_COMM_WORLD) did not complete within " + timeout + ": not every process of the MPI job "
+                        + "called Jccl.init with the mpi backend", List.of());
+            }
+            // Other ranks may still be starting their JVMs: do not take their cores meanwhile.
+            if (now - start < TimeUnit.MILLISECONDS.toNanos(10)) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(200));
+            }
         }
+        return new MpiCommunicator(rt, id, newComm.get(ADDRESS, 0), timeout, store);
     }
 
     @Override
@@ -236,7 +241,8 @@ final class MpiCommunicator implements Communicator {
             blocking.reset(name, type, n, op, peer);
             if (rt.nativeBlocking) {
                 // Published after the reset: the watchdog reads the description after this write.
-                nativeDeadline = Math.max(1, System.nanoTime() + timeout.toNanos());
+                long d = System.nanoTime() + timeout.toNanos();
+                nativeDeadline = d == 0 ? 1 : d; // 0 means "no call in progress"
             }
             return blocking;
         } catch (RuntimeException | Error e) {

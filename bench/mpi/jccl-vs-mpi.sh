@@ -27,7 +27,7 @@ mpi=(mpirun --bind-to none -np "$ranks")
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 [ "$ranks" -gt "$(nproc)" ] && mpi+=(--oversubscribe)
 # 16 MB needs few iterations, 8 B many (and enough warm-up for the JIT).
-sizes=("8 -n 20000 -w 20000" "16M -n 20 -w 5")
+sizes=("8 -n 100000 -w 100000" "16M -n 30 -w 10")
 
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -57,6 +57,7 @@ final class MpiCommunicator implements Communicator {
     private final int rank;
     private final int size;
     private final Duration timeout;
+    private final long timeoutNanos;
     private final Store store;
     private final Staging staging = new Staging();
     private final ReentrantLock lock = new ReentrantLock();
@@ -65,13 +66,31 @@ final class MpiCommunicator implements Communicator {
     private int splits;
     private volatile JcclException broken;
     private volatile boolean closed;
-    private volatile long nativeDeadline;
+    /**
+     * JCCL_MPI_BLOCKING=native: odd while a blocking MPI call of this communicator runs, counted
+     * up at its start and end (release stores: plain moves on x86, no clock read on the hot path).
+     * The watchdog samples it; {@link #watchSeq} and {@link #watchSince} are the watchdog's own.
+     */
+    private long nativeCalls;
+    private long watchSeq = -1;
+    private long watchSince;
+    private static final java.lang.invoke.VarHandle NATIVE_CALLS;
+
+    static {
+        try {
+            NATIVE_CALLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiCommunicator.class, "nativeCalls",
+                    long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
         this.rt = rt;
         this.id = id;
         this.comm = comm;
         this.timeout = timeout;
+        this.timeoutNanos = timeout.toNanos();
         this.store = store;
         this.commCell = Arena.ofAuto().allocate(ADDRESS);
         commCell.set(ADDRESS, 0, comm);
@@ -92,28 +111,28 @@ final class MpiCommunicator implements Communicator {
      * again for up to {@code deadline} (System.nanoTime).
      */
     boolean settledForExit(long deadline) {
-        List<MpiWork> all = new ArrayList<>(pending);
         // The blocking instance belongs to whoever holds the lock: a thread still inside a
-        // blocking call at exit means MPI is in use.
+        // blocking call at exit means MPI is in use. Holding the lock keeps it from starting one.
         if (!lock.tryLock()) {
             return false;
         }
         try {
+            List<MpiWork> all = new ArrayList<>(pending);
             if (blocking.inMpi()) {
                 all.add(blocking);
             }
+            while (true) {
+                boolean settled = true;
+                for (MpiWork w : all) {
+                    settled &= w.settledForExit();
+                }
+                if (settled || System.nanoTime() - deadline >= 0) {
+                    return settled;
+                }
+                Thread.yield();
+            }
         } finally {
             lock.unlock();
-        }
-        while (true) {
-            boolean settled = true;
-            for (MpiWork w : all) {
-                settled &= w.settledForExit();
-            }
-            if (settled || System.nanoTime() - deadline >= 0) {
-                return settled;
-            }
-            Thread.yield();
         }
     }
 
@@ -168,6 +187,11 @@ final class MpiCommunicator implements Communicator {
     @Override
     public Duration timeout() {
         return timeout;
+    }
+
+    /** The timeout in nanoseconds (computed once: the wait of every blocking call reads it). */
+    long timeoutNanos() {
+        return timeoutNanos;
     }
 
     /** This communicator's name in messages. */
@@ -240,9 +264,8 @@ final class MpiCommunicator implements Communicator {
             }
             blocking.reset(name, type, n, op, peer);
             if (rt.nativeBlocking) {
-                // Published after the reset: the watchdog reads the description after this write.
-                long d = System.nanoTime() + timeout.toNanos();
-                nativeDeadline = d == 0 ? 1 : d; // 0 means "no call in progress"
+                // After the reset: the watchdog reads the description after it sees this.
+                NATIVE_CALLS.setRelease(this, nativeCalls + 1);
             }
             return blocking;
         } catch (RuntimeException | Error e) {
@@ -258,7 +281,7 @@ final class MpiCommunicator implements Communicator {
     private Work end(MpiWork w, int rc, boolean async) {
         try {
             boolean nat = nativeCall(async);
-            nativeDeadline = 0;
+            leaveNative();
             if (rc != MpiLibrary.SUCCESS) {
                 w.abandon();
                 throw failed(MpiRuntime.error(rc, w.describe()));
@@ -281,7 +304,7 @@ final class MpiCommunicator implements Communicator {
 
     /** Undoes {@link #begin} when preparing the operation failed before MPI saw it. */
     private RuntimeException abandon(MpiWork w, RuntimeException e) {
-        nativeDeadline = 0;
+        leaveNative();
         w.abandon();
         lock.unlock();
         return e;
@@ -292,9 +315,28 @@ final class MpiCommunicator implements Communicator {
         return !async && rt.nativeBlocking;
     }
 
-    /** The deadline (System.nanoTime) of the blocking MPI call in progress, 0 when none (JCCL_MPI_BLOCKING=native). */
-    long nativeDeadline() {
-        return nativeDeadline;
+    /** Ends the blocking MPI call that {@link #begin} announced, if any. */
+    private void leaveNative() {
+        if ((nativeCalls & 1) != 0) {
+            NATIVE_CALLS.setRelease(this, nativeCalls + 1);
+        }
+    }
+
+    /**
+     * The watchdog's look at this communicator (its thread only): a blocking MPI call seen in
+     * progress, the same one, for longer than the timeout ends the job. The deadline is thus
+     * kept to within the watchdog's period.
+     */
+    void watch(long now) {
+        long seq = (long) NATIVE_CALLS.getAcquire(this);
+        if ((seq & 1) == 0) {
+            watchSeq = -1;
+        } else if (seq != watchSeq) {
+            watchSeq = seq;
+            watchSince = now;
+        } else if (now - watchSince >= timeout.toNanos() && (long) NATIVE_CALLS.getAcquire(this) == seq) {
+            nativeTimeout();
+        }
     }
 
     /**
@@ -873,7 +915,7 @@ final class MpiCommunicator implements Communicator {
             List<MpiWork> left = new ArrayList<>(pending);
             for (MpiWork w : left) {
                 if (broken == null) {
-                    w.waitUntil(deadline);
+                    w.waitFor(deadline - System.nanoTime());
                 }
             }
             boolean leak = blocking.inMpi(); // a blocking call that timed out

@@ -250,22 +250,14 @@ final class MpiRuntime {
      */
     private void watch() {
         while (true) {
+            long period = TimeUnit.MILLISECONDS.toNanos(100);
             long now = System.nanoTime();
-            long sleep = TimeUnit.MILLISECONDS.toNanos(100);
             for (MpiCommunicator c : live) {
-                long d = c.nativeDeadline();
-                if (d == 0) {
-                    continue;
-                }
-                if (now - d >= 0) {
-                    if (c.nativeDeadline() == d) {
-                        c.nativeTimeout();
-                    }
-                } else {
-                    sleep = Math.min(sleep, d - now);
-                }
+                c.watch(now);
+                // Sampling keeps the deadline to within a period: a twentieth of the shortest timeout.
+                period = Math.max(TimeUnit.MILLISECONDS.toNanos(1), Math.min(period, c.timeout().toNanos() / 20));
             }
-            LockSupport.parkNanos(sleep);
+            LockSupport.parkNanos(period);
         }
     }
 

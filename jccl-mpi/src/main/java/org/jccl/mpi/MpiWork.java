@@ -51,11 +51,28 @@ final class MpiWork implements Work {
     private int expectReceived;
     private boolean reduces;
 
-    /** Finished as far as the caller can see (MPI completed it, or it was failed locally). */
-    private volatile boolean done;
-    /** Started in MPI and not yet reported complete by MPI_Test (written by the thread that polls). */
-    private volatile boolean inMpi;
-    private volatile JcclException failure;
+    /**
+     * Finished as far as the caller can see (MPI completed it, or it was failed locally). Written
+     * with release and read with acquire through {@link #DONE} ({@link #failure} is written
+     * before it): plain moves on x86, where the blocking path runs this twice per call.
+     */
+    private boolean done;
+    private static final java.lang.invoke.VarHandle DONE;
+
+    static {
+        try {
+            DONE = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiWork.class, "done", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+    /**
+     * Started in MPI and not yet reported complete by MPI_Test. Written by the issuing thread
+     * before the work is published and then only under this work's monitor (async) or the
+     * communicator's lock (the blocking instance); read under the same.
+     */
+    private boolean inMpi;
+    private JcclException failure;
 
     /** True for the communicator's reused blocking instance, whose control block lives as long as it does. */
     private final boolean reusable;
@@ -85,8 +102,10 @@ final class MpiWork implements Work {
         nStaged = 0;
         expectReceived = -1;
         reduces = op != null;
-        failure = null;
-        done = false;
+        if (failure != null) {
+            failure = null;
+        }
+        DONE.setRelease(this, false);
         return this;
     }
 
@@ -157,14 +176,14 @@ final class MpiWork implements Work {
         if (!reusable) {
             staging.giveControl(control);
         }
-        done = true;
+        DONE.setRelease(this, true);
     }
 
     // ------------------------------------------------------------------ completion
 
     /** Polls MPI once; true when the operation is finished (successfully or not). */
     boolean poll() {
-        if (done) {
+        if (isDoneLocally()) {
             return true;
         }
         if (reusable) {
@@ -173,13 +192,15 @@ final class MpiWork implements Work {
             return pollOnce();
         }
         synchronized (this) {
-            return done || pollOnce();
+            return isDoneLocally() || pollOnce();
         }
     }
 
     /** MPI's blocking form returned successfully: the completion steps now; throws the failure. */
     void completedInline() {
-        inMpi = false;
+        if (inMpi) {
+            inMpi = false;
+        }
         JcclException f = null;
         try {
             finish();
@@ -245,7 +266,7 @@ final class MpiWork implements Work {
     private void complete(JcclException f) {
         release();
         failure = f;
-        done = true;
+        DONE.setRelease(this, true);
         if (!reusable) {
             // MPI_Test has freed the request: nothing touches the control block any more.
             staging.giveControl(control);
@@ -255,15 +276,15 @@ final class MpiWork implements Work {
 
     /** Marks the operation failed without asking MPI (abort, close): its memory stays with MPI. */
     synchronized void failLocally(JcclException e) {
-        if (!done) {
+        if (!isDoneLocally()) {
             nStaged = 0;
             failure = e;
-            done = true;
+            DONE.setRelease(this, true);
         }
     }
 
     /** Whether MPI may still use this operation's request and memory. */
-    boolean inMpi() {
+    synchronized boolean inMpi() {
         return inMpi;
     }
 
@@ -292,7 +313,7 @@ final class MpiWork implements Work {
         nStaged = 0;
     }
 
-    /** Waiting phases of {@link #waitUntil}: MPI_Test back to back, then yielding between tests, then sleeping. */
+    /** Waiting phases of {@link #waitFor}: MPI_Test back to back, then yielding between tests, then sleeping. */
     private static final long SPIN_NANOS = 50_000, YIELD_NANOS = 10_000_000, SLEEP_NANOS = 100_000;
 
     /**
@@ -304,18 +325,24 @@ final class MpiWork implements Work {
      *
      * @return false when the deadline passed first
      */
-    boolean waitUntil(long deadline) {
-        long start = System.nanoTime();
+    boolean waitFor(long timeoutNanos) {
+        // The clock is first read after 64 tests: most short operations end before, and never read it.
+        long start = 0;
+        boolean started = false;
         int spins = 0;
         while (!poll()) {
             if ((++spins & 63) != 0) {
                 continue;
             }
             long now = System.nanoTime();
-            if (now - deadline >= 0) {
-                return false;
+            if (!started) {
+                start = now;
+                started = true;
             }
             long waited = now - start;
+            if (waited >= timeoutNanos) {
+                return false;
+            }
             if (waited < SPIN_NANOS) {
                 continue;
             }
@@ -336,6 +363,11 @@ final class MpiWork implements Work {
         return true;
     }
 
+    /** Whether the operation is finished, without asking MPI (acquire: its failure is visible after). */
+    boolean isDoneLocally() {
+        return (boolean) DONE.getAcquire(this);
+    }
+
     @Override
     public boolean isDone() {
         return poll();
@@ -343,7 +375,7 @@ final class MpiWork implements Work {
 
     @Override
     public void await() {
-        if (!waitUntil(System.nanoTime() + comm.timeout().toNanos())) {
+        if (!waitFor(comm.timeoutNanos())) {
             throw comm.timedOut(this);
         }
         JcclException f = failure;
@@ -357,7 +389,7 @@ final class MpiWork implements Work {
         if (timeout == null) {
             throw new IllegalArgumentException("timeout is null: pass a Duration, or call await() for the communicator's timeout");
         }
-        if (!waitUntil(System.nanoTime() + Math.max(0, timeout.toNanos()))) {
+        if (!waitFor(Math.max(0, timeout.toNanos()))) {
             return false;
         }
         JcclException f = failure;
@@ -369,7 +401,7 @@ final class MpiWork implements Work {
 
     @Override
     public JcclException exception() {
-        return done ? failure : null;
+        return isDoneLocally() ? failure : null;
     }
 
     /** "allReduce (FLOAT32 x 1024, SUM) on rank 1 of mpi-world#1". */
@@ -390,6 +422,6 @@ final class MpiWork implements Work {
 
     @Override
     public String toString() {
-        return "Work[" + describe() + (done ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
+        return "Work[" + describe() + (isDoneLocally() ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
     }
 }

@@ -144,7 +144,13 @@ public final class PerfRunner {
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
                 Launch w = new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root);
                 for (int i = 0; i < cfg.warmup(); i++) {
-                    w.start(pending);
+                    // Warm up the way the timed loop runs (-z 1: the blocking calls), so the JIT has
+                    // compiled that path before the clock starts.
+                    if (cfg.blocking()) {
+                        w.run();
+                    } else {
+                        w.start(pending);
+                    }
                 }
                 awaitPending();
             }

@@ -4,7 +4,8 @@
 #   bench/compare-host.sh [-n 2,4,8,16] [-c allreduce,allgather,...|all] [-b 8] [-e 64M] [-f 2]
 #                         [-T 0.2] [-x jccl,mpi,gloo] [-t 1800] [-o DIR]
 #
-# For each rank count N it runs `./jccl perf <coll> --ranks N ... --json`, Open MPI's driver
+# For each rank count N it runs `./jccl perf <coll> --ranks N -z 1 -n 200 ... --json` (blocking calls back to
+# back, timed like the references), Open MPI's driver
 # (bench/mpi/mpi_coll under mpirun -np N --bind-to none, Open MPI's default transports) and
 # the Gloo driver (bench/gloo/gloo_bench.py), then writes DIR/compare.md: the machine, the
 # versions, and one markdown table per collective and N (size | jccl us | Open MPI us |
@@ -125,7 +126,7 @@ for n in ${ranks//,/ }; do
     log "## $n ranks"
     if [ "$jccl_ok" = 1 ]; then
         for c in ${colls//,/ }; do
-            (cd "$root" && run_logged "jccl-n$n-$c" ./jccl perf "$c" --ranks "$n" -b "$minb" -e "$maxb" -f "$factor" -c 0 \
+            (cd "$root" && run_logged "jccl-n$n-$c" ./jccl perf "$c" --ranks "$n" -b "$minb" -e "$maxb" -f "$factor" -c 0 -z 1 -w 20 -n 200 \
                 --json "$out/jccl-n$n-$c.json")
         done
     fi

@@ -549,7 +549,10 @@ final class TcpConnection {
     /** Sets the selector's interest: reads when a receive waits (or {@code watchAll}), writes when bytes wait. */
     void updateInterest(boolean watchAll) {
         int r = canRead() && (watchAll || recvPending()) ? SelectionKey.OP_READ : 0;
-        int w = unflushed() || (!sendQ.isEmpty() && out != null && outFill == capacity) ? SelectionKey.OP_WRITE : 0;
+        // Writable matters while staged bytes wait, while a payload is written straight from the
+        // caller's memory (nothing staged then), and while the staging buffer is full.
+        int w = unflushed() || sendMidFrame && sendDirect != null || (!sendQ.isEmpty() && out != null && outFill == capacity)
+                ? SelectionKey.OP_WRITE : 0;
         if (rkey == null) {
             set(key, r | w);
         } else {

@@ -46,8 +46,8 @@ import org.jccl.internal.Log;
  * sequence number and fingerprint: the receiver checks them and a difference is a {@link
  * CollectiveMismatchException}.
  *
- * <p>Every wait polls for {@code JCCL_TCP_SPIN_US} (yielding the core between polls after 20
- * microseconds), then sleeps in a selector that also watches
+ * <p>Every wait with little in flight polls for {@code JCCL_TCP_SPIN_US} (yielding the core between
+ * polls after 20 microseconds), then sleeps in a selector that also watches
  * every other socket, so a peer's ABORT frame, a closed or reset connection ({@link
  * PeerFailureException} naming the rank) and {@link #abort} end it at once; the call's deadline
  * ({@link CollectiveTimeoutException} naming the ranks that did not send) ends it at the latest.
@@ -61,6 +61,8 @@ public final class TcpTransport implements AutoCloseable {
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
     private static final long GRACE_NANOS = 100_000_000L;
+    /** Waits with more bytes than this in flight sleep in the selector at once instead of polling. */
+    private static final long POLL_MAX_INFLIGHT_BYTES = 64 << 10;
     /** Polls of a wait yield the core after this long. */
     private static final long YIELD_AFTER_NANOS = 20_000;
 
@@ -652,6 +654,7 @@ public final class TcpTransport implements AutoCloseable {
         op.frames = bytes == 0 ? 1 : (int) ((bytes + chunk - 1) / chunk);
         op.framesLeft = op.frames;
         incomplete++;
+        inflightBytes += bytes;
         if (isP2p) {
             op.base = 0;
             op.sockets = 1;
@@ -725,10 +728,12 @@ public final class TcpTransport implements AutoCloseable {
     void frameDone(TcpOp op) {
         if (--op.framesLeft == 0) {
             incomplete--;
+            inflightBytes -= op.bytes;
         }
     }
 
     private int incomplete;
+    private long inflightBytes;
     private int[] idsA = new int[64];
     private long[] longsA = new long[64];
 
@@ -808,7 +813,9 @@ public final class TcpTransport implements AutoCloseable {
             checkDeadline(now);
         }
         long idleFor = now - idleStart;
-        if (idleFor < spinNanos) {
+        // Poll only while little is in flight: a large transfer takes long anyway, and a rank that
+        // polls takes the CPU the kernel needs to move the bytes (on few cores it halves throughput).
+        if (idleFor < spinNanos && inflightBytes < POLL_MAX_INFLIGHT_BYTES) {
             // Poll with PAUSE first; then yield between polls, so that a peer rank or the JIT
             // waiting for this core gets it (a pure spin would hold it for the whole poll time).
             if (idleFor < YIELD_AFTER_NANOS) {

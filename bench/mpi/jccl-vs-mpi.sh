@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # jccl's mpi backend next to raw Open MPI, in one run: all-reduce (float sum) at 8 B and 16 MB,
-# timed the same way on both sides (a barrier after each operation: jccl perf -z 1 and
-# mpi_coll -z 1), jccl in both JCCL_MPI_BLOCKING modes, several interleaved rounds; the best
+# timed the same way on both sides (blocking calls back to back, no barrier between: jccl perf -z 1 and
+# mpi_coll by default), jccl in both JCCL_MPI_BLOCKING modes, several interleaved rounds; the best
 # round of each (interference from other work on the machine only ever adds time) and the
 # median, and the ratios, as a markdown table (docs/BENCHMARKS.md, "MPI backend").
 #
@@ -43,7 +43,7 @@ for ((r = 1; r <= rounds; r++)); do
     for s in "${sizes[@]}"; do
         read -r size n nv w wv <<<"$s"
         tag="${size}-r$r"
-        "${mpi[@]}" "$here/mpi_coll" allreduce -b "$size" -e "$size" -z 1 --json "$out/mpi-$tag.json" >/dev/null
+        "${mpi[@]}" "$here/mpi_coll" allreduce -b "$size" -e "$size" --json "$out/mpi-$tag.json" >/dev/null
         for mode in poll native; do
             "${mpi[@]}" -x JCCL_MPI_BLOCKING="$mode" "$root/jccl" perf allreduce --backend mpi -b "$size" -e "$size" \
                 -z 1 "$n" "$nv" "$w" "$wv" --json "$out/jccl-$mode-$tag.json" >/dev/null

@@ -53,7 +53,7 @@ struct config {
     enum redop op;
     int root;
     int check;
-    int blocking;       /* 1: MPI_Barrier after each timed operation, as `jccl perf -z 1` */
+    int blocking;       /* 1: MPI_Barrier after each timed operation (jccl perf -z 1 has none since: default 0 matches it) */
     const char *json;
     const char *label;
     const char *machine;
@@ -91,7 +91,7 @@ static void usage_exit(const char *msg) {
                 "                [--json FILE] [--label TEXT] [--machine TEXT]\n"
                 "  COLL: allreduce allgather reducescatter broadcast reduce alltoall gather scatter sendrecv\n"
                 "  sizes take K, M, G suffixes (powers of 1024), as nccl-tests\n"
-                "  -z 1: an MPI_Barrier after each timed operation, timed like `jccl perf -z 1`\n");
+                "  -z 1: an MPI_Barrier after each timed operation (latency plus a barrier); the default 0 times\n        back-to-back calls, like `jccl perf -z 1`\n");
     }
     MPI_Finalize();
     exit(msg ? 2 : 0);
@@ -556,11 +556,18 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mpi_coll: --json: cannot write %s: %s\n", c.json, strerror(errno));
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }
-            fputs("{\"runs\":[{\"label\":", json);
+            /* docs/PERF_FORMAT.md: machine fields once per run; jccl's versions are empty here. */
+            char host[256] = "?";
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            fputs("{\"format\":\"jccl-perf-1\",\"runs\":[{\"label\":", json);
             json_string(json, label);
             fputs(",\"machine\":", json);
             json_string(json, machine);
-            fprintf(json, ",\"backend\":\"mpi\",\"ranks\":%d,\"rows\":[", g_nranks);
+            fputs(",\"hostname\":", json);
+            json_string(json, host);
+            fprintf(json, ",\"cores\":%ld,\"backend\":\"mpi\",\"ranks\":%d,\"jccl_version\":\"\",\"jdk\":\"\",\"rows\":[",
+                    sysconf(_SC_NPROCESSORS_ONLN), g_nranks);
         }
     }
     int first_row = 1;

@@ -177,6 +177,44 @@ public interface Communicator extends AutoCloseable {
     /** Asynchronous barrier. */
     Work barrierAsync();
 
+    // ---- diagnosis and recovery ----
+
+    /**
+     * Writes this rank's flight recorder (the last {@code JCCL_TRACE_BUFFER} operations with
+     * their state and times) as {@code dir/jccl-trace-<comm>-rank<r>.json}; {@code jccl doctor dir}
+     * reads every rank's file. Dumps also happen by themselves on timeout, failure and abort when
+     * {@code JCCL_TRACE_DIR} is set.
+     *
+     * @return the file written
+     * @throws InvalidUsageException for a backend without a flight recorder
+     */
+    default java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+        throw new InvalidUsageException("the " + backend() + " backend keeps no flight recorder");
+    }
+
+    /**
+     * Collective over the surviving ranks: a new communicator of every rank except {@code
+     * excluded}, renumbered in the old order. Every survivor must pass the same set. This
+     * communicator stays as it is (close it).
+     *
+     * @throws InvalidUsageException for a backend that cannot shrink
+     */
+    default Communicator shrink(java.util.Set<Integer> excluded) {
+        throw new InvalidUsageException("the " + backend() + " backend cannot shrink a communicator: create a new one "
+                + "over the surviving ranks with Jccl.init");
+    }
+
+    /**
+     * Collective over the surviving ranks: {@link #shrink(java.util.Set)} excluding the ranks this
+     * communicator has seen fail or time out, agreed with the other survivors through the store.
+     *
+     * @throws InvalidUsageException for a backend that cannot shrink
+     */
+    default Communicator shrinkExcludingFailed() {
+        throw new InvalidUsageException("the " + backend() + " backend cannot shrink a communicator: create a new one "
+                + "over the surviving ranks with Jccl.init");
+    }
+
     // ---- lifecycle ----
 
     /**

@@ -38,6 +38,8 @@ final class InfoCommand implements Callable<Integer> {
         items.addAll(Probes.jdk());
         items.addAll(Probes.os(Path.of("/dev/shm")));
         items.addAll(Probes.job(System.getenv()));
+        items.addAll(GpuProbes.cuda());
+        items.addAll(GpuProbes.nccl());
         items.addAll(Probes.mpi());
         return items;
     }

@@ -214,11 +214,18 @@ public final class Launcher {
         }
 
         private void forward(java.io.InputStream in, PrintStream target, String prefix, String what, int r) {
+            if (what.equals("err")) {
+                target = new LastLine(target, lastErrorLines, r);
+            }
             Thread t = new Thread(new LineForwarder(in, target, prefix, true), "jccl-run-" + what + "-" + r);
             t.setDaemon(true);
             t.start();
             forwarders.add(t);
         }
+
+        /** The last line each rank wrote to stderr: the launcher's "why" when it fails. */
+        private final java.util.concurrent.ConcurrentHashMap<Integer, String> lastErrorLines =
+                new java.util.concurrent.ConcurrentHashMap<>();
 
         /** Waits for every rank; returns the first non-zero exit code, or 0. */
         private int supervise() {
@@ -253,7 +260,9 @@ public final class Launcher {
                             running.add(i);
                         }
                     }
+                    String why = lastErrorLines.get(r);
                     message("jccl run: rank " + r + " exited with code " + exit + describe(exit)
+                            + (why == null ? "" : ": " + why)
                             + (running.isEmpty() ? "" : "; stopping ranks " + running));
                     stop();
                 }
@@ -399,6 +408,30 @@ public final class Launcher {
             synchronized (err) {
                 err.println(text);
                 err.flush();
+            }
+        }
+    }
+
+    /** Passes bytes through and remembers the last complete line (without its [rank] prefix). */
+    static final class LastLine extends PrintStream {
+        private final java.util.Map<Integer, String> lines;
+        private final int rank;
+
+        LastLine(PrintStream target, java.util.Map<Integer, String> lines, int rank) {
+            super(target, true, java.nio.charset.StandardCharsets.UTF_8);
+            this.lines = lines;
+            this.rank = rank;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) {
+            super.write(b, off, len);
+            String text = new String(b, off, len, java.nio.charset.StandardCharsets.UTF_8);
+            for (String line : text.split("\n")) {
+                String l = line.replaceFirst("^\\[\\d+\\] ", "").strip();
+                if (!l.isEmpty() && !l.startsWith("at ") && !l.startsWith("...")) {
+                    lines.put(rank, l.length() > 400 ? l.substring(0, 400) + "..." : l);
+                }
             }
         }
     }

@@ -16,7 +16,7 @@ import picocli.CommandLine.Spec;
  * {@code jccl run} returns the first non-zero exit code of its ranks.
  */
 @Command(name = "jccl", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
-        subcommands = {RunCommand.class, PerfCommand.class, InfoCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {RunCommand.class, PerfCommand.class, InfoCommand.class, DoctorCommand.class, CommandLine.HelpCommand.class},
         description = {"jccl: the collective communication library of the JVM.", ""},
         footer = {"", "Examples:",
             "  jccl perf allreduce --ranks 4",
@@ -96,7 +96,16 @@ public final class Main implements Runnable {
      * re-launching).
      */
     public static int run(String[] args, PrintStream out, PrintStream err) {
-        return commandLine(out, err, args).execute(args);
+        try {
+            return commandLine(out, err, args).execute(args);
+        } catch (Error e) {
+            // picocli hands Errors (a broken class path, out of memory) through: still one line and a code.
+            err.println("jccl: error: " + describe(e));
+            if (System.getenv("JCCL_DEBUG") != null) {
+                e.printStackTrace(err);
+            }
+            return FAILED;
+        }
     }
 
     /** The configured picocli command line. */

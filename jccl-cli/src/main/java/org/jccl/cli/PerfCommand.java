@@ -15,10 +15,12 @@ import java.util.concurrent.Callable;
 import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.Jccl;
+import org.jccl.JcclException;
 import org.jccl.Options;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.TcpStoreServer;
 import org.jccl.cli.perf.Collective;
+import org.jccl.cli.perf.CudaMemory;
 import org.jccl.cli.perf.HostMemory;
 import org.jccl.cli.perf.PerfConfig;
 import org.jccl.cli.perf.PerfJson;
@@ -31,6 +33,8 @@ import org.jccl.cli.perf.RunInfo;
 import org.jccl.cli.perf.Sizes;
 import org.jccl.cli.perf.SvgChart;
 import org.jccl.cli.perf.Table;
+import org.jccl.cuda.CudaDevice;
+import org.jccl.cuda.Nccl;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -112,7 +116,7 @@ final class PerfCommand implements Callable<Integer> {
     String root;
 
     @Option(names = {"-z", "--blocking"}, paramLabel = "0|1", defaultValue = "0",
-            description = "1: wait for each collective and barrier after it; 0: issue the iterations asynchronously "
+            description = "1: blocking calls, each completes before the next is issued (no barrier in between); 0: issue the iterations asynchronously "
                     + "(default: ${DEFAULT-VALUE}).")
     int blocking;
 
@@ -304,19 +308,23 @@ final class PerfCommand implements Callable<Integer> {
         return out;
     }
 
+    /** Output files are checked before the sweep, so a typo does not throw a long run away. */
     private void checkOutputs() {
-        for (Object[] o : new Object[][] {{"--json", json}, {"--csv", csv}, {"--svg", svg}}) {
-            Path p = (Path) o[1];
-            if (p == null) {
-                continue;
-            }
-            Path dir = p.toAbsolutePath().getParent();
-            if (dir == null || !Files.isDirectory(dir)) {
-                throw bad((String) o[0], p.toString(), "its folder " + dir + " does not exist");
-            }
-            if (Files.isDirectory(p)) {
-                throw bad((String) o[0], p.toString(), "it is a folder: give a file name");
-            }
+        checkOutput("--json", json);
+        checkOutput("--csv", csv);
+        checkOutput("--svg", svg);
+    }
+
+    private void checkOutput(String flag, Path p) {
+        if (p == null) {
+            return;
+        }
+        Path dir = p.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw bad(flag, p.toString(), "its folder " + dir + " does not exist");
+        }
+        if (Files.isDirectory(p)) {
+            throw bad(flag, p.toString(), "it is a folder: give a file name");
         }
     }
 
@@ -341,8 +349,8 @@ final class PerfCommand implements Callable<Integer> {
         cmd.add(ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            // A debugger agent would clash on its port in every rank.
-            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.tty=")) {
+            // A debugger agent would clash on its port in every rank; the ranks have no ./jccl stderr filter.
+            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.")) {
                 cmd.add(a);
             }
         }
@@ -380,18 +388,92 @@ final class PerfCommand implements Callable<Integer> {
         }
     }
 
-    /** Runs the sweep as this rank of the job. */
+    /** Runs the sweep as this rank of the job (as {@code -g} ranks, one per GPU, with -g > 1). */
     private int rank(PerfConfig cfg, List<Run> compared, Options options) throws IOException {
         String b = backend.trim().toLowerCase(Locale.ROOT);
         if (ranks != null && ranks != options.size()) {
             throw usage("--ranks " + ranks + " does not match this job, which has " + options.size()
                     + " ranks: drop --ranks inside a job or give the job's size");
         }
-        if (cfg.root() >= options.size()) {
-            throw bad("-r", root, "this job has ranks 0.." + (options.size() - 1));
+        int total = options.size() * gpus;
+        if (cfg.root() >= total) {
+            throw bad("-r", root, "this job has ranks 0.." + (total - 1));
         }
-        try (PerfMemory mem = memory(b);
-             Communicator comm = Jccl.init(options.withBackend(b))) {
+        if (b.equals("host") || b.equals("mpi")) {
+            try (PerfMemory mem = new HostMemory()) {
+                return measure(cfg, compared, options.withBackend(b), mem, new ArrayList<>());
+            }
+        }
+        String why = Nccl.unavailabilityCause();
+        if (why != null) {
+            throw new JcclException("--backend nccl cannot run here: " + why);
+        }
+        int visible = CudaDevice.count();
+        if (gpus == 1) {
+            try (CudaDevice gpu = CudaDevice.open(options.localRank() % visible);
+                 PerfMemory mem = new CudaMemory(gpu)) {
+                return measure(cfg, compared, options.withDevice(gpu).withBackend("nccl"), mem, new ArrayList<>());
+            }
+        }
+        return multiGpu(cfg, compared, options, visible);
+    }
+
+    /** One process drives -g GPUs: one thread and one communicator (one rank) per GPU. */
+    private int multiGpu(PerfConfig cfg, List<Run> compared, Options options, int visible) throws IOException {
+        int first = options.localRank() * gpus;
+        if (first + gpus > visible) {
+            throw bad("-g", Integer.toString(gpus), "local rank " + options.localRank() + " needs GPUs " + first + ".."
+                    + (first + gpus - 1) + " but this process sees " + visible);
+        }
+        List<Communicator> comms = java.util.Collections.synchronizedList(new ArrayList<>());
+        int[] codes = new int[gpus];
+        Throwable[] failures = new Throwable[gpus];
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < gpus; i++) {
+            int g = i;
+            Options o = options.withRank(options.rank() * gpus + g, options.size() * gpus)
+                    .withLocal(first + g, options.localSize() * gpus);
+            threads.add(Thread.ofPlatform().name("jccl-perf-gpu" + (first + g)).start(() -> {
+                try (CudaDevice gpu = CudaDevice.open(first + g); PerfMemory mem = new CudaMemory(gpu)) {
+                    codes[g] = measure(cfg, compared, o.withDevice(gpu).withBackend("nccl"), mem, comms);
+                } catch (Throwable t) {
+                    failures[g] = t;
+                    // The other GPUs' ranks would wait for this one until their deadline: release them.
+                    synchronized (comms) {
+                        comms.forEach(Communicator::abort);
+                    }
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new JcclException("interrupted while the GPUs' ranks run", e);
+            }
+        }
+        int code = 0;
+        for (int i = 0; i < gpus; i++) {
+            if (failures[i] instanceof RuntimeException re) {
+                throw re;
+            }
+            if (failures[i] instanceof IOException io) {
+                throw io;
+            }
+            if (failures[i] != null) {
+                throw new JcclException("the rank on GPU " + (first + i) + " failed: " + failures[i], failures[i]);
+            }
+            code = Math.max(code, codes[i]);
+        }
+        return code;
+    }
+
+    /** The sweep on one communicator; its rank 0 prints the table and writes the files. */
+    private int measure(PerfConfig cfg, List<Run> compared, Options options, PerfMemory mem, List<Communicator> peers)
+            throws IOException {
+        try (Communicator comm = Jccl.init(options)) {
+            peers.add(comm);
             boolean reporting = comm.rank() == 0;
             java.io.PrintStream out = reporting ? parent.out : null;
             Progress progress = new Progress(parent.err, reporting && Progress.stderrIsTerminal());
@@ -434,14 +516,6 @@ final class PerfCommand implements Callable<Integer> {
             }
             return 0;
         }
-    }
-
-    private PerfMemory memory(String b) {
-        if (b.equals("host") || b.equals("mpi")) {
-            return new HostMemory();
-        }
-        throw usage("--backend nccl needs GPU buffers from jccl-cuda, which jccl perf cannot allocate in this build; "
-                + "use --backend host");
     }
 
     private String header(PerfConfig cfg, RunInfo info, String devices) {

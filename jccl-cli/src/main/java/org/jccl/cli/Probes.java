@@ -188,7 +188,21 @@ final class Probes {
                 // A folder that does not exist or cannot be read holds nothing.
             }
         }
-        return new ArrayList<>(found);
+        // The same file under several names (symlinks, /lib vs /usr/lib) is listed once.
+        List<String> out = new ArrayList<>();
+        Set<Path> real = new java.util.HashSet<>();
+        for (String f : found) {
+            try {
+                Path r = Path.of(f).toRealPath();
+                if (real.add(r)) {
+                    out.add(r.getFileName().toString().equals(Path.of(f).getFileName().toString()) ? f
+                            : f + " -> " + r.getFileName());
+                }
+            } catch (IOException | RuntimeException e) {
+                // A dangling link: not a library.
+            }
+        }
+        return out;
     }
 
     /** The first non-empty output line of a tool, or "!" and why it could not run. */

@@ -49,6 +49,16 @@ final class RunCommand implements Callable<Integer> {
                     + graceSeconds + " (give seconds from 0 to 3600)");
         }
         Launcher l = new Launcher(ranks, command).grace(Duration.ofMillis(Math.round(graceSeconds * 1000)));
-        return l.run(parent.out, parent.err);
+        int code = l.run(parent.out, parent.err);
+        String traceDir = System.getenv("JCCL_TRACE_DIR");
+        if (code != 0 && traceDir != null && !traceDir.isBlank()) {
+            try {
+                parent.err.println("jccl run: flight recorder verdict (jccl doctor " + traceDir + "):");
+                parent.err.print(org.jccl.diag.Doctor.diagnose(java.nio.file.Path.of(traceDir.trim())));
+            } catch (java.io.IOException | RuntimeException e) {
+                parent.err.println("jccl run: cannot read the flight recorder dumps in " + traceDir + ": " + e.getMessage());
+            }
+        }
+        return code;
     }
 }

@@ -76,6 +76,21 @@ class InfoTest {
     }
 
     @Test
+    void gpuSectionsSayFoundOrWhyNot() {
+        List<InfoItem> cuda = GpuProbes.cuda();
+        List<InfoItem> nccl = GpuProbes.nccl();
+        InfoItem driver = item(cuda, "driver");
+        assertFalse(driver.detail().isBlank());
+        if (!driver.found()) {
+            assertFalse(item(cuda, "GPUs").found());
+            assertFalse(item(nccl, "library").found());
+            assertTrue(item(nccl, "library").detail().contains("CUDA"), item(nccl, "library").toString());
+        } else {
+            assertTrue(driver.detail().startsWith("CUDA "));
+        }
+    }
+
+    @Test
     void mpiSectionAgreesWithThePath() {
         boolean onPath = false;
         for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
@@ -125,7 +140,7 @@ class InfoTest {
             assertNotNull(m.get("detail"));
             assertTrue(m.get("found") instanceof Boolean);
         }
-        assertEquals(java.util.Set.of("JDK", "OS", "Job", "Open MPI"), sections);
+        assertEquals(java.util.Set.of("JDK", "OS", "Job", "CUDA", "NCCL", "Open MPI"), sections);
         MainTest.Result t = MainTest.main("info");
         assertEquals(0, t.code());
         assertTrue(t.out().startsWith("jccl " + org.jccl.Jccl.VERSION + "\nJDK\n"), t.out());

@@ -44,6 +44,14 @@ class LauncherTest {
     }
 
     @Test
+    void aFailingRankIsNamedWithItsLastErrorLine() {
+        Result r = launch(sh(3, "if [ $JCCL_RANK = 1 ]; then echo 'warming up' >&2; echo 'boom: disk on fire' >&2; exit 3; "
+                + "else sleep 30; fi"));
+        assertEquals(3, r.code());
+        assertTrue(r.err().contains("jccl run: rank 1 exited with code 3: boom: disk on fire"), r.err());
+    }
+
+    @Test
     void everyRankGetsItsEnvironment() {
         Result r = launch(sh(3, "echo \"rank=$JCCL_RANK size=$JCCL_WORLD_SIZE local=$JCCL_LOCAL_RANK/$JCCL_LOCAL_WORLD_SIZE "
                 + "store=$JCCL_STORE job=$JCCL_JOB_ID token=$JCCL_TOKEN\""));

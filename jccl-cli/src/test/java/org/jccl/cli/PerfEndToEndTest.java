@@ -134,6 +134,18 @@ class PerfEndToEndTest {
         assertTrue(r.err().contains("--ranks 3 does not match this job, which has 2 ranks"), r.err());
     }
 
+    @Test
+    void ncclBackendRunsOrSaysWhyNot() {
+        MainTest.Result r = MainTest.main("perf", "allreduce", "--backend", "nccl", "-b", "1K", "-e", "4K", "-n", "2");
+        if (org.jccl.cuda.Nccl.isAvailable()) {
+            assertEquals(0, r.code(), r.err());
+            assertTrue(r.out().contains("backend nccl") && r.out().contains("# Out of bounds values : 0 OK"), r.out());
+        } else {
+            assertEquals(1, r.code());
+            MainTest.assertOneLine(r.err(), "jccl perf: error: --backend nccl cannot run here: ", "CUDA");
+        }
+    }
+
     /**
      * A communicator whose all-reduce results get one element wrong (a real 1-rank host
      * communicator underneath): the check must count exactly that element and the footer fail.

@@ -182,15 +182,30 @@ public final class StoreProtocol {
 
     /** The HMAC proof of knowing {@code token} for {@code nonce}. */
     static byte[] proof(String token, byte[] nonce) {
+        return hmac(token, nonce, AUTH_CONTEXT);
+    }
+
+    /**
+     * HMAC-SHA256 keyed with the UTF-8 {@code token} over the concatenation of {@code parts}: the
+     * proof of the store's handshake, shared with the host engine's TCP transport (which binds
+     * its own context string, so a proof of one protocol is never valid in the other).
+     */
+    public static byte[] hmac(String token, byte[]... parts) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(token.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
-            mac.update(nonce);
-            mac.update(AUTH_CONTEXT);
+            for (byte[] p : parts) {
+                mac.update(p);
+            }
             return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is not available in this JDK", e);
         }
+    }
+
+    /** Constant-time comparison of a received proof with the expected one. */
+    public static boolean proofEquals(byte[] expected, byte[] received) {
+        return MessageDigest.isEqual(expected, received);
     }
 
     /** Constant-time comparison of a received proof. */

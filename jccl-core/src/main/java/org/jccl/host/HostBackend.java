@@ -8,9 +8,17 @@ import org.jccl.JcclException;
 import org.jccl.Options;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.host.tcp.HierarchicalCommunicator;
+import org.jccl.host.tcp.Placement;
+import org.jccl.host.tcp.TcpCommunicator;
+import org.jccl.host.tcp.TcpConfig;
 import org.jccl.spi.Backend;
 
-/** The built-in host engine ("host"): host memory over shared memory. Always available. */
+/**
+ * The built-in host engine ("host"): host memory over shared memory between the ranks of a host
+ * and TCP between hosts (see {@link #create(Options, Store, String, String, TcpConfig.Transport)}).
+ * Always available.
+ */
 public final class HostBackend implements Backend {
 
     /** For ServiceLoader. */
@@ -40,7 +48,6 @@ public final class HostBackend implements Backend {
     @Override
     public Communicator create(Options options, Store store) {
         try {
-            checkSameHost(options, store);
             // A fresh id per communicator keeps two jobs with the same job id apart on one host.
             byte[] idBytes;
             if (options.rank() == 0) {
@@ -50,28 +57,59 @@ public final class HostBackend implements Backend {
                 idBytes = store.get("host/id", options.timeout());
             }
             String id = options.jobId() + "-" + new String(idBytes, StandardCharsets.UTF_8);
-            return create(id, options.rank(), options.size(), options.localSize(), store, options.timeout());
+            return create(options, store, id, hostId(), TcpConfig.Transport.fromEnv());
         } catch (RuntimeException e) {
             store.close();
             throw e;
         }
     }
 
-    private static void checkSameHost(Options options, Store store) {
-        String host = hostId();
-        store.set("host/host-of/" + options.rank(), host.getBytes(StandardCharsets.UTF_8));
-        if (options.rank() != 0) {
-            String root = new String(store.get("host/host-of/0", options.timeout()), StandardCharsets.UTF_8);
-            if (!root.equals(host)) {
-                throw new JcclException("rank " + options.rank() + " runs on " + host + " but rank 0 on " + root
-                        + ": the host engine in this version connects ranks of one host only (shared memory); "
-                        + "start all ranks on one host");
-            }
+    /**
+     * Chooses the transports from where the ranks run: every rank on one host, shared memory
+     * ({@link HostCommunicator}); several hosts, shared memory inside each and TCP between them
+     * ({@link HierarchicalCommunicator}, a {@link TcpCommunicator} when each host has one rank);
+     * {@code transport} TCP (JCCL_TRANSPORT=tcp), TCP between every pair ({@link TcpCommunicator}).
+     */
+    static Communicator create(Options o, Store store, String id, String hostId, TcpConfig.Transport transport) {
+        Placement p = Placement.exchange(store, o.rank(), o.size(), hostId, o.timeout());
+        // The route to the store picks the interface; a loopback store address (a store handed in
+        // with Options' defaults) says nothing about it when the ranks span hosts.
+        String route = o.storeHost();
+        if (p.hosts() > 1 && route != null && (route.startsWith("127.") || route.equals("localhost") || route.equals("::1"))) {
+            route = null;
         }
+        if (transport == TcpConfig.Transport.TCP) {
+            return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
+                    route, p.hostIds());
+        }
+        if (p.hosts() == 1) {
+            return create(id, o.rank(), o.size(), o.localSize(), store, o.timeout());
+        }
+        if (transport == TcpConfig.Transport.SHM) {
+            throw new JcclException("JCCL_TRANSPORT=shm but the " + o.size() + " ranks run on " + p.hosts()
+                    + " hosts (host of rank 0: " + p.hostIds()[0] + ", of rank " + p.members()[1][0] + ": "
+                    + p.hostIds()[p.members()[1][0]] + "): unset JCCL_TRANSPORT to connect hosts over TCP, "
+                    + "or start all ranks on one host");
+        }
+        if (p.maxLocal() == 1) {
+            return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
+                    route, p.hostIds());
+        }
+        return HierarchicalCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
+                route, p, (subId, rank, size, sub, timeout) -> create(subId, rank, size, size, sub, timeout));
     }
 
-    /** Identifies this host: the hostname plus the kernel boot id (containers share /dev/shm only within a boot). */
+    /**
+     * Identifies this host: {@code JCCL_HOST_ID} when set (network namespaces and containers that
+     * share a hostname and boot id but not memory, or tests), else the hostname plus the kernel
+     * boot id (containers share /dev/shm only within a boot). Ranks with equal ids use shared
+     * memory between them.
+     */
     static String hostId() {
+        String forced = System.getenv("JCCL_HOST_ID");
+        if (forced != null && !forced.isBlank()) {
+            return forced.trim();
+        }
         String name;
         try {
             name = java.net.InetAddress.getLocalHost().getHostName();

@@ -19,6 +19,7 @@ import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
+import org.jccl.diag.FlightRecorder;
 import org.jccl.host.algo.ChunkedAllGather;
 import org.jccl.host.algo.ChunkedAllToAll;
 import org.jccl.host.algo.ChunkedBroadcast;
@@ -59,8 +60,13 @@ public final class HostCommunicator implements Communicator {
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedBlockingDeque<HostWork> queue = new LinkedBlockingDeque<>();
     private final AtomicInteger pending = new AtomicInteger();
+    private final FlightRecorder recorder = FlightRecorder.fromEnv(ShmTransport.CallInfo.NAMES);
+    private final java.nio.file.Path traceDir = FlightRecorder.traceDirFromEnv();
+    private final java.util.Set<Integer> failedRanks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private long current = -1;
     private long collSeq;
     private int splits;
+    private int shrinks;
     private Thread worker;
     private volatile JcclException broken;
     private volatile boolean closed;
@@ -158,6 +164,12 @@ public final class HostCommunicator implements Communicator {
 
     private void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
         t.call.set(++collSeq, opcode, type.ordinal(), op == null ? NO_REDOP : op.kind().ordinal(), root, count, timeoutNanos);
+        current = recorder.schedule(collSeq, opcode, type.ordinal(), count, op == null ? -1 : op.kind().ordinal(), root, -1);
+        recorder.startedNow(current);
+    }
+
+    private void end() {
+        recorder.completed(current);
     }
 
     private JcclException failed(RuntimeException e) {
@@ -166,8 +178,21 @@ public final class HostCommunicator implements Communicator {
         if (broken == null) {
             broken = j;
         }
+        recorder.failed(current);
+        if (j instanceof org.jccl.PeerFailureException pf) {
+            failedRanks.add(pf.rank());
+        } else if (j instanceof org.jccl.CollectiveTimeoutException te) {
+            failedRanks.addAll(te.missingRanks());
+        }
+        autoDump(j.getMessage());
         // Tell the peers, whose pending operations then fail with this reason instead of waiting.
-        t.fail(ShmTransport.ABORT_FAILED, "rank " + rank + " failed: " + j.getMessage());
+        int culprit = -1;
+        if (j instanceof org.jccl.PeerFailureException pf) {
+            culprit = pf.rank();
+        } else if (j instanceof org.jccl.CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
+            culprit = te.missingRanks().get(0);
+        }
+        t.fail(ShmTransport.ABORT_FAILED, j.getMessage(), culprit);
         LOG.warn(rank, j.getMessage());
         return j;
     }
@@ -203,7 +228,7 @@ public final class HostCommunicator implements Communicator {
     private Work enqueue(HostWork w) {
         pending.incrementAndGet();
         queue.add(w);
-        startWorker();
+        workerThread();
         return w;
     }
 
@@ -212,10 +237,6 @@ public final class HostCommunicator implements Communicator {
             worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank).start(this::workerLoop);
         }
         return worker;
-    }
-
-    private void startWorker() {
-        workerThread();
     }
 
     private void workerLoop() {
@@ -251,6 +272,7 @@ public final class HostCommunicator implements Communicator {
     private void runP2pBatch(HostWork first) {
         List<HostWork> batch = new ArrayList<>();
         batch.add(first);
+        trace(first);
         lock.lock();
         try {
             t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, timeoutNanos);
@@ -261,6 +283,7 @@ public final class HostCommunicator implements Communicator {
                 HostWork next = queue.peekFirst();
                 if (next != null && next.p2p != null && queue.remove(next)) {
                     batch.add(next);
+                    trace(next);
                     open++;
                 }
                 boolean moved = false;
@@ -273,6 +296,7 @@ public final class HostCommunicator implements Communicator {
                         moved = true;
                     }
                     if (w.p2p.isDone()) {
+                        recorder.completed(w.trace);
                         w.complete();
                         pending.decrementAndGet();
                         open--;
@@ -284,19 +308,59 @@ public final class HostCommunicator implements Communicator {
                     idle = 0;
                     t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, timeoutNanos);
                 } else if (open > 0) {
-                    t.idleP2p(idle++, waitingOn);
+                    try {
+                        t.idleP2p(idle++, waitingOn);
+                    } catch (JcclException e) {
+                        // Take what the peers sent before they closed or failed, then give up.
+                        boolean late = false;
+                        for (HostWork w : batch) {
+                            late |= !w.isDone() && w.p2p.progress();
+                        }
+                        if (!late) {
+                            throw e;
+                        }
+                    }
                 }
             }
         } catch (RuntimeException e) {
             JcclException j = failed(e);
             for (HostWork w : batch) {
                 if (!w.isDone()) {
+                    recorder.failed(w.trace);
                     w.fail(j);
                     pending.decrementAndGet();
                 }
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    private void trace(HostWork w) {
+        PointToPoint op = w.p2p;
+        w.trace = recorder.schedule(0, op.isSend() ? OP_SEND : OP_RECV, op.buffer().type().ordinal(), op.buffer().count(),
+                -1, -1, op.peer());
+        recorder.started(w.trace);
+    }
+
+    private void autoDump(String reason) {
+        if (traceDir != null) {
+            try {
+                java.nio.file.Path f = recorder.dump(traceDir, id, rank, size, reason);
+                LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
+            } catch (java.io.IOException e) {
+                LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+            }
+        }
+    }
+
+    @Override
+    public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+        Checks.notNull(dir, "dir");
+        try {
+            return recorder.dump(dir, id, rank, size, "dumpFlightRecord() called");
+        } catch (java.io.IOException e) {
+            throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
         }
     }
 
@@ -326,6 +390,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ReduceScatterAllGather.run(t, s, r, op);
         }
+        end();
     }
 
     /** One rank: the reduction of one input (PREMUL_SUM still scales, AVG divides by 1). */
@@ -365,17 +430,17 @@ public final class HostCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ broadcast
 
-    private HostBuffer[] checkBroadcast(Buffer send, Buffer recv, int root) {
+    /** Checks a broadcast's arguments; returns the root's send buffer (null on other ranks). */
+    private HostBuffer checkBroadcast(Buffer send, HostBuffer r, int root) {
         Checks.rank(root, size, "root");
-        HostBuffer r = host(recv, "recv");
-        HostBuffer s = null;
-        if (rank == root) {
-            s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+        if (rank != root) {
+            return null;
         }
-        return new HostBuffer[] {s, r};
+        HostBuffer s = host(send, "send");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        noPartialOverlap(s, "send", r, "recv");
+        return s;
     }
 
     private void doBroadcast(HostBuffer s, HostBuffer r, int root) {
@@ -387,18 +452,13 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedBroadcast.run(t, s, r, root);
         }
+        end();
     }
 
     @Override
     public void broadcast(Buffer send, Buffer recv, int root) {
-        Checks.rank(root, size, "root");
         HostBuffer r = host(recv, "recv");
-        HostBuffer s = rank == root ? host(send, "send") : null;
-        if (s != null) {
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
-        }
+        HostBuffer s = checkBroadcast(send, r, root);
         if (inline()) {
             enter();
             try {
@@ -415,10 +475,9 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work broadcastAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer[] b = checkBroadcast(send, recv, root);
-        async(b[0], "send");
-        async(b[1], "recv");
-        return submit("broadcast", () -> doBroadcast(b[0], b[1], root));
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        HostBuffer s = async(checkBroadcast(send, r, root), "send");
+        return submit("broadcast", () -> doBroadcast(s, r, root));
     }
 
     // ------------------------------------------------------------------ reduce
@@ -443,6 +502,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedReduce.run(t, s, r, op, root);
         }
+        end();
     }
 
     @Override
@@ -495,6 +555,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedAllGather.run(t, s, r, root);
         }
+        end();
     }
 
     @Override
@@ -581,6 +642,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedReduceScatter.run(t, s, r, op);
         }
+        end();
     }
 
     @Override
@@ -629,6 +691,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedAllToAll.run(t, s, r, block, -1);
         }
+        end();
     }
 
     @Override
@@ -685,6 +748,7 @@ public final class HostCommunicator implements Communicator {
         } else {
             ChunkedAllToAll.run(t, s, r, r.count(), root);
         }
+        end();
     }
 
     @Override
@@ -719,7 +783,10 @@ public final class HostCommunicator implements Communicator {
         try {
             checkOpen();
             t.call.set(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), NO_REDOP, peer, b.count(), timeoutNanos);
+            current = recorder.schedule(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), b.count(), -1, -1, peer);
+            recorder.startedNow(current);
             new PointToPoint(t, isSend, b, peer).runToCompletion();
+            recorder.completed(current);
         } catch (RuntimeException e) {
             throw failed(e);
         } finally {
@@ -776,6 +843,7 @@ public final class HostCommunicator implements Communicator {
         if (size > 1) {
             ShmBarrier.run(t);
         }
+        end();
     }
 
     @Override
@@ -832,6 +900,120 @@ public final class HostCommunicator implements Communicator {
     }
 
     @Override
+    public Communicator shrink(java.util.Set<Integer> excluded) {
+        Checks.notNull(excluded, "excluded");
+        java.util.TreeSet<Integer> ex = new java.util.TreeSet<>();
+        for (Integer r : excluded) {
+            if (r == null) {
+                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
+            }
+            Checks.rank(r, size, "excluded rank");
+            ex.add(r);
+        }
+        if (ex.contains(rank)) {
+            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not call shrink");
+        }
+        return shrinkTo(ex);
+    }
+
+    @Override
+    public Communicator shrinkExcludingFailed() {
+        int no = shrinks + 1;
+        String base = "shrink" + no + "/known/";
+        java.util.TreeSet<Integer> known = new java.util.TreeSet<>(failedRanks);
+        known.addAll(t.deadRanks());
+        known.remove(rank);
+        store.set(base + rank, encode(known));
+        // Hear from every rank not known dead; a rank another survivor (or the pid check) reports
+        // dead meanwhile is dropped from the wait.
+        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(known);
+        java.util.TreeSet<Integer> pending = new java.util.TreeSet<>();
+        for (int r = 0; r < size; r++) {
+            if (r != rank && !known.contains(r)) {
+                pending.add(r);
+            }
+        }
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (!pending.isEmpty()) {
+            for (java.util.Iterator<Integer> it = pending.iterator(); it.hasNext(); ) {
+                int r = it.next();
+                byte[] v = store.tryGet(base + r);
+                if (v != null) {
+                    union.addAll(decode(v));
+                    it.remove();
+                }
+            }
+            pending.removeAll(union);
+            pending.removeAll(t.deadRanks());
+            if (pending.isEmpty()) {
+                break;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new org.jccl.CollectiveTimeoutException("shrinkExcludingFailed on rank " + rank + " timed out after "
+                        + timeout + ": rank(s) " + pending + " neither joined nor were reported failed", new ArrayList<>(pending));
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
+        }
+        union.addAll(t.deadRanks());
+        union.remove(rank);
+        return shrinkTo(union);
+    }
+
+    private Communicator shrinkTo(java.util.SortedSet<Integer> excluded) {
+        int no = ++shrinks;
+        String base = "shrink" + no + "/";
+        byte[] mine = encode(excluded);
+        store.set(base + "set/" + rank, mine);
+        List<Integer> survivors = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            if (!excluded.contains(r)) {
+                survivors.add(r);
+            }
+        }
+        if (survivors.size() < 1) {
+            throw new IllegalArgumentException("excluded holds every rank: nothing would be left");
+        }
+        for (int r : survivors) {
+            if (r != rank) {
+                byte[] theirs = store.get(base + "set/" + r, timeout);
+                if (!java.util.Arrays.equals(mine, theirs)) {
+                    throw new org.jccl.CollectiveMismatchException("shrink: rank " + rank + " excludes " + excluded + " but rank "
+                            + r + " excludes " + decode(theirs) + ": every survivor must exclude the same ranks");
+                }
+            }
+        }
+        int newRank = survivors.indexOf(rank);
+        LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of " + survivors.size());
+        return HostBackend.create(id + "x" + no, newRank, survivors.size(), survivors.size(),
+                new PrefixStore(base + "comm/", store), timeout);
+    }
+
+    private static byte[] encode(java.util.Set<Integer> ranks) {
+        StringBuilder b = new StringBuilder();
+        for (int r : new java.util.TreeSet<>(ranks)) {
+            b.append(r).append(',');
+        }
+        return b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static java.util.Set<Integer> decode(byte[] v) {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+        for (String p : new String(v, java.nio.charset.StandardCharsets.UTF_8).split(",")) {
+            if (!p.isEmpty()) {
+                out.add(Integer.parseInt(p));
+            }
+        }
+        return out;
+    }
+
+    /** Ranks this communicator has seen fail or time out. */
+    public java.util.Set<Integer> failedRanks() {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>(failedRanks);
+        out.addAll(t.deadRanks());
+        return out;
+    }
+
+    @Override
     public void abort() {
         String reason = "abort() called on rank " + rank;
         t.abort(reason);
@@ -839,6 +1021,7 @@ public final class HostCommunicator implements Communicator {
             broken = new AbortedException("communicator " + id + " was aborted on rank " + rank);
         }
         LOG.info(rank, () -> reason);
+        autoDump(reason);
     }
 
     @Override

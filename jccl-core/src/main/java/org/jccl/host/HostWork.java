@@ -16,6 +16,8 @@ final class HostWork implements Work {
     private final Duration defaultTimeout;
     final Runnable body;
     final PointToPoint p2p;
+    /** Flight recorder handle of a send/recv (set by the worker). */
+    long trace = -1;
     private volatile JcclException failure;
 
     /** A collective or barrier run by the worker. */

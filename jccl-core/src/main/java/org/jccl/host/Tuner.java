@@ -6,6 +6,13 @@ import java.util.Locale;
  * Chooses the all-reduce algorithm by message size and rank count; {@code JCCL_ALGO} forces one.
  * The threshold comes from measurements on 2-16 ranks (docs/BENCHMARKS.md): one-shot reads n
  * times the data but synchronises once, so it wins while the message is small.
+ *
+ * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes (four
+ * times that with 2 ranks: it sends no more than the others then), recursive halving-doubling up
+ * to {@value #TCP_RHD_MAX_BYTES} bytes on more than 2 ranks of distinct hosts (2 log2 n rounds
+ * instead of the ring's 2(n-1)), the pipelined ring above (and whenever several ranks share a
+ * host, where ring neighbours mostly talk over loopback). A forced {@code rsag} means the ring over
+ * TCP; a forced {@code ring} or {@code rhd} means {@code rsag} over shared memory.
  */
 public final class Tuner {
     /** The all-reduce algorithms. */
@@ -13,8 +20,17 @@ public final class Tuner {
         /** Every rank reduces every slot. */
         ONESHOT,
         /** Reduce-scatter then all-gather through the slots. */
-        RSAG
+        RSAG,
+        /** TCP: pipelined ring (reduce-scatter then all-gather around the ring). */
+        RING,
+        /** TCP: recursive halving-doubling (Rabenseifner). */
+        RHD
     }
+
+    /** Largest TCP all-reduce the tuner sends one-shot (more than 2 ranks). */
+    public static final long TCP_ONESHOT_MAX_BYTES = 16 << 10;
+    /** Largest TCP all-reduce the tuner gives to recursive halving-doubling. */
+    public static final long TCP_RHD_MAX_BYTES = 1 << 20;
 
     private final AllReduceAlgo forced;
     private final long oneShotMaxBytes;
@@ -46,8 +62,11 @@ public final class Tuner {
         return switch (algo.trim().toLowerCase(Locale.ROOT)) {
             case "oneshot", "one-shot", "one_shot" -> AllReduceAlgo.ONESHOT;
             case "rsag", "reducescatter-allgather", "reduce_scatter_all_gather" -> AllReduceAlgo.RSAG;
+            case "ring" -> AllReduceAlgo.RING;
+            case "rhd", "halving-doubling", "recursive-halving-doubling" -> AllReduceAlgo.RHD;
             default -> throw new IllegalArgumentException("JCCL_ALGO=" + algo
-                    + " is not a host engine algorithm: use one of oneshot, rsag (or unset it to let the tuner choose)");
+                    + " is not a host engine algorithm: use one of oneshot, rsag (shared memory), ring, rhd (TCP) "
+                    + "(or unset it to let the tuner choose)");
         };
     }
 
@@ -57,5 +76,23 @@ public final class Tuner {
             return forced;
         }
         return ranks <= 2 && bytes <= oneShotMaxBytes * 2 || bytes <= oneShotMaxBytes ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
+    }
+
+    /**
+     * The algorithm for a TCP all-reduce of {@code bytes} over {@code ranks} ranks on {@code hosts}
+     * hosts: {@link AllReduceAlgo#ONESHOT}, {@link AllReduceAlgo#RING} or {@link AllReduceAlgo#RHD}.
+     */
+    public AllReduceAlgo tcpAllReduce(long bytes, int ranks, int hosts) {
+        if (forced != null) {
+            return forced == AllReduceAlgo.ONESHOT ? AllReduceAlgo.ONESHOT
+                    : forced == AllReduceAlgo.RHD ? AllReduceAlgo.RHD : AllReduceAlgo.RING;
+        }
+        if (bytes <= (ranks <= 2 ? 4 * TCP_ONESHOT_MAX_BYTES : TCP_ONESHOT_MAX_BYTES)) {
+            return AllReduceAlgo.ONESHOT;
+        }
+        if (ranks > 2 && bytes <= TCP_RHD_MAX_BYTES && hosts >= ranks) {
+            return AllReduceAlgo.RHD;
+        }
+        return AllReduceAlgo.RING;
     }
 }

@@ -116,6 +116,37 @@ class HostEngineBehaviourTest {
         assertTrue(m.contains("x 10") && m.contains("x 11"), m);
     }
 
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"op", "dtype", "root", "collective"})
+    void everyKindOfMismatchIsDetected(String kind) throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            boolean odd = comm.rank() == 1;
+            try {
+                switch (kind) {
+                    case "op" -> comm.allReduce(HostBuffer.of(new float[8]), odd ? ReduceOp.MAX : ReduceOp.SUM);
+                    case "dtype" -> comm.allReduce(odd ? HostBuffer.of(new int[8]) : HostBuffer.of(new float[8]), ReduceOp.SUM);
+                    case "root" -> comm.broadcast(HostBuffer.of(new float[8]), odd ? 1 : 0);
+                    default -> {
+                        if (odd) {
+                            comm.allGather(HostBuffer.of(new float[16]));
+                        } else {
+                            comm.reduceScatter(HostBuffer.of(new float[16]), ReduceOp.SUM);
+                        }
+                    }
+                }
+                return "no error";
+            } catch (JcclException e) {
+                return e;
+            }
+        });
+        System.out.println("RELIABILITY mismatch " + kind + ": " + out);
+        // at least one side sees the other's call; none may succeed silently
+        assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveMismatchException), out::toString);
+        for (Object o : out) {
+            assertInstanceOf(JcclException.class, o, String.valueOf(o));
+        }
+    }
+
     @Test
     void timeoutNamesTheRankThatDidNotArrive() throws Exception {
         long t0 = System.nanoTime();
@@ -132,6 +163,7 @@ class HostEngineBehaviourTest {
             }
         });
         double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.println("RELIABILITY timeout: " + out);
         for (int r = 0; r < 2; r++) {
             Object o = out.get(r);
             if (o instanceof CollectiveTimeoutException te) {
@@ -176,6 +208,7 @@ class HostEngineBehaviourTest {
             }
         });
         assertInstanceOf(Double.class, out.get(0), String.valueOf(out.get(0)));
+        System.out.println("RELIABILITY abort: waiter released " + out.get(0) + " s after abort() was called 0.3 s in");
         assertTrue((Double) out.get(0) < 1.5, "abort took " + out.get(0) + " s");
         assertInstanceOf(AbortedException.class, out.get(1), String.valueOf(out.get(1)));
         assertTrue(((Exception) out.get(1)).getMessage().contains("rank 0"), String.valueOf(out.get(1)));

@@ -128,6 +128,94 @@ class ProcessRanksTest {
         assertNoSegmentsLeft(job);
     }
 
+    @Test
+    void survivorsShrinkAfterASigkillAndGoOnCorrectly() throws Exception {
+        String job = "shrink" + ProcessHandle.current().pid();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "s")) {
+            List<Rank> ranks = start(4, server.port(), "s", job, "shrink", Map.of("JCCL_TIMEOUT", "60s"));
+            try {
+                for (Rank r : ranks) {
+                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+                }
+                Thread.sleep(300);
+                ranks.get(2).process().destroyForcibly();
+                int[] newRanks = {0, 1, -1, 2};
+                for (int i : new int[] {0, 1, 3}) {
+                    Rank r = ranks.get(i);
+                    assertTrue(r.process().waitFor(60, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+                    assertEquals(0, r.process().exitValue(), r.output());
+                    assertTrue(r.output().contains("SHRUNK ok " + newRanks[i] + "/3"), r.output());
+                }
+                System.out.println("shrink: " + ranks.get(0).output());
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        assertNoSegmentsLeft(job);
+    }
+
+    @Test
+    void aStoppedRankMakesTheOthersFailAtTheirDeadlineNamingIt(@org.junit.jupiter.api.io.TempDir Path traces) throws Exception {
+        String job = "stop" + ProcessHandle.current().pid();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "t")) {
+            List<Rank> ranks = start(3, server.port(), "t", job, "loop",
+                    Map.of("JCCL_TIMEOUT", "3s", "JCCL_TRACE_DIR", traces.toString()));
+            try {
+                for (Rank r : ranks) {
+                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+                }
+                Thread.sleep(300);
+                long pid = ranks.get(1).process().pid();
+                assertEquals(0, new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor());
+                long t0 = System.nanoTime();
+                for (int i : new int[] {0, 2}) {
+                    Rank r = ranks.get(i);
+                    assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+                    assertEquals(3, r.process().exitValue(), r.output());
+                    assertTrue(r.output().contains("rank(s) [1]") || r.output().contains("rank 1"),
+                            "error should name rank 1:\n" + r.output());
+                }
+                double secs = (System.nanoTime() - t0) / 1e9;
+                System.out.println("SIGSTOP: survivors failed " + secs + " s after the stop: " + ranks.get(0).output());
+                String verdict = org.jccl.diag.Doctor.diagnose(traces);
+                System.out.println("doctor: " + verdict);
+                assertTrue(verdict.contains("no dump from rank(s) [1]"), verdict);
+                assertTrue(verdict.contains("rank 0") && verdict.contains("allReduce(FLOAT32 x 65536, MAX)"), verdict);
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        assertNoSegmentsLeft(job);
+    }
+
+    @Test
+    void losingTheRankThatHostsTheStoreIsAClearErrorNotAHang() throws Exception {
+        String job = "storehost" + ProcessHandle.current().pid();
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort(); // nothing listens there: rank 0 will host the store itself
+        }
+        List<Rank> ranks = start(3, port, "h", job, "loop", Map.of("JCCL_TIMEOUT", "60s"));
+        try {
+            for (Rank r : ranks) {
+                assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+            }
+            Thread.sleep(300);
+            long t0 = System.nanoTime();
+            ranks.get(0).process().destroyForcibly();
+            for (int i : new int[] {1, 2}) {
+                Rank r = ranks.get(i);
+                assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+                assertEquals(3, r.process().exitValue(), r.output());
+                assertTrue(r.output().contains("rank 0"), "error should name rank 0:\n" + r.output());
+            }
+            System.out.println("store host killed: survivors failed " + (System.nanoTime() - t0) / 1e9 + " s later");
+        } finally {
+            ranks.forEach(r -> r.process().destroyForcibly());
+        }
+        assertNoSegmentsLeft(job);
+    }
+
     static void assertNoSegmentsLeft(String job) throws IOException {
         try (Stream<Path> files = Files.list(ShmTransport.shmDirectory())) {
             List<Path> left = files.filter(p -> p.getFileName().toString().startsWith("jccl-" + job)).toList();

@@ -25,6 +25,10 @@ public final class RankMain {
                 loop(comm);
                 return;
             }
+            if (mode.equals("shrink")) {
+                shrinkAfterFailure(comm);
+                return;
+            }
             List<String> failures = check(comm);
             comm.barrier();
             if (!failures.isEmpty()) {
@@ -48,6 +52,44 @@ public final class RankMain {
             System.out.flush();
             Runtime.getRuntime().halt(3);
         }
+    }
+
+    /** All-reduces until a peer fails, shrinks to the survivors and checks that they go on correctly. */
+    static void shrinkAfterFailure(Communicator comm) {
+        float[] one = new float[1000];
+        System.out.println("ready");
+        System.out.flush();
+        long t0;
+        try {
+            while (true) {
+                java.util.Arrays.fill(one, 1f);
+                comm.allReduce(HostBuffer.of(one), ReduceOp.SUM);
+                if (one[0] != comm.size()) {
+                    System.out.println("WRONG before failure: " + one[0]);
+                    System.exit(1);
+                }
+            }
+        } catch (org.jccl.PeerFailureException e) {
+            t0 = System.nanoTime();
+            System.out.println("peer failure: " + e.getMessage());
+        }
+        try (Communicator small = comm.shrinkExcludingFailed()) {
+            for (int i = 0; i < 20; i++) {
+                float[] x = new float[4097];
+                java.util.Arrays.fill(x, small.rank() + 1);
+                small.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+                float expect = small.size() * (small.size() + 1) / 2f;
+                for (float v : x) {
+                    if (v != expect) {
+                        System.out.println("WRONG after shrink: " + v + " != " + expect);
+                        System.exit(1);
+                    }
+                }
+            }
+            System.out.printf("SHRUNK ok %d/%d in %.3f s%n", small.rank(), small.size(), (System.nanoTime() - t0) / 1e9);
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
     }
 
     static List<String> check(Communicator comm) {

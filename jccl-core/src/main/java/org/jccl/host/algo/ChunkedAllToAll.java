@@ -36,6 +36,13 @@ public final class ChunkedAllToAll {
                     MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
                 }
                 t.postIn(g, first);
+                if (root >= 0 && c == 0) {
+                    // Scatter: receivers post their call on the first chunk and the root checks them,
+                    // so two ranks that both believe they are the root cannot pass silently.
+                    t.awaitAllIn(g);
+                }
+            } else if (c == 0) {
+                t.postIn(g, first);
             }
             if (root < 0) {
                 for (int k = 0; k < n; k++) {

@@ -26,10 +26,18 @@ public final class ChunkedBroadcast {
             if (isRoot) {
                 MemorySegment.copy(send.segment(), first * es, rootSeg, slot, bytes);
                 t.postIn(g, first);
+                if (c == 0) {
+                    // Every rank posts its call on the first chunk and the root checks them all:
+                    // two ranks that both believe they are the root would otherwise never meet.
+                    t.awaitAllIn(g);
+                }
                 if (!inPlace) {
                     MemorySegment.copy(send.segment(), first * es, recv.segment(), first * es, bytes);
                 }
             } else {
+                if (c == 0) {
+                    t.postIn(g, first);
+                }
                 t.awaitIn(root, g);
                 MemorySegment.copy(rootSeg, slot, recv.segment(), first * es, bytes);
             }

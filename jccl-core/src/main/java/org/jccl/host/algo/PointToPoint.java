@@ -31,6 +31,16 @@ public final class PointToPoint {
         return peer;
     }
 
+    /** True for a send. */
+    public boolean isSend() {
+        return isSend;
+    }
+
+    /** The buffer sent or received into. */
+    public HostBuffer buffer() {
+        return buffer;
+    }
+
     /** True once every byte moved. */
     public boolean isDone() {
         return done;
@@ -79,7 +89,14 @@ public final class PointToPoint {
             if (progress()) {
                 idle = 0;
             } else {
-                t.idleP2p(idle++, peer);
+                try {
+                    t.idleP2p(idle++, peer);
+                } catch (org.jccl.JcclException e) {
+                    // What the peer sent before it closed or failed is still there: take it first.
+                    if (!progress()) {
+                        throw e;
+                    }
+                }
             }
         }
     }

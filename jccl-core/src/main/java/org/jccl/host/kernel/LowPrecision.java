@@ -31,7 +31,9 @@ import org.jccl.DataType;
  *       saturating mode, an overflowing E5M2 sum is reported as infinity, not as 57344.</li>
  * </ul>
  * Decoding an FP8 NaN code gives a quiet float NaN with the same sign; decoding a BFLOAT16 or
- * FLOAT16 NaN keeps its payload bits.
+ * FLOAT16 NaN keeps its payload bits (FLOAT16 also sets the quiet bit, as the JDK does).
+ * Reduction results never carry a NaN payload or sign: {@link Reductions} stores every NaN it
+ * computes as the canonical one (0x7F for FP8, 0x7FC0 for BFLOAT16, 0x7E00 for FLOAT16).
  *
  * <p>All methods are static, allocation-free and safe on the reduction hot path.
  */

@@ -46,10 +46,12 @@ import org.jccl.internal.Log;
  *
  * <h2>Implementation</h2>
  * When the {@code jdk.incubator.vector} module is in the boot layer ({@code --add-modules
- * jdk.incubator.vector}), FLOAT32, FLOAT64, BFLOAT16 and the integer types run on the Vector API
- * with the CPU's preferred vector width; otherwise, or when the system property
- * {@code jccl.kernels=scalar} is set, plain Java loops do. Both perform the same operations per
- * element and give bitwise-identical results. {@link #implementation()} says which one runs.
+ * jdk.incubator.vector}), every type runs on the Vector API with the CPU's preferred vector width
+ * (the low-precision types widen to float lanes and narrow back with exact lane formulas); only
+ * the integer division of AVG (no SIMD integer divide) and tails shorter than a vector run in
+ * plain Java. Without the module, or when the system property {@code jccl.kernels=scalar} is set,
+ * plain Java loops run everything. Both perform the same operations per element and give
+ * bitwise-identical results. {@link #implementation()} says which one runs.
  *
  * <p>Arguments are checked before any byte is written: an {@link IllegalArgumentException} names
  * the argument and what to do.

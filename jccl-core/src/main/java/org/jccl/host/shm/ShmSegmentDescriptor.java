@@ -10,17 +10,19 @@ package org.jccl.host.shm;
  *  0        +--------------------------------------------------------------+
  *           | magic u64 | version u32 | rank u32 | size u32 | k u32 | pid u64 |  HEADER line
  *           | slotBytes u64 | p2pSlotBytes u64 | p2pSlots u32               |
- *  64       | abort code u64 (0 = running)                                 |  ABORT line
- *  128      | inSeq   u64: last chunk id whose input is in the IN ring     |  IN_SEQ line
+ *  64       | abort code u64 (0 = running) | culprit rank i64 (-1: itself)  |  ABORT line
+ *  128      | (unused: a chunk's input is published by its header's chunk id) |  IN_SEQ line
  *  192      | redSeq  u64: last chunk id whose reduced slice is in RES     |  RED_SEQ line
  *  256      | doneSeq u64: last chunk id this rank finished reading        |  DONE_SEQ line
  *  320      | abort reason: u32 length + UTF-8 bytes (up to 252)           |  REASON (256 B)
  *  576      | per peer q: sent[q] u64 line, then ack[q] u64 line           |  P2P control
  *           |   (2 x size lines)                                           |
  *  ctlEnd   +-- aligned to 4096 -------------------------------------------+
- *  inRing   | k x ( 64-byte chunk header | slotBytes data )               |  IN ring
+ *  inRing   | k x ( 40-byte chunk header | slotBytes data | 24 pad )    |  IN ring
  *           |   chunk header: chunk id u64 | coll seq u64 | call u64 |     |
  *           |                 count u64 | chunk offset u64               |
+ *           |   the chunk id is written last (release): readers poll it,  |
+ *           |   and inputs up to 24 bytes share its cache line           |
  *  resRing  | k x slotBytes                                                |  RES ring
  *  p2p      | per destination d: p2pSlots x ( 64-byte header | p2pSlotBytes ) |  mailboxes
  *           |   header: message no u64 | message bytes u64 | dtype u64 |   |
@@ -56,6 +58,8 @@ public final class ShmSegmentDescriptor {
     public static final long P2P_SLOTS_OFFSET = 48;
 
     public static final long ABORT_OFFSET = LINE;
+    /** The rank a failure report blames (the writer itself when -1). */
+    public static final long CULPRIT_OFFSET = LINE + 8;
     public static final long IN_SEQ_OFFSET = 2 * LINE;
     public static final long RED_SEQ_OFFSET = 3 * LINE;
     public static final long DONE_SEQ_OFFSET = 4 * LINE;
@@ -70,6 +74,8 @@ public final class ShmSegmentDescriptor {
     public static final long HDR_CALL = 16;
     public static final long HDR_COUNT = 24;
     public static final long HDR_OFFSET = 32;
+    /** Where a chunk's data starts after its header: small inputs share the header's line. */
+    public static final long HDR_DATA = 40;
 
     public static final long MBX_MESSAGE_NO = 0;
     public static final long MBX_MESSAGE_BYTES = 8;
@@ -101,7 +107,7 @@ public final class ShmSegmentDescriptor {
 
         /** Start of IN ring entry {@code e}'s data. */
         public long inData(int e) {
-            return inEntry(e) + CHUNK_HEADER;
+            return inEntry(e) + HDR_DATA;
         }
 
         /** Start of the RES ring. */

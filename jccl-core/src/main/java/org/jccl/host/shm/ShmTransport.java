@@ -60,6 +60,8 @@ public final class ShmTransport implements AutoCloseable {
     public final long[] srcOffsets;
 
     private long chunkIds;
+    /** The smallest done word seen at the last check (done words only grow). */
+    private long minPeerDone;
     private final long[] sendChunks;
     private final long[] recvChunks;
     private final long[] sendMessages;
@@ -250,8 +252,17 @@ public final class ShmTransport implements AutoCloseable {
     public long beginChunk() {
         long g = ++chunkIds;
         long need = g - geo.k();
-        if (need > 0) {
+        if (need > 0 && minPeerDone < need) {
+            // Peers' done words change every chunk (their lines live in the peers' caches): read
+            // them only when the last values seen are not enough.
             awaitAll(DONE_SEQ_OFFSET, need, "finish reading an earlier chunk");
+            long min = Long.MAX_VALUE;
+            for (int p = 0; p < size; p++) {
+                if (p != rank) {
+                    min = Math.min(min, (long) LONG.getAcquire(segs[p], DONE_SEQ_OFFSET));
+                }
+            }
+            minPeerDone = min;
         }
         return g;
     }
@@ -274,23 +285,23 @@ public final class ShmTransport implements AutoCloseable {
     /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */
     public void postIn(long g, long chunkOffset) {
         long h = geo.inEntry(entry(g));
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID, g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_OFFSET, chunkOffset);
-        LONG.setRelease(mine, IN_SEQ_OFFSET, g);
+        // Last, with release: a reader that sees the id sees the header and the data.
+        LONG.setRelease(mine, h + HDR_CHUNK_ID, g);
     }
 
     /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
     public void awaitIn(int peer, long g) {
-        await(peer, IN_SEQ_OFFSET, g, "post its input");
+        await(peer, geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
         checkHeader(peer, g);
     }
 
     /** Waits for every rank's input of chunk {@code g}, checking each. */
     public void awaitAllIn(long g) {
-        awaitAll(IN_SEQ_OFFSET, g, "post its input");
+        awaitAll(geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
         for (int p = 0; p < size; p++) {
             if (p != rank) {
                 checkHeader(p, g);
@@ -440,7 +451,16 @@ public final class ShmTransport implements AutoCloseable {
                 return;
             }
             if ((i & 127) == 127) {
-                checkHealth(offset, target, what, i);
+                try {
+                    checkHealth(peer, offset, target, what, i);
+                } catch (JcclException e) {
+                    // The peer may have posted what we wait for just before it closed or failed:
+                    // its words were written before its abort word, which we have now seen.
+                    if ((long) LONG.getAcquire(s, offset) >= target) {
+                        return;
+                    }
+                    throw e;
+                }
             }
             idle.idle(i);
         }
@@ -461,12 +481,17 @@ public final class ShmTransport implements AutoCloseable {
      */
     public void idleP2p(int iteration, int peer) {
         if ((iteration & 127) == 127) {
-            checkHealth(-1, peer, "match this send/recv", iteration);
+            checkHealth(peer, -1, peer, "match this send/recv", iteration);
         }
         idle.idle(iteration);
     }
 
-    private void checkHealth(long offset, long target, String what, int iteration) {
+    /**
+     * Fails the wait when this rank aborted, a peer failed, aborted or saw a mismatch, the awaited
+     * {@code peer} closed, a peer process died, or the deadline passed. A peer that closed after
+     * finishing its part is no failure unless this rank waits on it.
+     */
+    private void checkHealth(int peer, long offset, long target, String what, int iteration) {
         String local = localAbort;
         if (local != null) {
             throw new AbortedException("communicator aborted on rank " + rank + " during " + call.describe() + ": " + local);
@@ -476,7 +501,7 @@ public final class ShmTransport implements AutoCloseable {
                 continue;
             }
             long code = (long) LONG.getAcquire(segs[p], ABORT_OFFSET);
-            if (code != ABORT_NONE) {
+            if (code != ABORT_NONE && (code != ABORT_CLOSED || p == peer)) {
                 throw peerAbort(p, code);
             }
         }
@@ -485,12 +510,17 @@ public final class ShmTransport implements AutoCloseable {
                 if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
                     String msg = "rank " + p + " (pid " + peerPids[p] + ") died during " + call.describe()
                             + " on rank " + rank;
-                    fail(ABORT_FAILED, msg);
+                    fail(ABORT_FAILED, msg, p);
                     throw new PeerFailureException(p, msg);
                 }
             }
         }
-        if (System.nanoTime() - call.deadline > 0) {
+        long now = System.nanoTime();
+        if (call.deadline == 0) {
+            // The hot path takes no clock reading: the deadline starts at the first slow wait.
+            call.deadline = now + call.timeoutNanos;
+        }
+        if (now - call.deadline > 0) {
             List<Integer> missing = new ArrayList<>();
             if (offset < 0) {
                 missing.add((int) target);
@@ -511,6 +541,11 @@ public final class ShmTransport implements AutoCloseable {
 
     private JcclException peerAbort(int p, long code) {
         String reason = readReason(p);
+        long culprit = segs[p].get(ValueLayout.JAVA_LONG, CULPRIT_OFFSET);
+        if (code == ABORT_FAILED && culprit >= 0 && culprit < size && culprit != p) {
+            // p only reports another rank's failure: blame that one.
+            return new PeerFailureException((int) culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
+        }
         return switch ((int) code) {
             case (int) ABORT_MISMATCH -> new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
             case (int) ABORT_CLOSED -> new PeerFailureException(p, "rank " + p + " closed the communicator while rank "
@@ -531,8 +566,27 @@ public final class ShmTransport implements AutoCloseable {
         return new String(b, StandardCharsets.UTF_8);
     }
 
+    /** Peers whose process is gone (same host: checked by pid). */
+    public java.util.Set<Integer> deadRanks() {
+        java.util.Set<Integer> dead = new java.util.TreeSet<>();
+        for (int p = 0; p < size; p++) {
+            if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                dead.add(p);
+            }
+        }
+        return dead;
+    }
+
     /** Marks this rank failed/aborted in its segment so that every peer's waits end. */
     public void fail(long code, String reason) {
+        fail(code, reason, -1);
+    }
+
+    /**
+     * Marks this rank failed/aborted, blaming {@code culprit} (another rank that died or did not
+     * arrive; -1 when this rank itself failed), so that every peer's waits end.
+     */
+    public void fail(long code, String reason, int culprit) {
         if (closed || (long) LONG.getAcquire(mine, ABORT_OFFSET) != ABORT_NONE) {
             return; // the first reason stands
         }
@@ -540,6 +594,7 @@ public final class ShmTransport implements AutoCloseable {
         int len = Math.min(b.length, REASON_BYTES - 4);
         MemorySegment.copy(b, 0, mine, ValueLayout.JAVA_BYTE, REASON_OFFSET + 4, len);
         mine.set(ValueLayout.JAVA_INT, REASON_OFFSET, len);
+        mine.set(ValueLayout.JAVA_LONG, CULPRIT_OFFSET, culprit);
         LONG.setRelease(mine, ABORT_OFFSET, code);
     }
 
@@ -588,7 +643,7 @@ public final class ShmTransport implements AutoCloseable {
         public int root;
         /** Element count as the call's fingerprint (per-rank count). */
         public long count;
-        /** Deadline (System.nanoTime). */
+        /** Deadline (System.nanoTime), or 0 until the first slow wait of the call sets it. */
         public long deadline;
         /** Timeout the deadline was computed from. */
         public long timeoutNanos;
@@ -606,7 +661,7 @@ public final class ShmTransport implements AutoCloseable {
             this.root = root;
             this.count = count;
             this.timeoutNanos = timeoutNanos;
-            this.deadline = System.nanoTime() + timeoutNanos;
+            this.deadline = 0;
         }
 
         /** opcode, dtype, redop and root packed into one word. */

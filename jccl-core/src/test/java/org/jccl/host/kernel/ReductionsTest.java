@@ -320,6 +320,62 @@ class ReductionsTest {
         }
     }
 
+    static Stream<DataType> lowPrecisionTypes() {
+        return Stream.of(DataType.FLOAT16, DataType.BFLOAT16, DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2);
+    }
+
+    @ParameterizedTest
+    @MethodSource("lowPrecisionTypes")
+    void everyCodeAndEveryTieThroughTheKernelConversions(DataType t) {
+        // Exhaustive over the format, through the kernels' own widening and narrowing (the
+        // vector path converts with lane formulas of its own): x * 1 gives x back for every
+        // code (canonical NaN for NaN codes), and the AVG of two neighbours is their midpoint,
+        // which must round to the even one of the two.
+        Ref.Format f = Ref.format(t);
+        int codes = 1 << f.bits();
+        int size = t.byteSize();
+        int[] fin = f.codes();
+        try (Arena arena = Arena.ofConfined()) {
+            for (Kernels k : impls()) {
+                MemorySegment all = arena.allocate((long) codes * size);
+                for (int c = 0; c < codes; c++) {
+                    Cases.put(t, all, (long) c * size, c);
+                }
+                Reductions.scale(k, t, 1.0, all, 0, codes);
+                for (int c = 0; c < codes; c++) {
+                    long want = f.isNaNCode(c) ? Ref.canonicalNaN(t) : c;
+                    assertEquals(want, Cases.get(t, all, (long) c * size), k.name() + " " + t + " x*1 of code " + c);
+                }
+                // Pairs whose float sum stays finite (BFLOAT16's top binade overflows float when added).
+                int pairs = 0;
+                while (pairs + 1 < fin.length && f.finite()[pairs] + f.finite()[pairs + 1] <= Float.MAX_VALUE) {
+                    pairs++;
+                }
+                assertTrue(pairs > fin.length * 0.9, "most neighbour pairs are checked");
+                MemorySegment lo = arena.allocate(2L * pairs * size), hi = arena.allocate(2L * pairs * size);
+                MemorySegment out = arena.allocate(2L * pairs * size);
+                for (int i = 0; i < pairs; i++) {
+                    for (int sign = 0; sign < 2; sign++) {
+                        long at = (2L * i + sign) * size;
+                        int s = sign == 0 ? 0 : f.signBit();
+                        Cases.put(t, lo, at, s | fin[i]);
+                        Cases.put(t, hi, at, s | fin[i + 1]);
+                    }
+                }
+                Reductions.reduce(k, t, ReduceOp.AVG, out, 0, new MemorySegment[] {lo, hi}, new long[2], 2,
+                        2L * pairs, 2);
+                for (int i = 0; i < pairs; i++) {
+                    int even = (fin[i] & 1) == 0 ? fin[i] : fin[i + 1];
+                    for (int sign = 0; sign < 2; sign++) {
+                        int s = sign == 0 ? 0 : f.signBit();
+                        assertEquals(s | even, Cases.get(t, out, (2L * i + sign) * size),
+                                k.name() + " " + t + " midpoint of codes " + fin[i] + " and " + fin[i + 1]);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void handPickedValues() {
         try (Arena arena = Arena.ofConfined()) {

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# jccl-cuda on a GPU machine: the GPU tests, NcclBench and the torch.distributed reference, in one go.
+#
+#   bench/gpu/run-gpu.sh stage [DEST]   here (JDK 25 + Maven): builds jccl-core/jccl-cuda jars and the
+#                                       test classes, fetches JUnit's console launcher, and puts them with
+#                                       this script in DEST/.gpu (DEST defaults to the repository root).
+#                                       DEST/.jre must exist: run ../shared/device/make-jre.sh in DEST once.
+#   bash .gpu/run.sh                    on the GPU machine (it has no Java: .jre travels), from DEST:
+#                                       probes the machine, runs the GPU tests, the benchmark and torch.
+#
+# With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
+# Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
+# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix. Logs go to $OUT (the
+# device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
+set -uo pipefail
+
+mode=${1:-device}
+
+if [ "$mode" = stage ]; then
+  set -e
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  dest=$(cd "${2:-$src}" && pwd)
+  export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+  (cd "$src" && mvn -q -pl jccl-core,jccl-cuda -am -DskipTests package 2>&1 | grep -v WARNING || true)
+  (cd "$src" && mvn -q -pl jccl-cuda test-compile 2>&1 | grep -v WARNING || true)
+  rm -rf "$dest/.gpu" && mkdir -p "$dest/.gpu/lib"
+  cp "$src"/jccl-core/target/jccl-core-*.jar "$dest/.gpu/lib/jccl-core.jar"
+  cp "$src"/jccl-cuda/target/jccl-cuda-*.jar "$dest/.gpu/lib/jccl-cuda.jar"
+  cp -r "$src/jccl-cuda/target/test-classes" "$dest/.gpu/test-classes"
+  (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
+      -DoutputDirectory="$dest/.gpu/lib" 2>&1 | grep -v WARNING || true)
+  mv "$dest"/.gpu/lib/junit-platform-console-standalone-*.jar "$dest/.gpu/lib/junit-console.jar"
+  cp "$src/bench/gpu/run-gpu.sh" "$src/bench/gpu/torch_allreduce.py" "$dest/.gpu/"
+  printf '#!/usr/bin/env bash\nexec bash "$(dirname "$0")/run-gpu.sh" device "$@"\n' > "$dest/.gpu/run.sh"
+  [ -x "$dest/.jre/bin/java" ] || echo "note: $dest/.jre is missing: run ../shared/device/make-jre.sh in $dest" >&2
+  du -sh "$dest/.gpu" "$dest/.jre" 2>/dev/null
+  exit 0
+fi
+
+# ---- device half: run from the directory that holds .jre and .gpu
+cd "$(dirname "$0")/.."
+OUT=${OUT:-.gpu/out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
+JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
+CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/junit-console.jar
+PY=python3
+[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+PHASES=${JCCL_GPU_PHASES:-probe,tests,tests-nb,bench,torch,matrix}
+has() { [[ ",$PHASES," == *",$1,"* ]]; }
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
+start=$(date +%s)
+junit() { # junit NAME SECONDS SELECTORS...   (flat details: progress survives a timeout; the JRE has no java.xml)
+  local name=$1 secs=$2; shift 2
+  timeout -k 10 "$secs" "${JAVA[@]}" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
+    --disable-banner --details=flat --disable-ansi-colors "$@" > "$OUT/$name.log" 2>&1
+  echo "[$name] exit $? after $(( $(date +%s) - start )) s; $(grep -c '^Finished:' "$OUT/$name.log") finished"
+  awk '/^Finished:/ {n=$0; sub(/ \(\[engine.*/, "", n)} /=> Exception:/ {print "  " n " :: " substr($0, 1, 500)}' \
+    "$OUT/$name.log" | grep -v 'TestAbortedException' | head -60
+  grep -c 'TestAbortedException' "$OUT/$name.log" | sed 's/^/  skipped (aborted): /'
+  grep -E '^\[ +[0-9]+ tests (found|successful|failed|aborted)' "$OUT/$name.log" | tr -s ' ' | tr '\n' ' '; echo
+}
+
+if has probe; then
+  {
+    echo "== $(date -u) host $(hostname), $NGPU GPU(s)"
+    nvidia-smi -L; nvidia-smi topo -m
+    echo "== nccl.h"; grep -n 'NCCL_MAJOR\|NCCL_MINOR\|NCCL_PATCH' /usr/include/nccl.h
+    sed -n '/typedef struct ncclConfig_v/,/} ncclConfig_t;/p' /usr/include/nccl.h
+    grep -n -A12 'define NCCL_CONFIG_INITIALIZER' /usr/include/nccl.h
+    grep -n 'ncclAlltoAll(\|ncclGather(\|ncclScatter(\|ncclCommShrink(\|ncclRedOpCreatePreMulSum(' /usr/include/nccl.h
+    echo "== libcuda symbols"
+    nm -D /usr/lib/libcuda.so.1 2>/dev/null | grep -E 'cuMemAlloc|cuCtx|cuStream|cuEvent|cuMemcpy|cuIpc|cuDevicePrimary' | awk '{print $3}' | tr '\n' ' '
+    echo; echo "== libnccl symbols"
+    nm -D /usr/lib/x86_64-linux-gnu/libnccl.so.2 2>/dev/null | awk '$2=="T" && $3 ~ /^nccl/ {print $3}' | tr '\n' ' '
+    echo; echo "== python: $($PY -c 'import torch; print(torch.__version__, torch.cuda.device_count(), torch.cuda.nccl.version())' 2>&1)"
+    .jre/bin/java -version 2>&1 | head -1
+  } > "$OUT/probe.log" 2>&1
+  grep -E '^==|GPU [0-9]|ncclConfig|size;|magic|blocking|commName' "$OUT/probe.log" | head -40
+fi
+
+if has tests; then
+  junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
+    --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest \
+    --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers'
+fi
+
+if has tests-nb; then
+  JCCL_NCCL_NONBLOCKING=1 junit tests-nb 200 --select-class org.jccl.cuda.NcclFeaturesTest \
+    --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers'
+fi
+
+if has bench; then
+  timeout -k 10 200 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench > "$OUT/bench.log" 2>&1
+  echo "[bench] exit $? after $(( $(date +%s) - start )) s"
+fi
+
+if has torch; then
+  PYTHONUNBUFFERED=1 timeout -k 10 200 "$PY" .gpu/torch_allreduce.py > "$OUT/torch.log" 2>&1
+  echo "[torch] exit $? after $(( $(date +%s) - start )) s"
+fi
+
+if has matrix; then
+  left=$(( 585 - ($(date +%s) - start) ))
+  [ "$left" -lt 60 ] && left=60
+  junit matrix "$left" --select-class org.jccl.cuda.NcclThreadsMatrixTest \
+    --select-method 'org.jccl.cuda.NcclProcessTest#matrixWithOneProcessPerGpu'
+fi
+
+for f in bench torch; do
+  [ -f "$OUT/$f.log" ] || continue
+  echo "== $f: 8 B, 16 MiB, 1 GiB rows; host overhead"
+  awk '/^# [a-z]/ {op=$2} /^# host overhead/ {ov=1}
+       !ov && ($1=="8" || $1=="16777216" || $1=="1073741824") {print op, $0}
+       ov && NF==6 && $1 ~ /^[0-9]+$/ {print "overhead", $0}
+       /^# torch|^# jccl|^# breakdown/ {print}' "$OUT/$f.log"
+done
+echo "done after $(( $(date +%s) - start )) s"

@@ -1,0 +1,922 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jccl.AbortedException;
+import org.jccl.Buffer;
+import org.jccl.Checks;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.Communicator;
+import org.jccl.HostBuffer;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.jccl.host.kernel.Reductions;
+import org.jccl.internal.Log;
+
+/**
+ * What the TCP and the hierarchical communicators share with the shared-memory one: argument
+ * checks (the same messages), blocking calls inline on the caller's thread without allocating,
+ * async calls in order on one worker thread (consecutive async sends/recvs progress together, like
+ * an NCCL group), the one-rank cases, and "broken after the first failure". Subclasses supply the
+ * collectives for two or more ranks.
+ */
+abstract class CommunicatorCore implements Communicator {
+    private static final Log LOG = Log.get(CommunicatorCore.class);
+
+    /** A send or receive the worker progresses together with its neighbours in the queue. */
+    interface P2p {
+        /** Moves what can move now; true when anything moved. */
+        boolean progress();
+
+        /** True once complete. */
+        boolean isDone();
+
+        /** The peer. */
+        int peer();
+
+        /** Runs to completion on the calling thread. */
+        void runToCompletion();
+    }
+
+    protected final String id;
+    protected final int rank;
+    protected final int size;
+    protected final Duration timeout;
+    protected final long timeoutNanos;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final LinkedBlockingDeque<TcpWork> queue = new LinkedBlockingDeque<>();
+    private final AtomicInteger pending = new AtomicInteger();
+    protected long collSeq;
+    protected int splits;
+    private Thread worker;
+    private volatile JcclException broken;
+    private volatile boolean closed;
+
+    CommunicatorCore(String id, int rank, int size, Duration timeout) {
+        this.id = id;
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+        this.timeoutNanos = timeout.toNanos();
+    }
+
+    // ------------------------------------------------------------------ what subclasses supply (n >= 2)
+
+    abstract void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op);
+
+    abstract void doBroadcast(HostBuffer s, HostBuffer r, int root);
+
+    abstract void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root);
+
+    abstract void doAllGather(HostBuffer s, HostBuffer r);
+
+    abstract void doGather(HostBuffer s, HostBuffer r, int root);
+
+    abstract void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op);
+
+    abstract void doAllToAll(HostBuffer s, HostBuffer r);
+
+    abstract void doScatter(HostBuffer s, HostBuffer r, int root);
+
+    abstract void doBarrier();
+
+    /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv). */
+    abstract P2p newP2p(boolean isSend, HostBuffer b, int peer);
+
+    /** Starts a batch of async sends/recvs (its deadline). */
+    abstract void beginP2pBatch();
+
+    /** Idles one step of a send/recv batch that did not progress; checks abort, peers and the deadline. */
+    abstract void idleP2p(int iteration);
+
+    /** Restarts the batch deadline after progress. */
+    abstract void touchP2pBatch();
+
+    /** Tells the peers this rank failed (the first failure only), so their waits end. */
+    abstract void propagate(JcclException e);
+
+    /** Ends this rank's waits at once (any thread). */
+    abstract void abortLocally(String reason);
+
+    /** Releases the transports. */
+    abstract void closeResources();
+
+    /** Forms the sub-communicator of {@code members} (old ranks, in new rank order). */
+    abstract Communicator createSplit(int splitNo, int color, int[] members, int newRank);
+
+    /** Starts collective number {@code ++collSeq} (fingerprint, deadline). */
+    abstract void begin(int opcode, org.jccl.DataType type, ReduceOp op, int root, long count);
+
+    // ------------------------------------------------------------------ basics
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public String backend() {
+        return "host";
+    }
+
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** This communicator's id. */
+    public String id() {
+        return id;
+    }
+
+    // ------------------------------------------------------------------ validation
+
+    static HostBuffer host(Buffer b, String name) {
+        if (b == null) {
+            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
+        }
+        if (b instanceof HostBuffer h) {
+            return h;
+        }
+        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but this communicator runs the "
+                + "host backend: pass a HostBuffer, or create the communicator with a device (Options.withDevice) "
+                + "to use the nccl backend");
+    }
+
+    /** Async calls run on the worker thread: a buffer confined to the caller's thread cannot be used there. */
+    private HostBuffer async(HostBuffer b, String name) {
+        if (b != null && !b.segment().isAccessibleBy(workerThread())) {
+            throw new IllegalArgumentException(name + " belongs to a confined Arena of another thread, but async "
+                    + "operations run on jccl's worker thread: allocate it from Arena.ofShared() or Arena.ofAuto(), "
+                    + "or use the blocking call");
+        }
+        return b;
+    }
+
+    private static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
+        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
+            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
+                    + "pass the same buffer for an in-place call, or disjoint buffers");
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new one with Jccl.init");
+        }
+        JcclException b = broken;
+        if (b != null) {
+            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an earlier failure ("
+                    + b.getMessage() + "): close it and create a new one");
+        }
+    }
+
+    private void checkAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        Checks.op(op, s.type());
+        noPartialOverlap(s, "send", r, "recv");
+    }
+
+    private void checkBroadcast(HostBuffer s, HostBuffer r, int root) {
+        if (rank == root) {
+            Checks.sameType(s, "send", r, "recv");
+            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+            noPartialOverlap(s, "send", r, "recv");
+        }
+    }
+
+    private HostBuffer checkReduce(HostBuffer s, Buffer recv, ReduceOp op, int root) {
+        Checks.rank(root, size, "root");
+        Checks.op(op, s.type());
+        if (rank != root) {
+            return null;
+        }
+        HostBuffer r = host(recv, "recv");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
+        noPartialOverlap(s, "send", r, "recv");
+        return r;
+    }
+
+    private void checkGather(HostBuffer s, HostBuffer r, String what) {
+        Checks.sameType(s, "send", r, "recv");
+        if (r.count() != s.count() * size) {
+            Checks.count(r, "recv", s.count() * size, what + " needs size() x send.count() elements in recv");
+        }
+        if (r.overlaps(s)) {
+            long c = s.count();
+            if (!s.sameStart(r.slice(rank * c, c))) {
+                throw new IllegalArgumentException("send overlaps recv but is not slice rank() of it: for an in-place "
+                        + what + " pass recv.slice(rank() * count, count) as send");
+            }
+        }
+    }
+
+    private HostBuffer checkGatherRoot(HostBuffer s, Buffer recv, int root) {
+        Checks.rank(root, size, "root");
+        if (rank != root) {
+            return null;
+        }
+        HostBuffer r = host(recv, "recv");
+        checkGather(s, r, "gather");
+        return r;
+    }
+
+    private void checkReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
+        Checks.op(op, s.type());
+        if (r.overlaps(s)) {
+            long c = r.count();
+            if (!r.sameStart(s.slice(rank * c, c))) {
+                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                        + "reduceScatter pass send.slice(rank() * count, count) as recv");
+            }
+        }
+    }
+
+    private void checkAllToAll(HostBuffer s, HostBuffer r) {
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
+        Checks.perRankCount(s, size, "send");
+        noPartialOverlap(s, "send", r, "recv");
+    }
+
+    private HostBuffer checkScatter(Buffer send, HostBuffer r, int root) {
+        Checks.rank(root, size, "root");
+        if (rank != root) {
+            return null;
+        }
+        HostBuffer s = host(send, "send");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(s, "send", r.count() * size, "scatter needs size() x recv.count() elements in the root's send");
+        if (r.overlaps(s)) {
+            long c = r.count();
+            if (!r.sameStart(s.slice(rank * c, c))) {
+                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                        + "scatter pass send.slice(rank() * count, count) as recv");
+            }
+        }
+        return s;
+    }
+
+    // ------------------------------------------------------------------ execution
+
+    private boolean inline() {
+        checkOpen();
+        return pending.get() == 0;
+    }
+
+    /** Takes the call lock for an inline call (no lambda: the inline path allocates nothing). */
+    private void enter() {
+        lock.lock();
+        try {
+            checkOpen();
+        } catch (RuntimeException e) {
+            lock.unlock();
+            throw e;
+        }
+    }
+
+    /** Records the first failure, tells the peers, returns what to throw. */
+    final JcclException failed(RuntimeException e) {
+        JcclException j = e instanceof JcclException je ? je
+                : new JcclException("rank " + rank + " of communicator " + id + ": a collective failed: " + e, e);
+        if (broken == null) {
+            broken = j;
+        }
+        try {
+            propagate(j);
+        } catch (RuntimeException ignored) {
+            // telling the peers is best effort: they time out otherwise
+        }
+        LOG.warn(rank, j.getMessage());
+        return j;
+    }
+
+    private void run(Runnable body) {
+        enter();
+        try {
+            body.run();
+        } catch (RuntimeException e) {
+            throw failed(e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private Work submit(String what, Runnable body) {
+        checkOpen();
+        return enqueue(new TcpWork(what + " on rank " + rank, timeout, () -> run(body), null));
+    }
+
+    private Work enqueue(TcpWork w) {
+        pending.incrementAndGet();
+        queue.add(w);
+        workerThread();
+        return w;
+    }
+
+    private synchronized Thread workerThread() {
+        if (worker == null) {
+            worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank).start(this::workerLoop);
+        }
+        return worker;
+    }
+
+    private void workerLoop() {
+        while (!closed) {
+            TcpWork w;
+            try {
+                w = queue.poll(50, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                break;
+            }
+            if (w == null) {
+                continue;
+            }
+            if (w.p2p != null) {
+                runP2pBatch(w);
+                continue;
+            }
+            try {
+                w.body.run();
+                w.complete();
+            } catch (JcclException e) {
+                w.fail(e);
+            } catch (RuntimeException e) {
+                w.fail(new JcclException("rank " + rank + ": async operation failed: " + e, e));
+            } finally {
+                pending.decrementAndGet();
+            }
+        }
+        failPending(new AbortedException("communicator " + id + " closed on rank " + rank + " with this operation pending"));
+    }
+
+    /** Progresses consecutive sends/recvs together, taking in ones queued meanwhile. */
+    private void runP2pBatch(TcpWork first) {
+        List<TcpWork> batch = new ArrayList<>();
+        batch.add(first);
+        lock.lock();
+        try {
+            checkOpen();
+            beginP2pBatch();
+            int idle = 0;
+            int open = 1;
+            while (open > 0) {
+                checkOpen();
+                TcpWork next = queue.peekFirst();
+                if (next != null && next.p2p != null && queue.remove(next)) {
+                    batch.add(next);
+                    open++;
+                }
+                boolean moved = false;
+                for (TcpWork w : batch) {
+                    if (w.isDone()) {
+                        continue;
+                    }
+                    if (w.p2p.progress()) {
+                        moved = true;
+                    }
+                    if (w.p2p.isDone()) {
+                        w.complete();
+                        pending.decrementAndGet();
+                        open--;
+                    }
+                }
+                if (moved) {
+                    idle = 0;
+                    touchP2pBatch();
+                } else if (open > 0) {
+                    idleP2p(idle++);
+                }
+            }
+        } catch (RuntimeException e) {
+            JcclException j = failed(e);
+            for (TcpWork w : batch) {
+                if (!w.isDone()) {
+                    w.fail(j);
+                    pending.decrementAndGet();
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void failPending(JcclException e) {
+        TcpWork w;
+        while ((w = queue.poll()) != null) {
+            w.fail(e);
+            pending.decrementAndGet();
+        }
+    }
+
+    // ------------------------------------------------------------------ one rank
+
+    /** One rank: the reduction of one input (PREMUL_SUM still scales, AVG divides by 1). */
+    private static void copySelf(HostBuffer s, HostBuffer r, ReduceOp op, MemorySegment[] srcs, long[] offs) {
+        srcs[0] = s.segment();
+        offs[0] = 0;
+        Reductions.reduce(s.type(), op, r.segment(), 0, srcs, offs, 1, r.count(), 1);
+        srcs[0] = null;
+    }
+
+    private final MemorySegment[] one = new MemorySegment[1];
+    private final long[] oneOff = new long[1];
+
+    private static void copy(HostBuffer s, HostBuffer r) {
+        if (!s.sameStart(r)) {
+            MemorySegment.copy(s.segment(), 0, r.segment(), 0, r.byteSize());
+        }
+    }
+
+    // ------------------------------------------------------------------ the operations, dispatched
+
+    private void allReduceBody(HostBuffer s, HostBuffer r, ReduceOp op) {
+        begin(TcpCall.OP_ALLREDUCE, s.type(), op, -1, s.count());
+        if (size == 1) {
+            copySelf(s, r, op, one, oneOff);
+        } else {
+            doAllReduce(s, r, op);
+        }
+    }
+
+    @Override
+    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = host(recv, "recv");
+        checkAllReduce(s, r, op);
+        if (inline()) {
+            enter();
+            try {
+                allReduceBody(s, r, op);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("allReduce", () -> allReduceBody(s, r, op)).await();
+        }
+    }
+
+    @Override
+    public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        checkAllReduce(s, r, op);
+        return submit("allReduce", () -> allReduceBody(s, r, op));
+    }
+
+    private void broadcastBody(HostBuffer s, HostBuffer r, int root) {
+        begin(TcpCall.OP_BROADCAST, r.type(), null, root, r.count());
+        if (size == 1) {
+            copy(s, r);
+        } else {
+            doBroadcast(s, r, root);
+        }
+    }
+
+    @Override
+    public void broadcast(Buffer send, Buffer recv, int root) {
+        Checks.rank(root, size, "root");
+        HostBuffer r = host(recv, "recv");
+        HostBuffer s = rank == root ? host(send, "send") : null;
+        checkBroadcast(s, r, root);
+        if (inline()) {
+            enter();
+            try {
+                broadcastBody(s, r, root);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("broadcast", () -> broadcastBody(s, r, root)).await();
+        }
+    }
+
+    @Override
+    public Work broadcastAsync(Buffer send, Buffer recv, int root) {
+        Checks.rank(root, size, "root");
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        HostBuffer s = rank == root ? async(host(send, "send"), "send") : null;
+        checkBroadcast(s, r, root);
+        return submit("broadcast", () -> broadcastBody(s, r, root));
+    }
+
+    private void reduceBody(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        begin(TcpCall.OP_REDUCE, s.type(), op, root, s.count());
+        if (size == 1) {
+            copySelf(s, r, op, one, oneOff);
+        } else {
+            doReduce(s, r, op, root);
+        }
+    }
+
+    @Override
+    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = checkReduce(s, recv, op, root);
+        if (inline()) {
+            enter();
+            try {
+                reduceBody(s, r, op, root);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("reduce", () -> reduceBody(s, r, op, root)).await();
+        }
+    }
+
+    @Override
+    public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(checkReduce(s, recv, op, root), "recv");
+        return submit("reduce", () -> reduceBody(s, r, op, root));
+    }
+
+    private void allGatherBody(HostBuffer s, HostBuffer r, int root) {
+        begin(root < 0 ? TcpCall.OP_ALLGATHER : TcpCall.OP_GATHER, s.type(), null, root, s.count());
+        if (size == 1) {
+            copy(s, r);
+        } else if (root < 0) {
+            doAllGather(s, r);
+        } else {
+            doGather(s, r, root);
+        }
+    }
+
+    @Override
+    public void allGather(Buffer send, Buffer recv) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = host(recv, "recv");
+        checkGather(s, r, "allGather");
+        if (inline()) {
+            enter();
+            try {
+                allGatherBody(s, r, -1);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("allGather", () -> allGatherBody(s, r, -1)).await();
+        }
+    }
+
+    @Override
+    public Work allGatherAsync(Buffer send, Buffer recv) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        checkGather(s, r, "allGather");
+        return submit("allGather", () -> allGatherBody(s, r, -1));
+    }
+
+    @Override
+    public void gather(Buffer send, Buffer recv, int root) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = checkGatherRoot(s, recv, root);
+        if (inline()) {
+            enter();
+            try {
+                allGatherBody(s, r, root);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("gather", () -> allGatherBody(s, r, root)).await();
+        }
+    }
+
+    @Override
+    public Work gatherAsync(Buffer send, Buffer recv, int root) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(checkGatherRoot(s, recv, root), "recv");
+        return submit("gather", () -> allGatherBody(s, r, root));
+    }
+
+    private void reduceScatterBody(HostBuffer s, HostBuffer r, ReduceOp op) {
+        begin(TcpCall.OP_REDUCESCATTER, s.type(), op, -1, r.count());
+        if (size == 1) {
+            copySelf(s, r, op, one, oneOff);
+        } else {
+            doReduceScatter(s, r, op);
+        }
+    }
+
+    @Override
+    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = host(recv, "recv");
+        checkReduceScatter(s, r, op);
+        if (inline()) {
+            enter();
+            try {
+                reduceScatterBody(s, r, op);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("reduceScatter", () -> reduceScatterBody(s, r, op)).await();
+        }
+    }
+
+    @Override
+    public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        checkReduceScatter(s, r, op);
+        return submit("reduceScatter", () -> reduceScatterBody(s, r, op));
+    }
+
+    private void allToAllBody(HostBuffer s, HostBuffer r) {
+        begin(TcpCall.OP_ALLTOALL, s.type(), null, -1, s.count());
+        if (size == 1) {
+            copy(s, r);
+        } else {
+            doAllToAll(s, r);
+        }
+    }
+
+    @Override
+    public void allToAll(Buffer send, Buffer recv) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = host(recv, "recv");
+        checkAllToAll(s, r);
+        if (inline()) {
+            enter();
+            try {
+                allToAllBody(s, r);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("allToAll", () -> allToAllBody(s, r)).await();
+        }
+    }
+
+    @Override
+    public Work allToAllAsync(Buffer send, Buffer recv) {
+        HostBuffer s = async(host(send, "send"), "send");
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        checkAllToAll(s, r);
+        return submit("allToAll", () -> allToAllBody(s, r));
+    }
+
+    private void scatterBody(HostBuffer s, HostBuffer r, int root) {
+        begin(TcpCall.OP_SCATTER, r.type(), null, root, r.count());
+        if (size == 1) {
+            copy(s, r);
+        } else {
+            doScatter(s, r, root);
+        }
+    }
+
+    @Override
+    public void scatter(Buffer send, Buffer recv, int root) {
+        HostBuffer r = host(recv, "recv");
+        HostBuffer s = checkScatter(send, r, root);
+        if (inline()) {
+            enter();
+            try {
+                scatterBody(s, r, root);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("scatter", () -> scatterBody(s, r, root)).await();
+        }
+    }
+
+    @Override
+    public Work scatterAsync(Buffer send, Buffer recv, int root) {
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        HostBuffer s = async(checkScatter(send, r, root), "send");
+        return submit("scatter", () -> scatterBody(s, r, root));
+    }
+
+    // ------------------------------------------------------------------ point to point
+
+    private void p2pInline(boolean isSend, HostBuffer b, int peer) {
+        lock.lock();
+        try {
+            checkOpen();
+            beginP2pBatch();
+            newP2p(isSend, b, peer).runToCompletion();
+        } catch (RuntimeException e) {
+            throw failed(e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private Work p2pAsync(boolean isSend, HostBuffer b, int peer) {
+        checkOpen();
+        String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
+        return enqueue(new TcpWork(what + " on rank " + rank, timeout, null, newP2p(isSend, b, peer)));
+    }
+
+    @Override
+    public void send(Buffer buffer, int peer) {
+        HostBuffer b = host(buffer, "buffer");
+        Checks.rank(peer, size, "peer");
+        if (inline()) {
+            p2pInline(true, b, peer);
+        } else {
+            p2pAsync(true, b, peer).await();
+        }
+    }
+
+    @Override
+    public Work sendAsync(Buffer buffer, int peer) {
+        HostBuffer b = async(host(buffer, "buffer"), "buffer");
+        Checks.rank(peer, size, "peer");
+        return p2pAsync(true, b, peer);
+    }
+
+    @Override
+    public void recv(Buffer buffer, int peer) {
+        HostBuffer b = host(buffer, "buffer");
+        Checks.rank(peer, size, "peer");
+        if (inline()) {
+            p2pInline(false, b, peer);
+        } else {
+            p2pAsync(false, b, peer).await();
+        }
+    }
+
+    @Override
+    public Work recvAsync(Buffer buffer, int peer) {
+        HostBuffer b = async(host(buffer, "buffer"), "buffer");
+        Checks.rank(peer, size, "peer");
+        return p2pAsync(false, b, peer);
+    }
+
+    // ------------------------------------------------------------------ barrier
+
+    private void barrierBody() {
+        begin(TcpCall.OP_BARRIER, org.jccl.DataType.INT8, null, -1, 0);
+        if (size > 1) {
+            doBarrier();
+        }
+    }
+
+    @Override
+    public void barrier() {
+        if (inline()) {
+            enter();
+            try {
+                barrierBody();
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            submit("barrier", this::barrierBody).await();
+        }
+    }
+
+    @Override
+    public Work barrierAsync() {
+        return submit("barrier", this::barrierBody);
+    }
+
+    // ------------------------------------------------------------------ lifecycle
+
+    @Override
+    public Communicator split(int color, int key) {
+        if (color < 0 && color != NO_COLOR) {
+            throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or Communicator.NO_COLOR to opt out");
+        }
+        int[] mine = {color, key};
+        int[] all = new int[2 * size];
+        allGather(HostBuffer.of(mine), HostBuffer.of(all));
+        int splitNo = ++splits;
+        if (color == NO_COLOR) {
+            return null;
+        }
+        List<int[]> members = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            if (all[2 * r] == color) {
+                members.add(new int[] {all[2 * r + 1], r});
+            }
+        }
+        members.sort((a, b) -> a[0] != b[0] ? Integer.compare(a[0], b[0]) : Integer.compare(a[1], b[1]));
+        int[] order = new int[members.size()];
+        int newRank = -1;
+        for (int i = 0; i < order.length; i++) {
+            order[i] = members.get(i)[1];
+            if (order[i] == rank) {
+                newRank = i;
+            }
+        }
+        return createSplit(splitNo, color, order, newRank);
+    }
+
+    @Override
+    public void abort() {
+        String reason = "abort() called on rank " + rank;
+        abortLocally(reason);
+        if (broken == null) {
+            broken = new AbortedException("communicator " + id + " was aborted on rank " + rank);
+        }
+        // No call in progress: tell the peers now (else the failing call does).
+        if (lock.tryLock()) {
+            try {
+                propagate(new AbortedException(reason));
+            } catch (RuntimeException ignored) {
+                // best effort
+            } finally {
+                lock.unlock();
+            }
+        }
+        LOG.info(rank, () -> reason);
+    }
+
+    /**
+     * Fails this communicator with {@code e} as if one of its calls had (a composing communicator
+     * whose other part failed): later calls fail, and the peers learn the reason.
+     */
+    final void failWith(JcclException e) {
+        lock.lock();
+        try {
+            if (broken == null && !closed) {
+                broken = e;
+                propagate(e);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** True once the communicator failed or was aborted. */
+    final boolean isBroken() {
+        return broken != null;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        if (pending.get() > 0) {
+            abortLocally("close() called with operations pending");
+        }
+        closed = true;
+        Thread w;
+        synchronized (this) {
+            w = worker;
+        }
+        if (w != null) {
+            try {
+                w.join(2_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        failPending(new AbortedException("communicator " + id + " closed on rank " + rank + " with this operation pending"));
+        lock.lock();
+        try {
+            closeResources();
+        } finally {
+            lock.unlock();
+        }
+        LOG.info(rank, () -> "closed communicator " + id);
+    }
+
+    /** The ABORT code that tells peers about {@code e}. */
+    static long codeOf(JcclException e) {
+        return e instanceof CollectiveMismatchException ? Frame.ABORT_MISMATCH
+                : e instanceof AbortedException ? Frame.ABORT_ABORTED : Frame.ABORT_FAILED;
+    }
+}

@@ -1,0 +1,733 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+import org.jccl.AbortedException;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.JcclException;
+import org.jccl.PeerFailureException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Store;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * The host engine across hosts with several ranks per host: shared memory inside each host (the
+ * shared-memory communicator of the host's ranks) and TCP between one leader per host (the lowest
+ * rank of the host; a {@link TcpCommunicator} of the leaders). Collectives compose the two:
+ *
+ * <ul>
+ *   <li>all-reduce: reduce to the leader over shared memory, all-reduce among the leaders over TCP,
+ *       broadcast from the leader over shared memory;</li>
+ *   <li>reduce: reduce to the leaders, reduce among the leaders to the root's host, hand the result
+ *       to the root;</li>
+ *   <li>broadcast: inside the root's host, among the leaders, inside the other hosts;</li>
+ *   <li>all-gather, gather, reduce-scatter, scatter, all-to-all: gather to (or scatter from) the
+ *       leader over shared memory and run the collective among the leaders on per-host blocks
+ *       (padded to the largest host when hosts have different rank counts);</li>
+ *   <li>barrier: inside, among the leaders, inside again;</li>
+ *   <li>send/recv: shared memory to a rank of the same host, else a direct TCP connection
+ *       between the two ranks (set up with the communicator).</li>
+ * </ul>
+ *
+ * <p>Results: identical on every rank and from run to run. Reductions combine per-host partial
+ * results (in rank order inside a host) across hosts, so float sums associate differently from a
+ * one-host communicator and may differ from it in the last bits; low-precision types round once
+ * per level; AVG divides once, at the end. Exactly representable data gives the same bits.
+ *
+ * <p>A failure of either part fails the whole communicator on every rank: a leader that fails
+ * aborts its host's shared-memory communicator and its TCP peers, so nobody waits beyond the
+ * deadline. Ranks named in errors are ranks of this communicator.
+ */
+public final class HierarchicalCommunicator extends CommunicatorCore {
+
+    /** Creates the shared-memory communicator of one host's ranks. */
+    @FunctionalInterface
+    public interface LocalFactory {
+        /** Collective among the ranks of one host: {@code rank} of {@code size}, meeting through {@code store}. */
+        Communicator create(String id, int rank, int size, Store store, Duration timeout);
+    }
+
+    private final Placement placement;
+    private final int myHost;
+    private final int localRank;
+    private final int[] mine;
+    private final int maxLocal;
+    private final Communicator local;
+    private final TcpCommunicator leaders;
+    private final TcpTransport p2p;
+    private final Store store;
+    private final String token;
+    private final TcpConfig cfg;
+    private final String storeHost;
+    private final LocalFactory factory;
+    private final MemorySegment[] scratch = new MemorySegment[4];
+    private final MemorySegment[] one = new MemorySegment[1];
+    private final long[] oneOff = new long[1];
+    private int remoteP2p;
+
+    private HierarchicalCommunicator(String id, int rank, int size, Duration timeout, Placement placement, Communicator local,
+                                     TcpCommunicator leaders, TcpTransport p2p, Store store, String token, TcpConfig cfg,
+                                     String storeHost, LocalFactory factory) {
+        super(id, rank, size, timeout);
+        this.placement = placement;
+        this.myHost = placement.hostOf()[rank];
+        this.localRank = placement.localRank(rank);
+        this.mine = placement.members()[myHost];
+        this.maxLocal = placement.maxLocal();
+        this.local = local;
+        this.leaders = leaders;
+        this.p2p = p2p;
+        this.store = store;
+        this.token = token;
+        this.cfg = cfg;
+        this.storeHost = storeHost;
+        this.factory = factory;
+    }
+
+    /**
+     * Collective: forms the communicator of {@code size} ranks placed as {@code placement} (two
+     * hosts or more) through {@code store}, which it closes when it closes.
+     */
+    public static HierarchicalCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                                  TcpConfig cfg, String storeHost, Placement placement, LocalFactory factory) {
+        int h = placement.hostOf()[rank];
+        int lr = placement.localRank(rank);
+        int[] members = placement.members()[h];
+        Communicator local = null;
+        TcpCommunicator leaders = null;
+        TcpTransport p2p = null;
+        boolean ok = false;
+        try {
+            local = factory.create(id + "h" + h, lr, members.length, new PrefixStore("h" + h + "/", store), timeout);
+            if (lr == 0) {
+                String[] leaderHosts = new String[placement.hosts()];
+                for (int i = 0; i < leaderHosts.length; i++) {
+                    leaderHosts[i] = placement.hostIds()[placement.members()[i][0]];
+                }
+                leaders = TcpCommunicator.create(id + "x", h, placement.hosts(), new PrefixStore("x/", store), timeout,
+                        token, cfg, storeHost, leaderHosts, members.length);
+            }
+            int[] hostOf = placement.hostOf();
+            p2p = TcpTransport.open(id + "p", rank, size, new PrefixStore("p/", store), timeout, token, cfg, storeHost,
+                    p -> false, p -> hostOf[p] != h, members.length);
+            HierarchicalCommunicator c = new HierarchicalCommunicator(id, rank, size, timeout, placement, local, leaders, p2p,
+                    store, token, cfg, storeHost, factory);
+            ok = true;
+            return c;
+        } finally {
+            if (!ok) {
+                if (p2p != null) {
+                    p2p.close();
+                }
+                if (leaders != null) {
+                    leaders.close();
+                }
+                if (local != null) {
+                    local.close();
+                }
+            }
+        }
+    }
+
+    /** The placement of the ranks on hosts. */
+    public Placement placement() {
+        return placement;
+    }
+
+    /** The shared-memory communicator of this rank's host. */
+    public Communicator local() {
+        return local;
+    }
+
+    /** The TCP communicator of the hosts' leaders on a leader, else null. */
+    public TcpCommunicator leaders() {
+        return leaders;
+    }
+
+    private boolean leader() {
+        return localRank == 0;
+    }
+
+    private MemorySegment scratch(int slot, long bytes) {
+        MemorySegment s = scratch[slot];
+        if (s == null || s.byteSize() < bytes) {
+            s = Arena.ofAuto().allocate(Math.max(64, bytes), 64);
+            scratch[slot] = s;
+        }
+        return s;
+    }
+
+    private HostBuffer buf(int slot, DataType type, long count) {
+        return HostBuffer.of(type, scratch(slot, count * type.byteSize()), count);
+    }
+
+    /** The op of the shared-memory step: AVG sums (the division comes once, at the end). */
+    private static ReduceOp localOp(ReduceOp op) {
+        return op.kind() == ReduceOp.Kind.AVG ? ReduceOp.SUM : op;
+    }
+
+    /** The op among the leaders: partials are sums already scaled for PREMUL_SUM. */
+    private static ReduceOp crossOp(ReduceOp op) {
+        return op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+    }
+
+    @Override
+    void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
+        collSeq++;
+    }
+
+    // ------------------------------------------------------------------ failures of the parts
+
+    /** Runs a step of the shared-memory part; its failures name ranks of this communicator. */
+    private JcclException local(JcclException e) {
+        return translate(e, "the shared-memory part of host " + myHost, mine);
+    }
+
+    private JcclException cross(JcclException e) {
+        int[] lead = new int[placement.hosts()];
+        for (int h = 0; h < lead.length; h++) {
+            lead[h] = placement.members()[h][0];
+        }
+        return translate(e, "the TCP part among the hosts' leaders", lead);
+    }
+
+    private JcclException translate(JcclException e, String part, int[] map) {
+        StringBuilder msg = new StringBuilder("rank ").append(rank).append(" of communicator ").append(id).append(": ")
+                .append(part).append(" failed (rank i there is rank ").append(java.util.Arrays.toString(map))
+                .append("[i] here): ").append(e.getMessage());
+        if (e instanceof PeerFailureException pf) {
+            int r = pf.rank() >= 0 && pf.rank() < map.length ? map[pf.rank()] : pf.rank();
+            return new PeerFailureException(r, msg.append(" [the failed rank is rank ").append(r).append(']').toString(), e);
+        }
+        if (e instanceof CollectiveTimeoutException te) {
+            List<Integer> missing = new ArrayList<>();
+            for (int r : te.missingRanks()) {
+                missing.add(r >= 0 && r < map.length ? map[r] : r);
+            }
+            return new CollectiveTimeoutException(msg.append(" [the late rank(s): ").append(missing).append(']').toString(), missing);
+        }
+        if (e instanceof CollectiveMismatchException) {
+            return new CollectiveMismatchException(msg.toString());
+        }
+        if (e instanceof AbortedException) {
+            return new AbortedException(msg.toString());
+        }
+        return new JcclException(msg.toString(), e);
+    }
+
+    // ------------------------------------------------------------------ collectives
+
+    @Override
+    void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+        try {
+            local.reduce(s, r, localOp(op), 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        if (leader()) {
+            try {
+                leaders.allReduce(r, crossOp(op));
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            if (op.kind() == ReduceOp.Kind.AVG) {
+                Reductions.divide(r.type(), r.segment(), 0, r.count(), size);
+            }
+        }
+        try {
+            local.broadcast(r, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doBroadcast(HostBuffer s, HostBuffer r, int root) {
+        int rootHost = placement.hostOf()[root];
+        try {
+            if (myHost == rootHost) {
+                local.broadcast(s, r, placement.localRank(root));
+            }
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        if (leader()) {
+            try {
+                leaders.broadcast(r, rootHost);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+        }
+        try {
+            if (myHost != rootHost) {
+                local.broadcast(r, 0);
+            }
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        int rootHost = placement.hostOf()[root];
+        int rootLocal = placement.localRank(root);
+        boolean rootIsLeader = rootLocal == 0;
+        HostBuffer partial = leader() ? (rank == root ? r : buf(0, s.type(), s.count())) : null;
+        try {
+            local.reduce(s, partial, localOp(op), 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        if (leader()) {
+            try {
+                leaders.reduce(partial, myHost == rootHost ? partial : null, crossOp(op), rootHost);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            if (myHost == rootHost && op.kind() == ReduceOp.Kind.AVG) {
+                Reductions.divide(partial.type(), partial.segment(), 0, partial.count(), size);
+            }
+        }
+        if (myHost == rootHost && !rootIsLeader) {
+            try {
+                if (leader()) {
+                    local.send(partial, rootLocal);
+                } else if (rank == root) {
+                    local.recv(r, 0);
+                }
+            } catch (JcclException e) {
+                throw local(e);
+            }
+        }
+    }
+
+    /** Copies block {@code rank} of every rank between rank order and host order (padded to maxLocal). */
+    private void permute(MemorySegment rankOrder, MemorySegment hostOrder, long blockBytes, boolean toHostOrder) {
+        int[][] m = placement.members();
+        for (int h = 0; h < m.length; h++) {
+            for (int i = 0; i < m[h].length; i++) {
+                long a = m[h][i] * blockBytes;
+                long b = ((long) h * maxLocal + i) * blockBytes;
+                if (toHostOrder) {
+                    MemorySegment.copy(rankOrder, a, hostOrder, b, blockBytes);
+                } else {
+                    MemorySegment.copy(hostOrder, b, rankOrder, a, blockBytes);
+                }
+            }
+        }
+    }
+
+    @Override
+    void doAllGather(HostBuffer s, HostBuffer r) {
+        DataType type = s.type();
+        long c = s.count();
+        HostBuffer mineBuf = leader() ? buf(0, type, maxLocal * c) : null;
+        try {
+            local.gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        if (leader()) {
+            HostBuffer all = buf(1, type, (long) placement.hosts() * maxLocal * c);
+            try {
+                leaders.allGather(mineBuf, all);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            permute(r.segment(), all.segment(), c * type.byteSize(), false);
+        }
+        try {
+            local.broadcast(r, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doGather(HostBuffer s, HostBuffer r, int root) {
+        DataType type = s.type();
+        long c = s.count();
+        int rootHost = placement.hostOf()[root];
+        int rootLocal = placement.localRank(root);
+        HostBuffer mineBuf = leader() ? buf(0, type, maxLocal * c) : null;
+        try {
+            local.gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        HostBuffer result = null;
+        if (leader()) {
+            HostBuffer all = myHost == rootHost ? buf(1, type, (long) placement.hosts() * maxLocal * c) : null;
+            try {
+                leaders.gather(mineBuf, all, rootHost);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            if (myHost == rootHost) {
+                result = rank == root ? r : buf(2, type, size * c);
+                permute(result.segment(), all.segment(), c * type.byteSize(), false);
+            }
+        }
+        if (myHost == rootHost && rootLocal != 0) {
+            try {
+                if (leader()) {
+                    local.send(result, rootLocal);
+                } else if (rank == root) {
+                    local.recv(r, 0);
+                }
+            } catch (JcclException e) {
+                throw local(e);
+            }
+        }
+    }
+
+    @Override
+    void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+        DataType type = s.type();
+        long rc = r.count();
+        long bb = rc * type.byteSize();
+        HostBuffer partial = leader() ? buf(0, type, size * rc) : null;
+        try {
+            local.reduce(s, partial, localOp(op), 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        HostBuffer q = leader() ? buf(2, type, maxLocal * rc) : null;
+        if (leader()) {
+            HostBuffer p = buf(1, type, (long) placement.hosts() * maxLocal * rc);
+            permute(partial.segment(), p.segment(), bb, true);
+            try {
+                leaders.reduceScatter(p, q, crossOp(op));
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            if (op.kind() == ReduceOp.Kind.AVG) {
+                Reductions.divide(type, q.segment(), 0, mine.length * rc, size);
+            }
+        }
+        try {
+            local.scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doAllToAll(HostBuffer s, HostBuffer r) {
+        DataType type = s.type();
+        int es = type.byteSize();
+        long bc = s.count() / size;
+        long bb = bc * es;
+        long full = s.byteSize();
+        int hosts = placement.hosts();
+        int[][] m = placement.members();
+        HostBuffer g = leader() ? buf(0, type, mine.length * s.count()) : null;
+        HostBuffer in = s;
+        if (s.sameStart(r)) {
+            // in place: the gather below must read the input before the scatter overwrites it
+            in = buf(3, type, s.count());
+            MemorySegment.copy(s.segment(), 0, in.segment(), 0, full);
+        }
+        try {
+            local.gather(in, g, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        HostBuffer out = leader() ? buf(2, type, mine.length * s.count()) : null;
+        if (leader()) {
+            // to host h: for every member i here and j there, the block i sends to j
+            long pair = (long) maxLocal * maxLocal * bb;
+            HostBuffer p = buf(1, type, hosts * pair / es);
+            HostBuffer q = buf(3, type, hosts * pair / es);
+            for (int h = 0; h < hosts; h++) {
+                for (int i = 0; i < mine.length; i++) {
+                    for (int j = 0; j < m[h].length; j++) {
+                        MemorySegment.copy(g.segment(), i * full + m[h][j] * bb, p.segment(),
+                                h * pair + ((long) i * maxLocal + j) * bb, bb);
+                    }
+                }
+            }
+            try {
+                leaders.allToAll(p, q);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+            for (int h = 0; h < hosts; h++) {
+                for (int i = 0; i < m[h].length; i++) {
+                    for (int j = 0; j < mine.length; j++) {
+                        MemorySegment.copy(q.segment(), h * pair + ((long) i * maxLocal + j) * bb, out.segment(),
+                                j * full + m[h][i] * bb, bb);
+                    }
+                }
+            }
+        }
+        try {
+            local.scatter(out, r, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doScatter(HostBuffer s, HostBuffer r, int root) {
+        DataType type = r.type();
+        long rc = r.count();
+        long bb = rc * type.byteSize();
+        int rootHost = placement.hostOf()[root];
+        int rootLocal = placement.localRank(root);
+        HostBuffer src = null;
+        if (myHost == rootHost) {
+            try {
+                if (rootLocal == 0) {
+                    src = leader() ? s : null;
+                } else if (rank == root) {
+                    local.send(s, 0);
+                } else if (leader()) {
+                    src = buf(0, type, size * rc);
+                    local.recv(src, rootLocal);
+                }
+            } catch (JcclException e) {
+                throw local(e);
+            }
+        }
+        HostBuffer q = leader() ? buf(2, type, maxLocal * rc) : null;
+        if (leader()) {
+            HostBuffer p = null;
+            if (myHost == rootHost) {
+                p = buf(1, type, (long) placement.hosts() * maxLocal * rc);
+                permute(src.segment(), p.segment(), bb, true);
+            }
+            try {
+                leaders.scatter(p, q, rootHost);
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+        }
+        try {
+            local.scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    @Override
+    void doBarrier() {
+        try {
+            local.barrier();
+        } catch (JcclException e) {
+            throw local(e);
+        }
+        if (leader()) {
+            try {
+                leaders.barrier();
+            } catch (JcclException e) {
+                throw cross(e);
+            }
+        }
+        try {
+            local.barrier();
+        } catch (JcclException e) {
+            throw local(e);
+        }
+    }
+
+    // ------------------------------------------------------------------ send/recv
+
+    @Override
+    P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+        if (placement.hostOf()[peer] == myHost) {
+            return new LocalP2p(isSend, b, placement.localRank(peer), peer);
+        }
+        return new RemoteP2p(new TcpPointToPoint(p2p, isSend, b, peer));
+    }
+
+    /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
+    private final class LocalP2p implements P2p {
+        private final boolean isSend;
+        private final HostBuffer b;
+        private final int localPeer;
+        private final int peer;
+        private Work w;
+
+        LocalP2p(boolean isSend, HostBuffer b, int localPeer, int peer) {
+            this.isSend = isSend;
+            this.b = b;
+            this.localPeer = localPeer;
+            this.peer = peer;
+        }
+
+        @Override
+        public boolean progress() {
+            try {
+                if (w == null) {
+                    w = isSend ? local.sendAsync(b, localPeer) : local.recvAsync(b, localPeer);
+                    return true;
+                }
+                if (w.isDone() && w.exception() != null) {
+                    throw w.exception();
+                }
+            } catch (JcclException e) {
+                throw local(e);
+            }
+            return false;
+        }
+
+        @Override
+        public boolean isDone() {
+            return w != null && w.isDone() && w.exception() == null;
+        }
+
+        @Override
+        public int peer() {
+            return peer;
+        }
+
+        @Override
+        public void runToCompletion() {
+            try {
+                if (isSend) {
+                    local.send(b, localPeer);
+                } else {
+                    local.recv(b, localPeer);
+                }
+            } catch (JcclException e) {
+                throw local(e);
+            }
+        }
+    }
+
+    /** A send/recv to a rank of another host, over the pair's TCP connection. */
+    private final class RemoteP2p implements P2p {
+        private final TcpPointToPoint op;
+        private boolean counted;
+
+        RemoteP2p(TcpPointToPoint op) {
+            this.op = op;
+        }
+
+        @Override
+        public boolean progress() {
+            if (!counted) {
+                counted = true;
+                remoteP2p++;
+            }
+            boolean moved = op.progress();
+            if (op.isDone() && counted) {
+                counted = false;
+                remoteP2p--;
+            }
+            return moved;
+        }
+
+        @Override
+        public boolean isDone() {
+            return op.isDone();
+        }
+
+        @Override
+        public int peer() {
+            return op.peer();
+        }
+
+        @Override
+        public void runToCompletion() {
+            op.runToCompletion();
+        }
+    }
+
+    @Override
+    void beginP2pBatch() {
+        p2p.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        remoteP2p = 0;
+    }
+
+    @Override
+    void idleP2p(int iteration) {
+        if (remoteP2p > 0) {
+            p2p.idle(iteration);
+            return;
+        }
+        if (System.nanoTime() - p2p.call.deadline > 0) {
+            throw new CollectiveTimeoutException("rank " + rank + " of communicator " + id + ": send/recv with ranks of "
+                    + "this host did not progress within " + timeout, List.of());
+        }
+        if (iteration < 1000) {
+            Thread.onSpinWait();
+        } else {
+            LockSupport.parkNanos(50_000);
+        }
+    }
+
+    @Override
+    void touchP2pBatch() {
+        p2p.call.touch();
+    }
+
+    // ------------------------------------------------------------------ failure, close, split
+
+    @Override
+    void propagate(JcclException e) {
+        // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
+        p2p.fail(codeOf(e), e.getMessage());
+        if (leaders != null) {
+            leaders.failWith(e);
+        }
+        local.abort();
+    }
+
+    @Override
+    void abortLocally(String reason) {
+        p2p.abort(reason);
+        if (leaders != null) {
+            leaders.abort();
+        }
+        local.abort();
+    }
+
+    @Override
+    void closeResources() {
+        try {
+            p2p.close();
+            if (leaders != null) {
+                leaders.close();
+            }
+            local.close();
+        } finally {
+            store.close();
+        }
+    }
+
+    @Override
+    Communicator createSplit(int splitNo, int color, int[] members, int newRank) {
+        String subId = id + "s" + splitNo + "c" + color;
+        Store sub = new PrefixStore("split" + splitNo + "/" + color + "/", store);
+        String[] ids = new String[members.length];
+        for (int i = 0; i < members.length; i++) {
+            ids[i] = placement.hostIds()[members[i]];
+        }
+        Placement p = Placement.of(ids);
+        if (p.hosts() == 1) {
+            return factory.create(subId, newRank, members.length, sub, timeout);
+        }
+        if (p.maxLocal() == 1) {
+            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, ids);
+        }
+        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, p, factory);
+    }
+
+    @Override
+    public String toString() {
+        return "HierarchicalCommunicator[" + id + ", rank " + rank + " of " + size + ", host " + myHost + " of "
+                + placement.hosts() + ", local rank " + localRank + "]";
+    }
+}

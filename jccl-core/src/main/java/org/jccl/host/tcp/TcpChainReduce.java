@@ -1,0 +1,101 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * Pipelined reduce for large messages: the partial result flows down the chain 0, 1, ..., n-1 in
+ * chunks, each rank adding its input to the partial it received and passing it on; rank n-1
+ * sends the result to the root (unless it is the root). Every link carries the message once.
+ * The partial is a left fold in rank order, so 32- and 64-bit float sums are bitwise the shared
+ * memory engine's; low-precision types round at every step.
+ */
+public final class TcpChainReduce {
+    private TcpChainReduce() {
+    }
+
+    /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
+    public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op, int root) {
+        int n = t.size();
+        int r = t.rank();
+        DataType type = send.type();
+        int es = type.byteSize();
+        long count = send.count();
+        MemorySegment in = send.segment();
+        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+            MemorySegment scaled = t.scratch(1, count * es);
+            MemorySegment.copy(in, 0, scaled, 0, count * es);
+            Reductions.scale(type, op.scalar(), scaled, 0, count);
+            in = scaled;
+        }
+        ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+        long per = Parts.pipelineElems(t, es, count);
+        int chunks = Math.max(1, Parts.chunks(count, per));
+        int window = Math.max(4, 2 * t.socketsPerPeer());
+        long slotBytes = per * es;
+        int last = n - 1;
+        if (r == root && root != last) {
+            // the result comes back from the end of the chain straight into place
+            for (int c = 0; c < chunks; c++) {
+                long e0 = c * per;
+                t.recv(last, recv.segment(), e0 * es, len(count, per, c) * es, Parts.tag(Parts.CHAIN_REDUCE, 1, c));
+            }
+        }
+        if (r == 0) {
+            for (int c = 0; c < chunks; c++) {
+                t.send(1, in, c * per * es, len(count, per, c) * es, Parts.tag(Parts.CHAIN_REDUCE, 0, c));
+            }
+            t.awaitAll();
+            return;
+        }
+        MemorySegment inSlots = t.scratch(0, window * slotBytes);
+        MemorySegment outSlots = t.scratch(2, window * slotBytes);
+        int[] ids = t.ids(2 * window);
+        java.util.Arrays.fill(ids, window, 2 * window, -1);
+        int posted = 0;
+        for (int c = 0; c < chunks; c++) {
+            while (posted < chunks && posted - c < window) {
+                ids[posted % window] = t.recv(r - 1, inSlots, (posted % window) * slotBytes, len(count, per, posted) * es,
+                        Parts.tag(Parts.CHAIN_REDUCE, 0, posted));
+                posted++;
+            }
+            int slot = c % window;
+            t.await(ids[slot]);
+            long e0 = c * per;
+            long elen = len(count, per, c);
+            t.srcs[0] = inSlots;
+            t.srcOffsets[0] = slot * slotBytes;
+            t.srcs[1] = in;
+            t.srcOffsets[1] = e0 * es;
+            if (r == last && root == last) {
+                Reductions.reduce(type, acc, recv.segment(), e0 * es, t.srcs, t.srcOffsets, 2, elen, 1);
+                if (op.kind() == ReduceOp.Kind.AVG) {
+                    Reductions.divide(type, recv.segment(), e0 * es, elen, n);
+                }
+                continue;
+            }
+            if (ids[window + slot] >= 0) {
+                t.await(ids[window + slot]); // the send that used this slot must be out
+            }
+            Reductions.reduce(type, acc, outSlots, slot * slotBytes, t.srcs, t.srcOffsets, 2, elen, 1);
+            if (r == last) {
+                if (op.kind() == ReduceOp.Kind.AVG) {
+                    Reductions.divide(type, outSlots, slot * slotBytes, elen, n);
+                }
+                ids[window + slot] = t.send(root, outSlots, slot * slotBytes, elen * es, Parts.tag(Parts.CHAIN_REDUCE, 1, c));
+            } else {
+                ids[window + slot] = t.send(r + 1, outSlots, slot * slotBytes, elen * es, Parts.tag(Parts.CHAIN_REDUCE, 0, c));
+            }
+        }
+        t.srcs[0] = null;
+        t.srcs[1] = null;
+        t.awaitAll();
+    }
+
+    private static long len(long count, long per, int c) {
+        return Math.max(0, Math.min(per, count - c * per));
+    }
+}

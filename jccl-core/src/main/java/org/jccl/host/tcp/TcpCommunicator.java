@@ -1,0 +1,235 @@
+package org.jccl.host.tcp;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Set;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Store;
+import org.jccl.host.Tuner;
+
+/**
+ * The host engine with every pair of ranks connected over TCP ({@link TcpTransport}): what ranks
+ * on different hosts use when each host has one rank, what the leaders of a {@link
+ * HierarchicalCommunicator} use among themselves, and what {@code JCCL_TRANSPORT=tcp} gives on any
+ * placement. Every collective of the API, send/recv (also to itself) and split.
+ *
+ * <p>Algorithms by size (thresholds in the javadoc of each choice below): all-reduce one-shot,
+ * recursive halving-doubling or pipelined ring ({@link Tuner#tcpAllReduce}); broadcast a binomial
+ * tree or a pipelined chain; reduce direct to the root or a pipelined chain; all-gather direct or
+ * ring; reduce-scatter direct or ring; gather, scatter, all-to-all direct; barrier by
+ * dissemination.
+ *
+ * <p>Like the shared-memory communicator: blocking calls run on the caller's thread without
+ * allocating after warm-up; async calls run in order on a worker thread; after a failure the
+ * communicator is broken and later calls fail with the original cause.
+ */
+public final class TcpCommunicator extends CommunicatorCore {
+    /** Largest message broadcast through the binomial tree (larger: the pipelined chain). */
+    static final long TREE_BCAST_MAX_BYTES = 256 << 10;
+    /** Largest message reduced directly at the root (larger: the pipelined chain). */
+    static final long DIRECT_REDUCE_MAX_BYTES = 64 << 10;
+    /** Largest all-gather result gathered directly (larger: the ring). */
+    static final long DIRECT_ALLGATHER_MAX_BYTES = 256 << 10;
+    /** Largest reduce-scatter input scattered directly (larger: the ring). */
+    static final long DIRECT_RS_MAX_BYTES = 64 << 10;
+
+    private final TcpTransport t;
+    private final Store store;
+    private final String token;
+    private final TcpConfig cfg;
+    private final String storeHost;
+    private final String[] hostOf;
+    private final int hosts;
+    private Tuner tuner;
+
+    private TcpCommunicator(String id, int rank, int size, Duration timeout, TcpTransport t, Store store, String token,
+                            TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner) {
+        super(id, rank, size, timeout);
+        this.t = t;
+        this.store = store;
+        this.token = token;
+        this.cfg = cfg;
+        this.storeHost = storeHost;
+        this.hostOf = hostOf;
+        Set<String> distinct = new HashSet<>(java.util.Arrays.asList(hostOf));
+        this.hosts = distinct.size();
+        this.tuner = tuner;
+    }
+
+    /**
+     * Collective: connects the {@code size} ranks through {@code store} (which the communicator
+     * closes when it closes).
+     *
+     * @param id        the communicator's id (names threads; unique per job)
+     * @param token     the job token every connection proves, or null
+     * @param storeHost the store's host, to choose the interface by route
+     * @param hostOf    host id of every rank (the tuner counts hosts); null: all distinct
+     */
+    public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                         TcpConfig cfg, String storeHost, String[] hostOf) {
+        return create(id, rank, size, store, timeout, token, cfg, storeHost, hostOf, 0);
+    }
+
+    /**
+     * As {@link #create(String, int, int, Store, Duration, String, TcpConfig, String, String[])},
+     * telling how many ranks of the job share this host ({@code localRanks}, 0: those of {@code
+     * hostOf}) for the polling time of waits.
+     */
+    public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                         TcpConfig cfg, String storeHost, String[] hostOf, int localRanks) {
+        String[] h = hostOf;
+        if (h == null) {
+            h = new String[size];
+            for (int i = 0; i < size; i++) {
+                h[i] = "rank" + i;
+            }
+        }
+        int local = 0;
+        for (String x : h) {
+            local += x.equals(h[rank]) ? 1 : 0;
+        }
+        TcpTransport t = TcpTransport.open(id, rank, size, store, timeout, token, cfg, storeHost, p -> p != rank, p -> true,
+                localRanks > 0 ? localRanks : local);
+        return new TcpCommunicator(id, rank, size, timeout, t, store, token, cfg, storeHost, h, Tuner.fromEnv());
+    }
+
+    /** Forces an all-reduce algorithm (null: back to JCCL_ALGO / the tuner). For tests and tools. */
+    public void forceAllReduceAlgorithm(Tuner.AllReduceAlgo algo) {
+        tuner = algo == null ? Tuner.fromEnv() : new Tuner(algo.name(), 0);
+    }
+
+    /** The algorithm an all-reduce of {@code bytes} bytes runs with now. */
+    public Tuner.AllReduceAlgo allReduceAlgorithm(long bytes) {
+        return tuner.tcpAllReduce(bytes, size, hosts);
+    }
+
+    @Override
+    void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
+        t.call.set(++collSeq, opcode, type, op, root, count, timeoutNanos);
+    }
+
+    @Override
+    void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+        Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size, hosts);
+        switch (a) {
+            case RHD -> TcpRhdAllReduce.run(t, s, r, op);
+            case RING, RSAG -> TcpRingAllReduce.run(t, s, r, op);
+            default -> TcpOneShotAllReduce.run(t, s, r, op);
+        }
+    }
+
+    @Override
+    void doBroadcast(HostBuffer s, HostBuffer r, int root) {
+        if (r.byteSize() <= TREE_BCAST_MAX_BYTES) {
+            TcpTreeBroadcast.run(t, s, r, root);
+        } else {
+            TcpChainBroadcast.run(t, s, r, root);
+        }
+    }
+
+    @Override
+    void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        if (s.byteSize() <= DIRECT_REDUCE_MAX_BYTES) {
+            TcpDirectReduce.run(t, s, r, op, root);
+        } else {
+            TcpChainReduce.run(t, s, r, op, root);
+        }
+    }
+
+    @Override
+    void doAllGather(HostBuffer s, HostBuffer r) {
+        if (r.byteSize() <= DIRECT_ALLGATHER_MAX_BYTES) {
+            TcpDirectAllGather.run(t, s, r);
+        } else {
+            TcpRingAllGather.run(t, s, r);
+        }
+    }
+
+    @Override
+    void doGather(HostBuffer s, HostBuffer r, int root) {
+        TcpDirectGather.run(t, s, r, root);
+    }
+
+    @Override
+    void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+        if (s.byteSize() <= DIRECT_RS_MAX_BYTES) {
+            TcpDirectReduceScatter.run(t, s, r, op);
+        } else {
+            TcpRingReduceScatter.run(t, s, r, op);
+        }
+    }
+
+    @Override
+    void doAllToAll(HostBuffer s, HostBuffer r) {
+        TcpPairwiseAllToAll.run(t, s, r);
+    }
+
+    @Override
+    void doScatter(HostBuffer s, HostBuffer r, int root) {
+        TcpDirectScatter.run(t, s, r, root);
+    }
+
+    @Override
+    void doBarrier() {
+        TcpBarrier.run(t);
+    }
+
+    @Override
+    P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+        return new TcpPointToPoint(t, isSend, b, peer);
+    }
+
+    @Override
+    void beginP2pBatch() {
+        t.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+    }
+
+    @Override
+    void idleP2p(int iteration) {
+        t.idle(iteration);
+    }
+
+    @Override
+    void touchP2pBatch() {
+        t.call.touch();
+    }
+
+    @Override
+    void propagate(org.jccl.JcclException e) {
+        t.fail(codeOf(e), e.getMessage());
+    }
+
+    @Override
+    void abortLocally(String reason) {
+        t.abort(reason);
+    }
+
+    @Override
+    void closeResources() {
+        try {
+            t.close();
+        } finally {
+            store.close();
+        }
+    }
+
+    @Override
+    Communicator createSplit(int splitNo, int color, int[] members, int newRank) {
+        String subId = id + "s" + splitNo + "c" + color;
+        Store sub = new PrefixStore("split" + splitNo + "/" + color + "/", store);
+        String[] h = new String[members.length];
+        for (int i = 0; i < members.length; i++) {
+            h[i] = hostOf[members[i]];
+        }
+        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h);
+    }
+
+    @Override
+    public String toString() {
+        return "TcpCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+    }
+}

@@ -1,0 +1,34 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.HostBuffer;
+
+/**
+ * Gather: every rank sends its block straight to the root, which receives all of them at once
+ * into place (the root's link carries the n-1 blocks it must receive anyway).
+ */
+public final class TcpDirectGather {
+    private TcpDirectGather() {
+    }
+
+    /** Runs the gather (n >= 2); {@code recv} is used on the root only. */
+    public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, int root) {
+        int n = t.size();
+        int r = t.rank();
+        long bytes = send.byteSize();
+        long tag = Parts.tag(Parts.GATHER, 0, 0);
+        if (r != root) {
+            t.await(t.send(root, send.segment(), 0, bytes, tag));
+            return;
+        }
+        MemorySegment out = recv.segment();
+        for (int k = 1; k < n; k++) {
+            int p = (r + k) % n;
+            t.recv(p, out, p * bytes, bytes, tag);
+        }
+        if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
+            MemorySegment.copy(send.segment(), 0, out, r * bytes, bytes);
+        }
+        t.awaitAll();
+    }
+}

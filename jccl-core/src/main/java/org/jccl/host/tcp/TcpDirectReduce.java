@@ -1,0 +1,40 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * Reduce for small messages: every rank sends its input to the root, which reduces all n inputs
+ * in rank order with one rounding (bitwise the shared-memory engine's result). One hop.
+ */
+public final class TcpDirectReduce {
+    private TcpDirectReduce() {
+    }
+
+    /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
+    public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op, int root) {
+        int n = t.size();
+        int r = t.rank();
+        long bytes = send.byteSize();
+        long tag = Parts.tag(Parts.DIRECT_REDUCE, 0, 0);
+        if (r != root) {
+            t.await(t.send(root, send.segment(), 0, bytes, tag));
+            return;
+        }
+        MemorySegment in = t.scratch(0, bytes * n);
+        for (int p = 0; p < n; p++) {
+            if (p != r) {
+                t.recv(p, in, p * bytes, bytes, tag);
+            }
+        }
+        t.awaitAll();
+        for (int p = 0; p < n; p++) {
+            t.srcs[p] = p == r ? send.segment() : in;
+            t.srcOffsets[p] = p == r ? 0 : p * bytes;
+        }
+        Reductions.reduce(send.type(), op, recv.segment(), 0, t.srcs, t.srcOffsets, n, send.count(), n);
+        java.util.Arrays.fill(t.srcs, null);
+    }
+}

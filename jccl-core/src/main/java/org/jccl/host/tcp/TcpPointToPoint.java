@@ -1,0 +1,64 @@
+package org.jccl.host.tcp;
+
+import org.jccl.HostBuffer;
+
+/**
+ * One send or receive over the pair's send/recv socket, posted on first progress and completed
+ * without blocking, so several advance together (consecutive async sends/recvs behave like an
+ * NCCL group). Messages between a pair match in order; each header carries the message number,
+ * type and byte count, which the receiver checks.
+ */
+final class TcpPointToPoint implements CommunicatorCore.P2p {
+    private final TcpTransport t;
+    private final boolean isSend;
+    private final HostBuffer buffer;
+    private final int peer;
+    private int id = -1;
+    private boolean done;
+
+    TcpPointToPoint(TcpTransport t, boolean isSend, HostBuffer buffer, int peer) {
+        this.t = t;
+        this.isSend = isSend;
+        this.buffer = buffer;
+        this.peer = peer;
+    }
+
+    private void start() {
+        if (id < 0) {
+            id = isSend ? t.sendP2p(peer, buffer.segment(), 0, buffer.byteSize(), buffer.type(), buffer.count())
+                    : t.recvP2p(peer, buffer.segment(), 0, buffer.byteSize(), buffer.type(), buffer.count());
+        }
+    }
+
+    @Override
+    public boolean progress() {
+        if (done) {
+            return false;
+        }
+        start();
+        boolean moved = t.progress(false);
+        if (t.isDone(id)) {
+            t.release(id);
+            done = true;
+            moved = true;
+        }
+        return moved;
+    }
+
+    @Override
+    public boolean isDone() {
+        return done;
+    }
+
+    @Override
+    public int peer() {
+        return peer;
+    }
+
+    @Override
+    public void runToCompletion() {
+        start();
+        t.await(id);
+        done = true;
+    }
+}

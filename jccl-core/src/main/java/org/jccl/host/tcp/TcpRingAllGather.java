@@ -1,0 +1,69 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.HostBuffer;
+
+/**
+ * Pipelined ring all-gather: in n-1 steps every rank forwards to the next rank the block it
+ * received from the previous one (its own first), in chunks, chunk c of step g+1 leaving as soon
+ * as chunk c of step g arrived. Each rank sends (n-1)/n of the result to one neighbour: the
+ * choice for large messages.
+ */
+public final class TcpRingAllGather {
+    private TcpRingAllGather() {
+    }
+
+    /** Runs the all-gather (n >= 2): recv holds n blocks of send.count() elements. */
+    public static void run(TcpTransport t, HostBuffer send, HostBuffer recv) {
+        int n = t.size();
+        int r = t.rank();
+        int es = send.type().byteSize();
+        long bc = send.count();
+        MemorySegment out = recv.segment();
+        if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
+            MemorySegment.copy(send.segment(), 0, out, r * bc * es, bc * es);
+        }
+        long per = Parts.pipelineElems(t, es, bc);
+        int chunks = Math.max(1, Parts.chunks(bc, per));
+        int next = (r + 1) % n;
+        int prev = (r + n - 1) % n;
+        int units = (n - 1) * chunks;
+        int window = Math.max(8, 4 * t.socketsPerPeer());
+        int[] ids = t.ids(window);
+        int posted = 0;
+        for (; posted < Math.min(window, units); posted++) {
+            ids[posted % window] = postRecv(t, posted, chunks, prev, out, bc, per, es, n);
+        }
+        for (int c = 0; c < chunks; c++) {
+            long e0 = c * per;
+            long elen = Math.max(0, Math.min(per, bc - e0));
+            t.send(next, out, (r * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, 0, c));
+        }
+        for (int u = 0; u < units; u++) {
+            int g = u / chunks;
+            int c = u % chunks;
+            t.await(ids[u % window]);
+            if (g + 1 < n - 1) {
+                int b = Math.floorMod(r - g - 1, n);
+                long e0 = c * per;
+                long elen = Math.max(0, Math.min(per, bc - e0));
+                t.send(next, out, (b * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, g + 1, c));
+            }
+            if (posted < units) {
+                ids[posted % window] = postRecv(t, posted, chunks, prev, out, bc, per, es, n);
+                posted++;
+            }
+        }
+        t.awaitAll();
+    }
+
+    private static int postRecv(TcpTransport t, int u, int chunks, int prev, MemorySegment out, long bc, long per, int es,
+                                int n) {
+        int g = u / chunks;
+        int c = u % chunks;
+        int b = Math.floorMod(t.rank() - g - 1, n);
+        long e0 = c * per;
+        long elen = Math.max(0, Math.min(per, bc - e0));
+        return t.recv(prev, out, (b * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, g, c));
+    }
+}

@@ -1,0 +1,106 @@
+package org.jccl.host.tcp;
+
+import java.lang.foreign.MemorySegment;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * Pipelined ring reduce-scatter: in n-1 steps every rank receives the partial result of one block
+ * from the previous rank, adds its own input of that block and sends the sum on; after the last
+ * step rank r holds block r. Blocks travel in chunks, several in flight, and chunk c of step g+1
+ * leaves as soon as chunk c of step g is reduced (partials alternate between two block buffers).
+ * Each rank sends (n-1)/n of the input to one neighbour.
+ *
+ * <p>Order of reduction: block b accumulates along the ring (ranks b+1, ..., b), so float sums may
+ * differ from the shared-memory engine in the last bits (never between runs); low-precision types
+ * round at every step. Integers, MIN/MAX, bitwise ops and exact data give the same bits.
+ */
+public final class TcpRingReduceScatter {
+    private TcpRingReduceScatter() {
+    }
+
+    /** Runs the reduce-scatter (n >= 2). */
+    public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op) {
+        int n = t.size();
+        int r = t.rank();
+        DataType type = send.type();
+        int es = type.byteSize();
+        long rc = recv.count();
+        MemorySegment in = send.segment();
+        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+            MemorySegment scaled = t.scratch(1, n * rc * es);
+            MemorySegment.copy(in, 0, scaled, 0, n * rc * es);
+            Reductions.scale(type, op.scalar(), scaled, 0, n * rc);
+            in = scaled;
+        }
+        ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+        MemorySegment out = recv.segment();
+        long per = Parts.pipelineElems(t, es, rc);
+        int chunks = Math.max(1, Parts.chunks(rc, per));
+        int window = Math.max(4, 2 * t.socketsPerPeer());
+        MemorySegment rbuf = t.scratch(0, window * per * es);
+        MemorySegment work = t.scratch(2, 2 * rc * es);
+        int[] ids = t.ids(window + 2 * chunks);
+        java.util.Arrays.fill(ids, window, window + 2 * chunks, -1);
+        int next = (r + 1) % n;
+        int prev = (r + n - 1) % n;
+        int units = (n - 1) * chunks;
+        int posted = 0;
+        for (; posted < Math.min(window, units); posted++) {
+            postRecv(t, ids, window, posted, chunks, prev, rbuf, rc, per, es);
+        }
+        int b0 = Math.floorMod(r - 1, n);
+        for (int c = 0; c < chunks; c++) {
+            long e0 = c * per;
+            long elen = Math.max(0, Math.min(per, rc - e0));
+            t.send(next, in, (b0 * rc + e0) * es, elen * es, Parts.tag(Parts.RING_RS, 0, c));
+        }
+        for (int u = 0; u < units; u++) {
+            int g = u / chunks;
+            int c = u % chunks;
+            int slot = u % window;
+            t.await(ids[slot]);
+            int b = Math.floorMod(r - g - 2, n);
+            long e0 = c * per;
+            long elen = Math.max(0, Math.min(per, rc - e0));
+            t.srcs[0] = rbuf;
+            t.srcOffsets[0] = slot * per * es;
+            t.srcs[1] = in;
+            t.srcOffsets[1] = (b * rc + e0) * es;
+            if (g == n - 2) {
+                Reductions.reduce(type, acc, out, e0 * es, t.srcs, t.srcOffsets, 2, elen, 1);
+                if (op.kind() == ReduceOp.Kind.AVG) {
+                    Reductions.divide(type, out, e0 * es, elen, n);
+                }
+            } else {
+                int parity = g & 1;
+                int sid = window + parity * chunks + c;
+                if (ids[sid] >= 0) {
+                    // the send of step g-1 read this chunk of the buffer: it must be out before we overwrite
+                    t.await(ids[sid]);
+                }
+                long at = (parity * rc + e0) * es;
+                Reductions.reduce(type, acc, work, at, t.srcs, t.srcOffsets, 2, elen, 1);
+                ids[sid] = t.send(next, work, at, elen * es, Parts.tag(Parts.RING_RS, g + 1, c));
+            }
+            if (posted < units) {
+                postRecv(t, ids, window, posted, chunks, prev, rbuf, rc, per, es);
+                posted++;
+            }
+        }
+        t.srcs[0] = null;
+        t.srcs[1] = null;
+        t.awaitAll();
+    }
+
+    private static void postRecv(TcpTransport t, int[] ids, int window, int u, int chunks, int prev, MemorySegment rbuf,
+                                 long rc, long per, int es) {
+        int g = u / chunks;
+        int c = u % chunks;
+        long elen = Math.max(0, Math.min(per, rc - c * per));
+        int slot = u % window;
+        ids[slot] = t.recv(prev, rbuf, slot * per * es, elen * es, Parts.tag(Parts.RING_RS, g, c));
+    }
+}

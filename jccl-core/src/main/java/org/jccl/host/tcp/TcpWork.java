@@ -1,0 +1,95 @@
+package org.jccl.host.tcp;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.jccl.AbortedException;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.JcclException;
+import org.jccl.Work;
+
+/** Work of the TCP and hierarchical communicators: completed by the communicator's worker thread. */
+final class TcpWork implements Work {
+    private final CountDownLatch latch = new CountDownLatch(1);
+    private final String description;
+    private final Duration defaultTimeout;
+    final Runnable body;
+    final CommunicatorCore.P2p p2p;
+    private volatile JcclException failure;
+
+    TcpWork(String description, Duration defaultTimeout, Runnable body, CommunicatorCore.P2p p2p) {
+        this.description = description;
+        this.defaultTimeout = defaultTimeout;
+        this.body = body;
+        this.p2p = p2p;
+    }
+
+    void complete() {
+        latch.countDown();
+    }
+
+    void fail(JcclException e) {
+        failure = e;
+        latch.countDown();
+    }
+
+    @Override
+    public boolean isDone() {
+        return latch.getCount() == 0;
+    }
+
+    @Override
+    public void await() {
+        if (!await(defaultTimeout.plusSeconds(1))) {
+            throw new CollectiveTimeoutException(description + " did not complete within " + defaultTimeout
+                    + " (the communicator's timeout)", List.of());
+        }
+    }
+
+    @Override
+    public boolean await(Duration timeout) {
+        if (latch.getCount() != 0) {
+            // Wait without registering as a waiter: a few yields, then parks of growing length (1 us
+            // to 50 us). The worker's countDown then never has a thread to wake, so completing an
+            // operation costs it no system call and no context switch on the caller's behalf; on
+            // a machine with few cores that keeps a stream of async calls as fast as blocking ones.
+            long end = System.nanoTime() + timeout.toNanos();
+            long pause = 1_000;
+            for (int i = 0; latch.getCount() != 0 && !Thread.currentThread().isInterrupted(); i++) {
+                if (i < 20) {
+                    Thread.yield();
+                    continue;
+                }
+                if (System.nanoTime() - end > 0) {
+                    return false;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(pause);
+                pause = Math.min(pause * 2, 50_000);
+            }
+        }
+        try {
+            if (!latch.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                return false;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AbortedException("interrupted while waiting for " + description);
+        }
+        JcclException f = failure;
+        if (f != null) {
+            throw f; // the original type, so callers can catch PeerFailureException etc.
+        }
+        return true;
+    }
+
+    @Override
+    public JcclException exception() {
+        return isDone() ? failure : null;
+    }
+
+    @Override
+    public String toString() {
+        return "Work[" + description + (isDone() ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
+    }
+}

@@ -1,0 +1,92 @@
+package org.jccl.host;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.List;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link HostEngineBehaviourTest} (send/recv in any order and to itself, mismatches, timeouts
+ * naming the late rank, abort, split, async order, bad input) with every pair of ranks over TCP
+ * ({@code jccl.transport=tcp}).
+ */
+class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
+
+    @BeforeAll
+    static void forceTcp() {
+        System.setProperty("jccl.transport", "tcp");
+    }
+
+    @AfterAll
+    static void backToAuto() {
+        System.clearProperty("jccl.transport");
+    }
+
+    /** Two ranks that both believe they are the root of a large (pipelined) broadcast or a scatter never pass silently. */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"chain broadcast", "scatter"})
+    void twoRootsOfARootedCollectiveAreAMismatch(String kind) throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            int root = comm.rank();
+            try {
+                if (kind.equals("scatter")) {
+                    comm.scatter(HostBuffer.of(new float[16]), HostBuffer.of(new float[8]), root);
+                } else {
+                    comm.broadcast(HostBuffer.of(new float[1 << 20]), root);
+                }
+                return "no error";
+            } catch (org.jccl.JcclException e) {
+                return e;
+            }
+        });
+        assertTrue(out.stream().anyMatch(o -> o instanceof org.jccl.CollectiveMismatchException), out::toString);
+        for (Object o : out) {
+            org.junit.jupiter.api.Assertions.assertInstanceOf(org.jccl.JcclException.class, o, String.valueOf(o));
+        }
+    }
+
+    /** Over TCP too: no allocation per blocking collective once warm, small (one-shot) and large (ring). */
+    @Override
+    @Test
+    void blockingCollectivesAllocateNothingAfterWarmUp() throws Exception {
+        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            float[] a = new float[1024];
+            float[] big = new float[200_000];
+            HostBuffer ha = HostBuffer.of(a);
+            HostBuffer hb = HostBuffer.of(big);
+            HostBuffer out2 = HostBuffer.of(new float[2048]);
+            HostBuffer bigOut = HostBuffer.of(new float[400_000]);
+            for (int i = 0; i < 3000; i++) {
+                comm.allReduce(ha, ReduceOp.SUM);
+                comm.allReduce(hb, ReduceOp.MAX);
+                comm.allGather(ha, out2);
+                comm.allGather(hb, bigOut);
+                comm.broadcast(ha, 0);
+                comm.barrier();
+            }
+            long tid = Thread.currentThread().threadId();
+            long before = mx.getThreadAllocatedBytes(tid);
+            for (int i = 0; i < 500; i++) {
+                comm.allReduce(ha, ReduceOp.SUM);
+                comm.allReduce(hb, ReduceOp.MAX);
+                comm.allGather(ha, out2);
+                comm.allGather(hb, bigOut);
+                comm.broadcast(ha, 0);
+                comm.barrier();
+            }
+            long after = mx.getThreadAllocatedBytes(tid);
+            return new long[] {after - before};
+        });
+        for (long[] o : out) {
+            // 3000 collectives: allow a few stray bytes from the JIT, none per call
+            assertTrue(o[0] < 3000, "allocated " + o[0] + " bytes in 3000 collectives");
+        }
+    }
+}

@@ -1,0 +1,106 @@
+package org.jccl.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.jccl.bootstrap.TcpStoreServer;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Real JVMs with a job token: every collective over TCP only ({@code JCCL_TRANSPORT=tcp}, 2-4
+ * processes), on two pretend hosts of two ranks each ({@code JCCL_HOST_ID}: shared memory inside,
+ * TCP between the leaders), and a SIGKILLed rank over TCP.
+ */
+class TcpProcessRanksTest {
+
+    static void runCheck(int n, Map<String, String> env, java.util.function.IntFunction<Map<String, String>> perRank)
+            throws Exception {
+        String job = "tcp" + ProcessHandle.current().pid() + "n" + n + "t" + (System.nanoTime() % 100000);
+        String token = "tok-" + job;
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), token)) {
+            List<ProcessRanksTest.Rank> ranks = startEach(n, server.port(), token, job, "check", env, perRank);
+            try {
+                for (ProcessRanksTest.Rank r : ranks) {
+                    assertTrue(r.process().waitFor(240, TimeUnit.SECONDS), "rank hung:\n" + r.output());
+                }
+                for (int i = 0; i < n; i++) {
+                    ProcessRanksTest.Rank r = ranks.get(i);
+                    assertEquals(0, r.process().exitValue(), "rank " + i + " failed:\n" + r.output());
+                    assertTrue(r.output().contains("OK rank " + i), r.output());
+                }
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        ProcessRanksTest.assertNoSegmentsLeft(job);
+    }
+
+    /** Starts the ranks one by one so that each can get its own environment on top of {@code env}. */
+    static List<ProcessRanksTest.Rank> startEach(int n, int port, String token, String job, String mode, Map<String, String> env,
+                                                 java.util.function.IntFunction<Map<String, String>> perRank) throws Exception {
+        List<ProcessRanksTest.Rank> all = new java.util.ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            Map<String, String> e = new java.util.HashMap<>(env);
+            e.putAll(perRank.apply(r));
+            e.put("JCCL_RANK", Integer.toString(r));
+            // start() numbers its ranks from 0: start one and rename it through the environment
+            all.add(ProcessRanksTest.start(1, port, token, job, mode, withRank(e, r, n)).get(0));
+        }
+        return all;
+    }
+
+    private static Map<String, String> withRank(Map<String, String> e, int r, int n) {
+        Map<String, String> m = new java.util.HashMap<>(e);
+        m.put("JCCL_RANK", Integer.toString(r));
+        m.put("JCCL_WORLD_SIZE", Integer.toString(n));
+        m.putIfAbsent("JCCL_LOCAL_RANK", Integer.toString(r));
+        m.putIfAbsent("JCCL_LOCAL_WORLD_SIZE", Integer.toString(n));
+        return m;
+    }
+
+    @ParameterizedTest(name = "{0} processes over TCP")
+    @ValueSource(ints = {2, 3, 4})
+    void everyCollectiveOverTcpOnly(int n) throws Exception {
+        runCheck(n, Map.of("JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"), r -> Map.of());
+    }
+
+    @Test
+    void twoPretendHostsOfTwoRanksEach() throws Exception {
+        runCheck(4, Map.of("JCCL_TIMEOUT", "120s"), r -> Map.of("JCCL_HOST_ID", r < 2 ? "hostA" : "hostB",
+                "JCCL_LOCAL_RANK", Integer.toString(r % 2), "JCCL_LOCAL_WORLD_SIZE", "2"));
+    }
+
+    @Test
+    void survivorsOfASigkilledRankFailNamingItOverTcp() throws Exception {
+        String job = "tkill" + ProcessHandle.current().pid();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "k")) {
+            // A long deadline: the survivors must notice the closed connections, not time out.
+            List<ProcessRanksTest.Rank> ranks = ProcessRanksTest.start(3, server.port(), "k", job, "loop",
+                    Map.of("JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"));
+            try {
+                for (ProcessRanksTest.Rank r : ranks) {
+                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+                }
+                Thread.sleep(300);
+                long t0 = System.nanoTime();
+                ranks.get(1).process().destroyForcibly(); // SIGKILL
+                for (int i : new int[] {0, 2}) {
+                    ProcessRanksTest.Rank r = ranks.get(i);
+                    assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+                    assertEquals(3, r.process().exitValue(), r.output());
+                    assertTrue(r.output().contains("rank 1"), "error should name rank 1:\n" + r.output());
+                }
+                double secs = (System.nanoTime() - t0) / 1e9;
+                assertTrue(secs < 10, "survivors took " + secs + " s");
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+package org.jccl.cuda;
+
+import java.time.Duration;
+import java.util.Objects;
+import org.jccl.CollectiveTimeoutException;
+
+/**
+ * A CUDA stream: jccl's own ({@link CudaDevice#createStream()}, destroyed by {@link #close()}) or
+ * a caller's raw {@code CUstream}/{@code cudaStream_t} ({@link #wrap(long)}, never destroyed by
+ * jccl). Collectives accept a stream so they order with the caller's compute work.
+ */
+public final class CudaStream implements AutoCloseable {
+    private final CudaDevice device;
+    private final long handle;
+    private final boolean owned;
+    private volatile boolean closed;
+
+    private CudaStream(CudaDevice device, long handle, boolean owned) {
+        this.device = device;
+        this.handle = handle;
+        this.owned = owned;
+    }
+
+    static CudaStream owned(CudaDevice device, long handle) {
+        return new CudaStream(device, handle, true);
+    }
+
+    /**
+     * Wraps a stream another library created (PyTorch's {@code torch.cuda.current_stream().cuda_stream},
+     * JCuda, ...). 0 is the legacy default stream. jccl never destroys a wrapped stream.
+     */
+    public static CudaStream wrap(long rawCuStream) {
+        return new CudaStream(null, rawCuStream, false);
+    }
+
+    /** The raw CUstream handle. */
+    public long handle() {
+        if (closed) {
+            throw new IllegalStateException("stream 0x" + Long.toHexString(handle) + " is closed: create a new one");
+        }
+        return handle;
+    }
+
+    /** The device of a stream jccl created; null for a wrapped stream. */
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** Makes work queued on this stream after this call wait until {@code event} completes (no host wait). */
+    public void waitFor(CudaEvent event) {
+        Objects.requireNonNull(event, "event");
+        if (device != null) {
+            device.makeCurrent();
+        }
+        CudaDriver.streamWaitEvent(handle(), event.handle());
+    }
+
+    /** Records {@code event} on this stream: it completes when the work queued so far is done. */
+    public void record(CudaEvent event) {
+        Objects.requireNonNull(event, "event");
+        event.record(this);
+    }
+
+    /** True when every operation queued on this stream has finished. */
+    public boolean isIdle() {
+        if (device != null) {
+            device.makeCurrent();
+        }
+        int r = CudaDriver.streamQuery(handle());
+        if (r == CudaDriver.SUCCESS) {
+            return true;
+        }
+        if (r == CudaDriver.NOT_READY) {
+            return false;
+        }
+        throw CudaDriver.error(r, "cuStreamQuery");
+    }
+
+    /**
+     * Waits until the stream is idle, polling (never blocking in the driver) so the deadline holds.
+     *
+     * @throws CollectiveTimeoutException when work is still queued after {@code timeout}
+     */
+    public void synchronize(Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Backoff b = new Backoff();
+        while (!isIdle()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new CollectiveTimeoutException("stream 0x" + Long.toHexString(handle) + " still busy after "
+                        + timeout, java.util.List.of());
+            }
+            b.idle();
+        }
+    }
+
+    /** Destroys a stream jccl created (pending work still completes); does nothing for a wrapped one. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (owned && !device.isClosed()) {
+            device.makeCurrent();
+            CudaDriver.streamDestroy(handle);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CudaStream[0x" + Long.toHexString(handle) + (owned ? "" : ", wrapped") + "]";
+    }
+}

@@ -1,0 +1,1802 @@
+package org.jccl.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jccl.AbortedException;
+import org.jccl.Buffer;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.internal.Log;
+
+/**
+ * A communicator over GPUs, run by NCCL. One rank per GPU; the ranks are processes (one GPU
+ * each, {@link #create}, or {@link org.jccl.Jccl#init} with the nccl backend) or one process
+ * driving several GPUs ({@link #initAll}).
+ *
+ * <p>Every collective is enqueued on a stream (the communicator's own, or the caller's
+ * {@link CudaStream}) and returns an {@link NcclWork} completed by a CUDA event; the blocking
+ * forms wait for it with the communicator's deadline. Arguments are checked in Java before NCCL
+ * sees them: buffers must be live {@link DeviceBuffer}s of this communicator's GPU with matching
+ * types and counts; bitwise operators, FP8 without sm_90 + NCCL 2.24, and ranks out of range are
+ * refused with an {@link IllegalArgumentException}.
+ *
+ * <p>Two NCCL communicators stand behind each rank. The <em>control</em> communicator is created
+ * nonblocking ({@code blocking = 0} in ncclConfig_t): initialisation, split and shrink never block
+ * a Java thread, jccl polls them with the deadline, and an abort always gets through. The
+ * <em>data</em> communicator that runs the collectives is split from it ({@code ncclCommSplit},
+ * run in the parent's nonblocking mode) with {@code blocking = 1} and {@code splitShare = 1}: on
+ * NCCL 2.28 every operation of a nonblocking communicator costs a thread start (about 50 us), a
+ * blocking one enqueues in a few microseconds, and sharing keeps one set of buffers. A blocking
+ * enqueue can only wait inside NCCL for the CUDA launch queue (jccl caps outstanding work so it
+ * never fills) or for a first-use connection to a peer that is alive but never joins.
+ * {@code JCCL_NCCL_NONBLOCKING=1} runs the collectives on the nonblocking communicator instead.
+ *
+ * <p>A watchdog aborts the communicator when a work passes its deadline or NCCL reports an
+ * asynchronous error (a dead peer, a network error) and fails every pending work with the cause.
+ */
+public final class NcclCommunicator implements Communicator {
+    private static final Log LOG = Log.get(NcclCommunicator.class);
+    private static final AtomicLong IDS = new AtomicLong();
+
+    static final int ALL_REDUCE = 0, BROADCAST = 1, REDUCE = 2, ALL_GATHER = 3, REDUCE_SCATTER = 4, ALL_TO_ALL = 5,
+            GATHER = 6, SCATTER = 7, SEND = 8, RECV = 9, BARRIER = 10;
+    private static final String[] OP_NAMES = {"allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
+            "allToAll", "gather", "scatter", "send", "recv", "barrier"};
+
+    private static final int OPEN = 0, ABORTED = 1, CLOSED = 2;
+    /** Collectives on the nonblocking control communicator (slower small messages; see the class comment). */
+    static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
+    /** At most this many asynchronous works in flight, so a blocking enqueue never waits for CUDA's launch queue. */
+    private static final int MAX_OUTSTANDING = 512;
+    /** The watchdog leaves work younger than this alone (see {@link #watch}). */
+    private static final long YOUNG_NANOS = 1_000_000;
+
+    private final CudaDevice device;
+    private final boolean ownsDevice;
+    /** The data communicator: every collective runs here. */
+    private final long comm;
+    /** The nonblocking control communicator (the same handle as {@link #comm} in nonblocking mode). */
+    private final long ctl;
+    final AtomicInteger outstanding = new AtomicInteger();
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+    private final long timeoutNanos;
+    private final String name;
+    private final Arena arena;
+    private final AutoCloseable store;
+    private final CudaStream stream;
+    private final long streamHandle;
+    private final MemorySegment lockedScratch;
+    private final MemorySegment watchScratch;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final ConcurrentLinkedQueue<CudaEvent> eventPool = new ConcurrentLinkedQueue<>();
+    private final List<CudaEvent> allEvents = new ArrayList<>();
+    private final ConcurrentLinkedQueue<NcclWork> pending = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger state = new AtomicInteger(OPEN);
+    private final AtomicReference<JcclException> failure = new AtomicReference<>();
+    private final Map<Long, Integer> preMulOps = new HashMap<>();
+    private long seq;
+    private DeviceBuffer barrierBuffer;
+    private DeviceBuffer scratch;
+    private final List<DeviceBuffer> retiredScratch = new ArrayList<>();
+    /** Tests set this to run AlltoAll/Gather/Scatter through grouped send/recv even on NCCL 2.28+. */
+    volatile boolean forceSendRecvFallback;
+
+    private NcclCommunicator(CudaDevice device, boolean ownsDevice, long ctl, long comm, int rank, int size,
+                             Duration timeout, String name, Arena arena, AutoCloseable store) {
+        this.device = device;
+        this.ownsDevice = ownsDevice;
+        this.ctl = ctl;
+        this.comm = comm;
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+        this.timeoutNanos = timeout.toNanos();
+        this.name = name;
+        this.arena = arena;
+        this.store = store;
+        this.lockedScratch = arena.allocate(64, 16);
+        this.watchScratch = arena.allocate(64, 16);
+        this.stream = device.createStream();
+        this.streamHandle = stream.handle();
+        Watchdog.register(this);
+        LOG.info(rank, () -> "NCCL communicator " + name + " ready: rank " + rank + " of " + size + " on " + device
+                + ", NCCL " + Nccl.versionString() + " from " + Nccl.libraryPath());
+    }
+
+    // ------------------------------------------------------------------ creation
+
+    /**
+     * Forms this rank's communicator of a job of {@code size} ranks, one GPU per rank. Collective:
+     * every rank calls it with the same {@code uniqueId} (rank 0 makes it with
+     * {@link Nccl#newUniqueId()} and hands it to the others, e.g. through a store).
+     *
+     * @throws CollectiveTimeoutException when not every rank joined within {@code timeout}
+     */
+    public static NcclCommunicator create(CudaDevice device, int rank, int size, byte[] uniqueId, Duration timeout) {
+        return create(device, false, rank, size, uniqueId, timeout, null);
+    }
+
+    static NcclCommunicator create(CudaDevice device, boolean ownsDevice, int rank, int size, byte[] uniqueId,
+                                   Duration timeout, AutoCloseable store) {
+        Nccl.requireAvailable();
+        Objects.requireNonNull(device, "device");
+        checkCreateArgs(rank, size, uniqueId, timeout);
+        device.ensureOpen();
+        Arena arena = Arena.ofShared();
+        long c = 0;
+        long data = 0;
+        try {
+            String name = commName(rank);
+            MemorySegment cname = arena.allocateFrom(name);
+            MemorySegment cfg = arena.allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
+            NcclLibrary.fillConfig(cfg, cname);
+            MemorySegment uid = arena.allocate(NcclLibrary.UNIQUE_ID_BYTES, 8);
+            uid.copyFrom(MemorySegment.ofArray(uniqueId));
+            MemorySegment out = arena.allocate(8, 8);
+            long deadline = System.nanoTime() + timeout.toNanos();
+            device.makeCurrent();
+            int r;
+            try {
+                r = (int) NcclLibrary.ncclCommInitRankConfig.invokeExact(out, size, uid, rank, cfg);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            c = out.get(JAVA_LONG, 0);
+            String what = "ncclCommInitRankConfig (rank " + rank + " of " + size + " on GPU " + device.ordinal() + ")";
+            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                throw new NcclException(what, r, NcclLibrary.errorString(r), NcclLibrary.lastError(c));
+            }
+            MemorySegment scratch = arena.allocate(8, 8);
+            awaitReady(c, deadline, timeout, what, scratch);
+            if (NONBLOCKING_DATA) {
+                data = c;
+            } else {
+                MemorySegment dataOut = arena.allocate(8, 8);
+                startDataSplit(c, rank, arena, name, dataOut);
+                data = finishDataSplit(c, dataOut, deadline, timeout, what, scratch);
+            }
+            return new NcclCommunicator(device, ownsDevice, c, data, rank, size, timeout, name, arena, store);
+        } catch (RuntimeException | Error e) {
+            // Abort before the arena goes: NCCL may still write into it while a call is in progress.
+            if (data != 0 && data != c) {
+                abortQuietly(data);
+            }
+            abortQuietly(c);
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** Issues ncclCommSplit(ctl, color 0, key) for a blocking data communicator sharing ctl's resources. */
+    private static void startDataSplit(long ctl, int key, Arena arena, String name, MemorySegment out) {
+        MemorySegment cname = arena.allocateFrom(name + "-data");
+        MemorySegment cfg = arena.allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
+        NcclLibrary.fillConfig(cfg, cname, true, true);
+        out.set(JAVA_LONG, 0, 0L);
+        int r;
+        try {
+            r = (int) NcclLibrary.ncclCommSplit.invokeExact(ctl, 0, key, out, cfg);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+            throw new NcclException("ncclCommSplit of the data communicator", r, NcclLibrary.errorString(r),
+                    NcclLibrary.lastError(ctl));
+        }
+    }
+
+    /** Waits for the data split issued by {@link #startDataSplit}; NCCL sets the new handle only when done. */
+    private static long finishDataSplit(long ctl, MemorySegment out, long deadline, Duration timeout, String what,
+                                        MemorySegment scratch) {
+        awaitReady(ctl, deadline, timeout, what + " splitting its data communicator", scratch);
+        long data = out.get(JAVA_LONG, 0);
+        if (data == 0) {
+            throw new JcclException(what + ": ncclCommSplit returned no data communicator");
+        }
+        awaitReady(data, deadline, timeout, what + " readying its data communicator", scratch);
+        return data;
+    }
+
+    /**
+     * One process driving several GPUs: forms a communicator per device (rank i on
+     * {@code devices.get(i)}), initialised together in one NCCL group. Use each from its own
+     * thread, or all from one thread inside {@link NcclGroup}s.
+     */
+    public static List<NcclCommunicator> initAll(List<CudaDevice> devices, Duration timeout) {
+        Nccl.requireAvailable();
+        Objects.requireNonNull(devices, "devices");
+        Objects.requireNonNull(timeout, "timeout");
+        if (devices.isEmpty()) {
+            throw new IllegalArgumentException("devices is empty: pass at least one CudaDevice");
+        }
+        for (int i = 0; i < devices.size(); i++) {
+            CudaDevice d = Objects.requireNonNull(devices.get(i), "devices[" + i + "]");
+            d.ensureOpen();
+            for (int j = 0; j < i; j++) {
+                if (devices.get(j).ordinal() == d.ordinal()) {
+                    throw new IllegalArgumentException("devices[" + j + "] and devices[" + i + "] are both GPU " + d.ordinal()
+                            + ": NCCL needs one rank per GPU");
+                }
+            }
+        }
+        int n = devices.size();
+        byte[] uniqueId = Nccl.newUniqueId();
+        checkCreateArgs(0, n, uniqueId, timeout);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Arena[] arenas = new Arena[n];
+        long[] comms = new long[n];
+        long[] datas = new long[n];
+        String[] names = new String[n];
+        List<NcclCommunicator> result = new ArrayList<>(n);
+        boolean ok = false;
+        try {
+            int gs = NcclLibrary.groupStart();
+            if (gs != NcclLibrary.SUCCESS) {
+                throw new NcclException("ncclGroupStart", gs, NcclLibrary.errorString(gs), NcclLibrary.lastError(0));
+            }
+            int firstError = NcclLibrary.SUCCESS;
+            for (int i = 0; i < n; i++) {
+                arenas[i] = Arena.ofShared();
+                names[i] = commName(i);
+                MemorySegment cname = arenas[i].allocateFrom(names[i]);
+                MemorySegment cfg = arenas[i].allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
+                NcclLibrary.fillConfig(cfg, cname);
+                MemorySegment uid = arenas[i].allocate(NcclLibrary.UNIQUE_ID_BYTES, 8);
+                uid.copyFrom(MemorySegment.ofArray(uniqueId));
+                MemorySegment out = arenas[i].allocate(8, 8);
+                devices.get(i).makeCurrent();
+                int r;
+                try {
+                    r = (int) NcclLibrary.ncclCommInitRankConfig.invokeExact(out, n, uid, i, cfg);
+                } catch (Throwable t) {
+                    throw rethrow(t);
+                }
+                comms[i] = out.get(JAVA_LONG, 0);
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS && firstError == NcclLibrary.SUCCESS) {
+                    firstError = r;
+                }
+            }
+            int ge = NcclLibrary.groupEnd();
+            if (firstError != NcclLibrary.SUCCESS || (ge != NcclLibrary.SUCCESS && ge != NcclLibrary.IN_PROGRESS)) {
+                int r = firstError != NcclLibrary.SUCCESS ? firstError : ge;
+                throw new NcclException("ncclCommInitRankConfig of " + n + " GPUs in a group", r, NcclLibrary.errorString(r),
+                        NcclLibrary.lastError(0));
+            }
+            MemorySegment[] scratch = new MemorySegment[n];
+            for (int i = 0; i < n; i++) {
+                scratch[i] = arenas[i].allocate(8, 8);
+                awaitReady(comms[i], deadline, timeout, "ncclCommInitRankConfig (rank " + i + " of " + n + " on GPU "
+                        + devices.get(i).ordinal() + ")", scratch[i]);
+            }
+            if (NONBLOCKING_DATA) {
+                System.arraycopy(comms, 0, datas, 0, n);
+            } else {
+                MemorySegment[] outs = new MemorySegment[n];
+                int g = NcclLibrary.groupStart();
+                if (g != NcclLibrary.SUCCESS) {
+                    throw new NcclException("ncclGroupStart", g, NcclLibrary.errorString(g), NcclLibrary.lastError(0));
+                }
+                try {
+                    for (int i = 0; i < n; i++) {
+                        outs[i] = arenas[i].allocate(8, 8);
+                        devices.get(i).makeCurrent();
+                        startDataSplit(comms[i], i, arenas[i], names[i], outs[i]);
+                    }
+                } finally {
+                    g = NcclLibrary.groupEnd();
+                }
+                if (g != NcclLibrary.SUCCESS && g != NcclLibrary.IN_PROGRESS) {
+                    throw new NcclException("ncclCommSplit of " + n + " data communicators in a group", g,
+                            NcclLibrary.errorString(g), NcclLibrary.lastError(0));
+                }
+                for (int i = 0; i < n; i++) {
+                    datas[i] = finishDataSplit(comms[i], outs[i], deadline, timeout, "rank " + i + " of " + n, scratch[i]);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                result.add(new NcclCommunicator(devices.get(i), false, comms[i], datas[i], i, n, timeout, names[i],
+                        arenas[i], null));
+            }
+            ok = true;
+            return result;
+        } finally {
+            if (!ok) {
+                for (NcclCommunicator c : result) {
+                    c.abort();
+                    c.close();
+                }
+                for (int i = result.size(); i < n; i++) {
+                    if (datas[i] != 0 && datas[i] != comms[i]) {
+                        abortQuietly(datas[i]);
+                    }
+                    abortQuietly(comms[i]);
+                    if (arenas[i] != null) {
+                        arenas[i].close();
+                    }
+                }
+            }
+        }
+    }
+
+    private static void checkCreateArgs(int rank, int size, byte[] uniqueId, Duration timeout) {
+        if (size < 1) {
+            throw new IllegalArgumentException("size is " + size + ": a communicator needs at least one rank");
+        }
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException("rank is " + rank + " but size is " + size + ": rank must be in [0, size)");
+        }
+        Objects.requireNonNull(uniqueId, "uniqueId");
+        if (uniqueId.length != NcclLibrary.UNIQUE_ID_BYTES) {
+            throw new IllegalArgumentException("uniqueId has " + uniqueId.length + " bytes: an ncclUniqueId has "
+                    + NcclLibrary.UNIQUE_ID_BYTES + " (make it with Nccl.newUniqueId())");
+        }
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration");
+        }
+    }
+
+    private static String commName(int rank) {
+        return "jccl-" + ProcessHandle.current().pid() + "-" + IDS.incrementAndGet() + "-r" + rank;
+    }
+
+    /** Polls a nonblocking communicator until it leaves ncclInProgress; the caller aborts it on failure. */
+    private static void awaitReady(long c, long deadline, Duration timeout, String what, MemorySegment scratch) {
+        Backoff b = new Backoff();
+        while (true) {
+            int s = NcclLibrary.asyncError(c, scratch);
+            if (s == NcclLibrary.SUCCESS) {
+                return;
+            }
+            if (s != NcclLibrary.IN_PROGRESS) {
+                throw new NcclException(what, s, NcclLibrary.errorString(s), NcclLibrary.lastError(c));
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new CollectiveTimeoutException(what + " did not finish within " + timeout
+                        + ": not every rank joined (check that all ranks call it with the same unique id and size)",
+                        List.of());
+            }
+            b.idle();
+        }
+    }
+
+    private static void abortQuietly(long c) {
+        if (c == 0) {
+            return;
+        }
+        try {
+            int r = (int) NcclLibrary.ncclCommAbort.invokeExact(c);
+            if (r != NcclLibrary.SUCCESS) {
+                LOG.warn(-1, "ncclCommAbort returned " + NcclLibrary.resultName(r));
+            }
+        } catch (Throwable t) {
+            LOG.warn(-1, "ncclCommAbort failed: " + t);
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
+    // ------------------------------------------------------------------ properties
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    /** "nccl". */
+    @Override
+    public String backend() {
+        return "nccl";
+    }
+
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** The GPU this rank runs on. */
+    public CudaDevice device() {
+        return device;
+    }
+
+    /** The communicator's own stream (collectives without a stream argument run here). */
+    public CudaStream stream() {
+        return stream;
+    }
+
+    /** The NCCL commName given at creation (it appears in NCCL's logs). */
+    public String name() {
+        return name;
+    }
+
+    /** The raw ncclComm_t, for interop with other NCCL code in the process. */
+    public long handle() {
+        ensureOpen();
+        return comm;
+    }
+
+    /** What this communicator's NCCL and GPU can do. */
+    public NcclCapabilities capabilities() {
+        return NcclCapabilities.of(device);
+    }
+
+    /** Starts an {@link NcclGroup} on this thread (the same as {@link NcclGroup#start()}). */
+    public NcclGroup group() {
+        return NcclGroup.start();
+    }
+
+    /** Whether the communicator was aborted (by {@link #abort()}, a deadline or an NCCL error). */
+    public boolean isAborted() {
+        return state.get() == ABORTED || (state.get() == CLOSED && failure.get() != null);
+    }
+
+    /** The sequence number of the last operation issued (0 before the first): tests use it to prove that bad input never reached NCCL. */
+    long sequenceNumber() {
+        lock.lock();
+        try {
+            return seq;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    String describe() {
+        return "rank " + rank + " of " + size + " (NCCL comm " + name + ", GPU " + device.ordinal() + ")";
+    }
+
+    static String opName(int kind) {
+        return OP_NAMES[kind];
+    }
+
+    JcclException failure() {
+        return failure.get();
+    }
+
+    // ------------------------------------------------------------------ validation
+
+    private DeviceBuffer dev(Buffer b, String what) {
+        if (b == null) {
+            throw new IllegalArgumentException(what + " is null: pass a DeviceBuffer of GPU " + device.ordinal());
+        }
+        if (!(b instanceof DeviceBuffer d)) {
+            throw new IllegalArgumentException(what + " is a " + b.getClass().getSimpleName() + " in " + b.location()
+                    + " memory: the nccl backend moves GPU memory; copy it into a DeviceBuffer (CudaDevice.allocate, "
+                    + "DeviceBuffer.copyFrom) or use the host backend");
+        }
+        if (!d.isLive()) {
+            throw new IllegalArgumentException(what + " " + d + " was closed or its memory freed: pass a live buffer");
+        }
+        if (d.device().ordinal() != device.ordinal()) {
+            throw new IllegalArgumentException(what + " lives on GPU " + d.device().ordinal() + " but this communicator ("
+                    + describe() + ") runs on GPU " + device.ordinal() + ": allocate it on GPU " + device.ordinal());
+        }
+        checkType(d.type(), what);
+        return d;
+    }
+
+    /** A buffer that only the root reads or writes: null is fine elsewhere. */
+    private DeviceBuffer devOrNull(Buffer b, String what, boolean needed) {
+        if (b == null && !needed) {
+            return null;
+        }
+        return dev(b, what);
+    }
+
+    private void checkType(DataType t, String what) {
+        if ((t == DataType.FLOAT8_E4M3 || t == DataType.FLOAT8_E5M2) && !device.supportsFp8()) {
+            throw new IllegalArgumentException(what + " is " + t + ", but FP8 collectives need a GPU of compute capability 9.0+"
+                    + " and NCCL 2.24+ (this is sm_" + device.computeCapabilityMajor() + device.computeCapabilityMinor()
+                    + " with NCCL " + Nccl.versionString() + "): use FLOAT16 or BFLOAT16");
+        }
+    }
+
+    private static void checkOp(ReduceOp op, DataType type) {
+        if (op == null) {
+            throw new IllegalArgumentException("op is null: pass a ReduceOp such as ReduceOp.SUM");
+        }
+        if (op.isBitwise()) {
+            throw new IllegalArgumentException("op " + op + " is not supported by NCCL (no bitwise reductions): use SUM, "
+                    + "PROD, MIN, MAX, AVG or PREMUL_SUM, or the host backend for bitwise ops");
+        }
+        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+            NumberFormats.checkScalar(type, op.scalar());
+        }
+    }
+
+    private static void sameShape(DeviceBuffer a, String an, DeviceBuffer b, String bn) {
+        if (a.type() != b.type()) {
+            throw new IllegalArgumentException(an + " is " + a.type() + " but " + bn + " is " + b.type()
+                    + ": both buffers must have the same data type");
+        }
+        if (a.count() != b.count()) {
+            throw new IllegalArgumentException(an + " has " + a.count() + " elements but " + bn + " has " + b.count()
+                    + ": both buffers must have the same count");
+        }
+    }
+
+    private static void sameType(DeviceBuffer a, String an, DeviceBuffer b, String bn) {
+        if (a.type() != b.type()) {
+            throw new IllegalArgumentException(an + " is " + a.type() + " but " + bn + " is " + b.type()
+                    + ": both buffers must have the same data type");
+        }
+    }
+
+    /** Same start is in place; any other overlap is refused. */
+    private static void inPlaceOrDisjoint(DeviceBuffer send, DeviceBuffer recv, long expectedSendPtr, String layout) {
+        if (send.overlaps(recv) && send.rawPointer() != expectedSendPtr) {
+            throw new IllegalArgumentException("send and recv overlap but are not the in-place layout (" + layout
+                    + "): use that layout or disjoint buffers");
+        }
+    }
+
+    private long scaled(long count, DataType t) {
+        return count * t.byteSize();
+    }
+
+    private void checkPeer(int peer, String what) {
+        if (peer < 0 || peer >= size) {
+            throw new IllegalArgumentException(what + " is " + peer + " but the communicator has ranks 0.." + (size - 1)
+                    + ": pass a rank in that range");
+        }
+    }
+
+    // ------------------------------------------------------------------ all-reduce
+
+    @Override
+    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
+        allReduceAsync(send, recv, op, null, true).await();
+    }
+
+    /** All-reduce on the caller's stream; returns when done. */
+    public void allReduce(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
+        allReduceAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    /** In-place all-reduce on the caller's stream; returns when done. */
+    public void allReduce(Buffer buffer, ReduceOp op, CudaStream stream) {
+        allReduce(buffer, buffer, op, stream);
+    }
+
+    @Override
+    public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return allReduceAsync(send, recv, op, null, false);
+    }
+
+    @Override
+    public NcclWork allReduceAsync(Buffer buffer, ReduceOp op) {
+        return allReduceAsync(buffer, buffer, op, null, false);
+    }
+
+    /** Asynchronous all-reduce on the caller's stream. */
+    public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
+        return allReduceAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = dev(recv, "recv");
+        sameShape(sb, "send", rb, "recv");
+        checkOp(op, sb.type());
+        inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
+        return launch(ALL_REDUCE, sb, rb, sb.count(), sb.type(), op, 0, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ broadcast
+
+    @Override
+    public void broadcast(Buffer send, Buffer recv, int root) {
+        broadcastAsync(send, recv, root, null, true).await();
+    }
+
+    /** Broadcast on the caller's stream; returns when done. */
+    public void broadcast(Buffer send, Buffer recv, int root, CudaStream stream) {
+        broadcastAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    @Override
+    public NcclWork broadcastAsync(Buffer send, Buffer recv, int root) {
+        return broadcastAsync(send, recv, root, null, false);
+    }
+
+    @Override
+    public NcclWork broadcastAsync(Buffer buffer, int root) {
+        return broadcastAsync(buffer, buffer, root, null, false);
+    }
+
+    /** Asynchronous broadcast on the caller's stream ({@code send} is read on the root only; null elsewhere is fine). */
+    public NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
+        return broadcastAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
+        checkPeer(root, "root");
+        DeviceBuffer rb = dev(recv, "recv");
+        DeviceBuffer sb = devOrNull(send, "send", rank == root);
+        if (sb == null) {
+            sb = rb; // NCCL ignores sendbuff on non-root ranks
+        }
+        sameShape(sb, "send", rb, "recv");
+        inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
+        return launch(BROADCAST, sb, rb, rb.count(), rb.type(), null, root, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ reduce
+
+    @Override
+    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
+        reduceAsync(send, recv, op, root, null, true).await();
+    }
+
+    /** Reduce on the caller's stream; returns when done. */
+    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
+        reduceAsync(send, recv, op, root, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    @Override
+    public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        return reduceAsync(send, recv, op, root, null, false);
+    }
+
+    @Override
+    public NcclWork reduceAsync(Buffer buffer, ReduceOp op, int root) {
+        return reduceAsync(buffer, buffer, op, root, null, false);
+    }
+
+    /** Asynchronous reduce on the caller's stream ({@code recv} may be null on non-root ranks). */
+    public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
+        return reduceAsync(send, recv, op, root, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
+        checkPeer(root, "root");
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = devOrNull(recv, "recv", rank == root);
+        if (rb != null) {
+            sameShape(sb, "send", rb, "recv");
+            inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
+        }
+        checkOp(op, sb.type());
+        return launch(REDUCE, sb, rb, sb.count(), sb.type(), op, root, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ all-gather
+
+    @Override
+    public void allGather(Buffer send, Buffer recv) {
+        allGatherAsync(send, recv, null, true).await();
+    }
+
+    /** All-gather on the caller's stream; returns when done. */
+    public void allGather(Buffer send, Buffer recv, CudaStream stream) {
+        allGatherAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    @Override
+    public NcclWork allGatherAsync(Buffer send, Buffer recv) {
+        return allGatherAsync(send, recv, null, false);
+    }
+
+    /** Asynchronous all-gather on the caller's stream. */
+    public NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream stream) {
+        return allGatherAsync(send, recv, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = dev(recv, "recv");
+        sameType(sb, "send", rb, "recv");
+        if (rb.count() != sb.count() * size) {
+            throw new IllegalArgumentException("recv has " + rb.count() + " elements but all-gather of " + sb.count()
+                    + " per rank over " + size + " ranks needs " + sb.count() * size);
+        }
+        inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(rank * sb.count(), sb.type()),
+                "send == slice rank of recv");
+        return launch(ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ reduce-scatter
+
+    @Override
+    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
+        reduceScatterAsync(send, recv, op, null, true).await();
+    }
+
+    /** Reduce-scatter on the caller's stream; returns when done. */
+    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
+        reduceScatterAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    @Override
+    public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return reduceScatterAsync(send, recv, op, null, false);
+    }
+
+    /** Asynchronous reduce-scatter on the caller's stream. */
+    public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
+        return reduceScatterAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = dev(recv, "recv");
+        sameType(sb, "send", rb, "recv");
+        if (sb.count() != rb.count() * size) {
+            throw new IllegalArgumentException("send has " + sb.count() + " elements but reduce-scatter into " + rb.count()
+                    + " per rank over " + size + " ranks needs " + rb.count() * size);
+        }
+        checkOp(op, sb.type());
+        // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
+        if (sb.overlaps(rb) && rb.rawPointer() != sb.rawPointer() + scaled(rank * rb.count(), sb.type())) {
+            throw new IllegalArgumentException("send and recv overlap but are not the in-place layout (recv == slice rank"
+                    + " of send): use that layout or disjoint buffers");
+        }
+        return launch(REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ all-to-all
+
+    @Override
+    public void allToAll(Buffer send, Buffer recv) {
+        allToAllAsync(send, recv, null, true).await();
+    }
+
+    /** All-to-all on the caller's stream; returns when done. */
+    public void allToAll(Buffer send, Buffer recv, CudaStream stream) {
+        allToAllAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
+    }
+
+    @Override
+    public NcclWork allToAllAsync(Buffer send, Buffer recv) {
+        return allToAllAsync(send, recv, null, false);
+    }
+
+    @Override
+    public NcclWork allToAllAsync(Buffer buffer) {
+        return allToAllAsync(buffer, buffer, null, false);
+    }
+
+    /** Asynchronous all-to-all on the caller's stream. */
+    public NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream stream) {
+        return allToAllAsync(send, recv, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = dev(recv, "recv");
+        sameShape(sb, "send", rb, "recv");
+        if (sb.count() % size != 0) {
+            throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size
+                    + " ranks: give it size() x per-rank count elements");
+        }
+        inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
+        return launch(ALL_TO_ALL, sb, rb, sb.count() / size, sb.type(), null, 0, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ gather / scatter
+
+    @Override
+    public void gather(Buffer send, Buffer recv, int root) {
+        gatherAsync(send, recv, root, null, true).await();
+    }
+
+    @Override
+    public NcclWork gatherAsync(Buffer send, Buffer recv, int root) {
+        return gatherAsync(send, recv, root, null, false);
+    }
+
+    /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
+    public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
+        return gatherAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
+        checkPeer(root, "root");
+        DeviceBuffer sb = dev(send, "send");
+        DeviceBuffer rb = devOrNull(recv, "recv", rank == root);
+        if (rank == root) {
+            sameType(sb, "send", rb, "recv");
+            if (rb.count() != sb.count() * size) {
+                throw new IllegalArgumentException("recv has " + rb.count() + " elements but gathering " + sb.count()
+                        + " per rank from " + size + " ranks needs " + sb.count() * size);
+            }
+            inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(root * sb.count(), sb.type()),
+                    "send == slice root of recv");
+        } else {
+            rb = null;
+        }
+        return launch(GATHER, sb, rb, sb.count(), sb.type(), null, root, s, blocking);
+    }
+
+    @Override
+    public void scatter(Buffer send, Buffer recv, int root) {
+        scatterAsync(send, recv, root, null, true).await();
+    }
+
+    @Override
+    public NcclWork scatterAsync(Buffer send, Buffer recv, int root) {
+        return scatterAsync(send, recv, root, null, false);
+    }
+
+    /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
+    public NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
+        return scatterAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
+        checkPeer(root, "root");
+        DeviceBuffer rb = dev(recv, "recv");
+        DeviceBuffer sb = devOrNull(send, "send", rank == root);
+        if (rank == root) {
+            sameType(sb, "send", rb, "recv");
+            if (sb.count() != rb.count() * size) {
+                throw new IllegalArgumentException("send has " + sb.count() + " elements but scattering " + rb.count()
+                        + " per rank to " + size + " ranks needs " + rb.count() * size);
+            }
+            if (sb.overlaps(rb) && rb.rawPointer() != sb.rawPointer() + scaled(root * rb.count(), sb.type())) {
+                throw new IllegalArgumentException("send and recv overlap but are not the in-place layout (recv == slice "
+                        + "root of send): use that layout or disjoint buffers");
+            }
+        } else {
+            sb = null;
+        }
+        return launch(SCATTER, sb, rb, rb.count(), rb.type(), null, root, s, blocking);
+    }
+
+    // ------------------------------------------------------------------ point to point
+
+    @Override
+    public void send(Buffer buffer, int peer) {
+        sendAsync(buffer, peer, null, true).await();
+    }
+
+    @Override
+    public NcclWork sendAsync(Buffer buffer, int peer) {
+        return sendAsync(buffer, peer, null, false);
+    }
+
+    /** Asynchronous send on the caller's stream. */
+    public NcclWork sendAsync(Buffer buffer, int peer, CudaStream stream) {
+        return sendAsync(buffer, peer, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork sendAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
+        checkPeer(peer, "peer");
+        checkSelf(peer);
+        DeviceBuffer b = dev(buffer, "buffer");
+        return launch(SEND, b, null, b.count(), b.type(), null, peer, s, blocking);
+    }
+
+    @Override
+    public void recv(Buffer buffer, int peer) {
+        recvAsync(buffer, peer, null, true).await();
+    }
+
+    @Override
+    public NcclWork recvAsync(Buffer buffer, int peer) {
+        return recvAsync(buffer, peer, null, false);
+    }
+
+    /** Asynchronous receive on the caller's stream. */
+    public NcclWork recvAsync(Buffer buffer, int peer, CudaStream stream) {
+        return recvAsync(buffer, peer, Objects.requireNonNull(stream, "stream"), false);
+    }
+
+    private NcclWork recvAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
+        checkPeer(peer, "peer");
+        checkSelf(peer);
+        DeviceBuffer b = dev(buffer, "buffer");
+        return launch(RECV, null, b, b.count(), b.type(), null, peer, s, blocking);
+    }
+
+    private void checkSelf(int peer) {
+        if (peer == rank && NcclGroup.current() == null) {
+            throw new IllegalArgumentException("peer is this rank (" + rank + "): a send to self only completes with its "
+                    + "matching recv in the same NcclGroup");
+        }
+    }
+
+    // ------------------------------------------------------------------ barrier
+
+    @Override
+    public void barrier() {
+        barrierAsync(true).await();
+    }
+
+    @Override
+    public NcclWork barrierAsync() {
+        return barrierAsync(false);
+    }
+
+    private NcclWork barrierAsync(boolean blocking) {
+        DeviceBuffer b;
+        lock.lock();
+        try {
+            ensureOpen();
+            if (barrierBuffer == null) {
+                barrierBuffer = device.allocate(DataType.INT32, 1);
+            }
+            b = barrierBuffer;
+        } finally {
+            lock.unlock();
+        }
+        // NCCL has no barrier: an all-reduce of one integer makes every rank wait for all others.
+        return launch(BARRIER, b, b, 1, DataType.INT32, ReduceOp.SUM, 0, null, blocking);
+    }
+
+    // ------------------------------------------------------------------ the launch path
+
+    private NcclWork launch(int kind, DeviceBuffer send, DeviceBuffer recv, long count, DataType type, ReduceOp op,
+                            int root, CudaStream userStream, boolean blocking) {
+        NcclGroup group = NcclGroup.current();
+        if (blocking && group != null) {
+            throw new InvalidUsageException("blocking " + OP_NAMES[kind] + " inside an NcclGroup can never finish before "
+                    + "the group is launched: call " + OP_NAMES[kind] + "Async and wait after closing the group");
+        }
+        if (!blocking && group == null && outstanding.get() >= MAX_OUTSTANDING) {
+            drainOldest();
+        }
+        long sp = send == null ? 0 : send.rawPointer();
+        long rp = recv == null ? 0 : recv.rawPointer();
+        long sh = userStream == null ? streamHandle : userStream.handle();
+        NcclWork w;
+        lock.lock();
+        try {
+            ensureOpen();
+            device.makeCurrent();
+            int red = op == null ? 0 : redOp(op, type);
+            long s = ++seq;
+            int r = call(kind, sp, rp, count, type, red, root, sh);
+            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                throw new NcclException("nccl " + OP_NAMES[kind] + " #" + s + " (" + type + " x " + count + ") on "
+                        + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
+            }
+            w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + timeoutNanos);
+            if (group != null) {
+                group.add(this, w);
+                return w;
+            }
+            if (r == NcclLibrary.IN_PROGRESS) {
+                waitNotInProgress(w);
+            }
+            w.arm(takeEvent());
+        } finally {
+            lock.unlock();
+        }
+        if (!blocking) {
+            track(w);
+            Watchdog.wake();
+        }
+        return w;
+    }
+
+    /** Hands an armed asynchronous work to the watchdog and counts it as outstanding. */
+    private void track(NcclWork w) {
+        outstanding.incrementAndGet();
+        w.counted = true;
+        pending.add(w);
+        if (w.isFinished()) {
+            w.uncount(); // finished (e.g. failed) before it was counted
+        }
+    }
+
+    /** Waits for the oldest outstanding works until fewer than MAX_OUTSTANDING are in flight. */
+    private void drainOldest() {
+        while (outstanding.get() >= MAX_OUTSTANDING) {
+            NcclWork oldest = pending.peek();
+            if (oldest == null) {
+                return;
+            }
+            if (oldest.isFinished()) {
+                pending.remove(oldest);
+                continue;
+            }
+            try {
+                oldest.await();
+            } catch (JcclException e) {
+                return; // the communicator failed: the launch reports it
+            }
+        }
+    }
+
+    /** The native call(s) of one operation. Runs under the lock with the context current. */
+    private int call(int kind, long sp, long rp, long count, DataType type, int red, int root, long sh) {
+        int dt = type.ncclValue();
+        try {
+            return switch (kind) {
+                case ALL_REDUCE, BARRIER -> (int) NcclLibrary.ncclAllReduce.invokeExact(sp, rp, count, dt, red, comm, sh);
+                case BROADCAST -> (int) NcclLibrary.ncclBroadcast.invokeExact(sp, rp, count, dt, root, comm, sh);
+                case REDUCE -> (int) NcclLibrary.ncclReduce.invokeExact(sp, rp, count, dt, red, root, comm, sh);
+                case ALL_GATHER -> (int) NcclLibrary.ncclAllGather.invokeExact(sp, rp, count, dt, comm, sh);
+                case REDUCE_SCATTER -> (int) NcclLibrary.ncclReduceScatter.invokeExact(sp, rp, count, dt, red, comm, sh);
+                case SEND -> (int) NcclLibrary.ncclSend.invokeExact(sp, count, dt, root, comm, sh);
+                case RECV -> (int) NcclLibrary.ncclRecv.invokeExact(rp, count, dt, root, comm, sh);
+                case ALL_TO_ALL -> allToAllCall(sp, rp, count, type, sh);
+                case GATHER -> gatherCall(sp, rp, count, type, root, sh);
+                case SCATTER -> scatterCall(sp, rp, count, type, root, sh);
+                default -> throw new IllegalStateException("unknown op " + kind);
+            };
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private boolean nativeA2A() {
+        return !forceSendRecvFallback && Nccl.hasNativeAllToAll();
+    }
+
+    private int allToAllCall(long sendPtr, long rp, long count, DataType type, long sh) throws Throwable {
+        long block = scaled(count, type);
+        long staged = sendPtr;
+        if (sendPtr == rp && count > 0 && size > 1) {
+            // NCCL's all-to-all is out of place only: stage the input in the communicator's scratch.
+            staged = scratch(block * size);
+            CudaDriver.memcpyDtoDAsync(staged, sendPtr, block * size, sh);
+        }
+        long sp = staged;
+        if (nativeA2A()) {
+            return (int) NcclLibrary.ncclAlltoAll.invokeExact(sp, rp, count, type.ncclValue(), comm, sh);
+        }
+        return grouped(() -> {
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    if (block > 0 && sp != rp) {
+                        CudaDriver.memcpyDtoDAsync(rp + p * block, sp + p * block, block, sh);
+                    }
+                    continue;
+                }
+                int r = (int) NcclLibrary.ncclSend.invokeExact(sp + p * block, count, type.ncclValue(), p, comm, sh);
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                    return r;
+                }
+                r = (int) NcclLibrary.ncclRecv.invokeExact(rp + p * block, count, type.ncclValue(), p, comm, sh);
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                    return r;
+                }
+            }
+            return NcclLibrary.SUCCESS;
+        });
+    }
+
+    private int gatherCall(long sp, long rp, long count, DataType type, int root, long sh) throws Throwable {
+        if (nativeA2A()) {
+            return (int) NcclLibrary.ncclGather.invokeExact(sp, rp, count, type.ncclValue(), root, comm, sh);
+        }
+        long block = scaled(count, type);
+        return grouped(() -> {
+            if (rank != root) {
+                return (int) NcclLibrary.ncclSend.invokeExact(sp, count, type.ncclValue(), root, comm, sh);
+            }
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    if (block > 0 && sp != rp + p * block) {
+                        CudaDriver.memcpyDtoDAsync(rp + p * block, sp, block, sh);
+                    }
+                    continue;
+                }
+                int r = (int) NcclLibrary.ncclRecv.invokeExact(rp + p * block, count, type.ncclValue(), p, comm, sh);
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                    return r;
+                }
+            }
+            return NcclLibrary.SUCCESS;
+        });
+    }
+
+    private int scatterCall(long sp, long rp, long count, DataType type, int root, long sh) throws Throwable {
+        if (nativeA2A()) {
+            return (int) NcclLibrary.ncclScatter.invokeExact(sp, rp, count, type.ncclValue(), root, comm, sh);
+        }
+        long block = scaled(count, type);
+        return grouped(() -> {
+            if (rank != root) {
+                return (int) NcclLibrary.ncclRecv.invokeExact(rp, count, type.ncclValue(), root, comm, sh);
+            }
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    if (block > 0 && rp != sp + p * block) {
+                        CudaDriver.memcpyDtoDAsync(rp, sp + p * block, block, sh);
+                    }
+                    continue;
+                }
+                int r = (int) NcclLibrary.ncclSend.invokeExact(sp + p * block, count, type.ncclValue(), p, comm, sh);
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                    return r;
+                }
+            }
+            return NcclLibrary.SUCCESS;
+        });
+    }
+
+    /** A native body that may throw (the downcalls declare Throwable). */
+    private interface NativeBody {
+        int run() throws Throwable;
+    }
+
+    /** Runs {@code body} between ncclGroupStart and ncclGroupEnd; returns the first failure or the end's result. */
+    private static int grouped(NativeBody body) throws Throwable {
+        int r = NcclLibrary.groupStart();
+        if (r != NcclLibrary.SUCCESS) {
+            return r;
+        }
+        int inner;
+        try {
+            inner = body.run();
+        } finally {
+            r = NcclLibrary.groupEnd();
+        }
+        return inner != NcclLibrary.SUCCESS ? inner : r;
+    }
+
+    /** A device scratch area of at least {@code bytes} (under the lock). */
+    private long scratch(long bytes) {
+        if (scratch == null || scratch.byteSize() < bytes) {
+            if (scratch != null) {
+                // A stream may still read the old area: keep it until the communicator closes.
+                retiredScratch.add(scratch);
+            }
+            scratch = device.allocate(DataType.UINT8, bytes);
+        }
+        return scratch.rawPointer();
+    }
+
+    /** The ncclRedOp_t for {@code op} on {@code type}; PreMulSum operators are created once per (type, scalar). */
+    private int redOp(ReduceOp op, DataType type) {
+        if (op.kind() != ReduceOp.Kind.PREMUL_SUM) {
+            return op.kind().ncclValue();
+        }
+        long key = Double.doubleToLongBits(op.scalar()) * 31 + type.ordinal();
+        Integer cached = preMulOps.get(key);
+        if (cached != null) {
+            return cached;
+        }
+        MemorySegment s = lockedScratch;
+        s.fill((byte) 0);
+        NumberFormats.put(s.asSlice(8), type, 0, op.scalar());
+        int r;
+        try {
+            r = (int) NcclLibrary.ncclRedOpCreatePreMulSum.invokeExact(s, s.asSlice(8), type.ncclValue(),
+                    NcclLibrary.SCALAR_HOST_IMMEDIATE, comm);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r != NcclLibrary.SUCCESS) {
+            throw new NcclException("ncclRedOpCreatePreMulSum(" + op.scalar() + ", " + type + ") on " + describe(), r,
+                    NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
+        }
+        int id = s.get(JAVA_INT, 0);
+        if (preMulOps.size() >= 64) {
+            destroyPreMulOps();
+        }
+        preMulOps.put(key, id);
+        return id;
+    }
+
+    private void destroyPreMulOps() {
+        for (int id : preMulOps.values()) {
+            try {
+                int r = (int) NcclLibrary.ncclRedOpDestroy.invokeExact(id, comm);
+                if (r != NcclLibrary.SUCCESS) {
+                    LOG.warn(rank, "ncclRedOpDestroy returned " + NcclLibrary.resultName(r));
+                }
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+        }
+        preMulOps.clear();
+    }
+
+    /** Waits (under the lock) until NCCL has finished enqueueing a nonblocking call. */
+    private void waitNotInProgress(NcclWork w) {
+        Backoff b = new Backoff();
+        while (true) {
+            if (state.get() != OPEN) {
+                throw failureFor(w, failure.get() != null ? failure.get() : new AbortedException(describe() + " is closed"));
+            }
+            int s = NcclLibrary.asyncError(comm, lockedScratch);
+            if (s == NcclLibrary.SUCCESS) {
+                return;
+            }
+            if (s != NcclLibrary.IN_PROGRESS) {
+                NcclException e = new NcclException("nccl " + w.describe() + " on " + describe(), s,
+                        NcclLibrary.errorString(s), NcclLibrary.lastError(comm));
+                abortWith(e); // the lock is reentrant
+                throw e;
+            }
+            if (System.nanoTime() - w.deadline > 0) {
+                CollectiveTimeoutException e = timeoutFor(w, "NCCL was still enqueueing it");
+                abortWith(e);
+                throw e;
+            }
+            b.idle();
+        }
+    }
+
+    /** Arms the works an NcclGroup issued on this communicator, once ncclGroupEnd returned. */
+    void armGroupWorks(List<NcclWork> works) {
+        lock.lock();
+        try {
+            if (state.get() != OPEN) {
+                JcclException e = failure.get() != null ? failure.get() : new AbortedException(describe() + " is closed");
+                for (NcclWork w : works) {
+                    w.fail(failureFor(w, e));
+                }
+                throw e;
+            }
+            device.makeCurrent();
+            waitNotInProgress(works.get(0));
+            for (NcclWork w : works) {
+                w.arm(takeEvent());
+                track(w);
+            }
+        } catch (JcclException e) {
+            for (NcclWork w : works) {
+                w.fail(failureFor(w, e));
+            }
+            throw e;
+        } finally {
+            lock.unlock();
+        }
+        Watchdog.wake();
+    }
+
+    private CudaEvent takeEvent() {
+        CudaEvent e = eventPool.poll();
+        if (e == null) {
+            e = CudaEvent.pooled(device);
+            synchronized (allEvents) {
+                allEvents.add(e);
+            }
+        }
+        return e;
+    }
+
+    /** Returns a completed work's event to the pool. */
+    void recycle(CudaEvent e) {
+        if (state.get() == OPEN) {
+            eventPool.offer(e);
+        }
+    }
+
+    // ------------------------------------------------------------------ failure handling
+
+    private void ensureOpen() {
+        int s = state.get();
+        if (s == OPEN) {
+            return;
+        }
+        JcclException f = failure.get();
+        if (s == ABORTED || f != null) {
+            throw new AbortedException(describe() + " was aborted" + (f == null ? "" : " (" + f.getMessage() + ")")
+                    + ": create a new communicator");
+        }
+        throw new InvalidUsageException(describe() + " is closed: create a new communicator");
+    }
+
+    /** A work-specific failure carrying the communicator's cause. */
+    JcclException failureFor(NcclWork w, JcclException cause) {
+        if (cause.getMessage() != null && cause.getMessage().contains(w.describe())) {
+            return cause;
+        }
+        JcclException e;
+        if (cause instanceof CollectiveTimeoutException t) {
+            e = new CollectiveTimeoutException(w.describe() + " on " + describe() + " failed: " + cause.getMessage(),
+                    t.missingRanks());
+            e.initCause(cause);
+        } else if (cause instanceof AbortedException) {
+            e = new AbortedException(w.describe() + " on " + describe() + " failed: " + cause.getMessage());
+            e.initCause(cause);
+        } else {
+            e = new JcclException(w.describe() + " on " + describe() + " failed: " + cause.getMessage(), cause);
+        }
+        return e;
+    }
+
+    private CollectiveTimeoutException timeoutFor(NcclWork w, String detail) {
+        int async = NcclLibrary.SUCCESS;
+        String last = "";
+        if (state.get() == OPEN) {
+            async = NcclLibrary.asyncError(comm, watchScratch);
+            last = NcclLibrary.lastError(comm);
+        }
+        return new CollectiveTimeoutException("nccl " + w.describe() + " on " + describe() + " did not complete within "
+                + timeout + " (" + detail + "); NCCL state " + NcclLibrary.resultName(async)
+                + (last.isBlank() ? "" : ", last NCCL error: " + last.strip())
+                + "; the communicator was aborted: a peer rank is probably dead or stuck", List.of());
+    }
+
+    /** Called by a waiter or the watchdog when {@code w} passed its deadline. */
+    void onTimeout(NcclWork w) {
+        if (state.get() != OPEN) {
+            JcclException f = failure.get();
+            w.fail(failureFor(w, f != null ? f : new AbortedException(describe() + " is closed")));
+            return;
+        }
+        CollectiveTimeoutException e;
+        if (lock.tryLock()) {
+            try {
+                e = timeoutFor(w, "its event never fired");
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            e = new CollectiveTimeoutException("nccl " + w.describe() + " on " + describe() + " did not complete within "
+                    + timeout + "; the communicator was aborted: a peer rank is probably dead or stuck", List.of());
+        }
+        abortWith(e);
+        w.fail(failureFor(w, e));
+    }
+
+    /** Polls ncclCommGetAsyncError (skipped while another thread holds the lock); aborts on an error. */
+    void checkAsyncError(NcclWork oldest) {
+        if (state.get() != OPEN || !lock.tryLock()) {
+            return;
+        }
+        int s;
+        String last = "";
+        try {
+            if (state.get() != OPEN) {
+                return;
+            }
+            s = NcclLibrary.asyncError(comm, watchScratch);
+            if (s != NcclLibrary.SUCCESS && s != NcclLibrary.IN_PROGRESS) {
+                last = NcclLibrary.lastError(comm);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (s != NcclLibrary.SUCCESS && s != NcclLibrary.IN_PROGRESS) {
+            String what = oldest == null ? "" : " while " + oldest.describe() + " was pending";
+            abortWith(new NcclException("NCCL asynchronous error on " + describe() + what, s, NcclLibrary.errorString(s),
+                    last));
+        }
+    }
+
+    /** Aborts the NCCL communicator once and fails every pending work with {@code cause}. */
+    void abortWith(JcclException cause) {
+        if (!failure.compareAndSet(null, cause)) {
+            return;
+        }
+        boolean wasOpen = state.compareAndSet(OPEN, ABORTED);
+        LOG.warn(rank, "aborting " + describe() + ": " + cause.getMessage());
+        if (wasOpen) {
+            lock.lock();
+            try {
+                abortQuietly(comm);
+                if (ctl != comm) {
+                    abortQuietly(ctl);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+        failPending(cause);
+    }
+
+    private void failPending(JcclException cause) {
+        NcclWork w;
+        while ((w = pending.poll()) != null) {
+            w.fail(failureFor(w, cause));
+        }
+    }
+
+    /** One watchdog pass over this communicator; true while work is outstanding. */
+    boolean watch(long now) {
+        if (state.get() != OPEN) {
+            JcclException f = failure.get();
+            if (f != null) {
+                failPending(f);
+            }
+            return false;
+        }
+        if (pending.isEmpty()) {
+            return false;
+        }
+        device.makeCurrent();
+        NcclWork oldest = null;
+        int polled = 0;
+        for (NcclWork w : pending) {
+            if (w.isFinished()) {
+                pending.remove(w);
+                continue;
+            }
+            if (oldest == null) {
+                oldest = w;
+            }
+            if (polled >= 4) {
+                break; // later work is younger: its deadline is later, and streams complete in order
+            }
+            if (now - (w.deadline - timeoutNanos) < YOUNG_NANOS && now - w.deadline <= 0) {
+                // Work issued less than a millisecond ago is rarely done, and querying its event takes
+                // the driver lock the enqueuing thread needs: leave it (and all younger work) alone.
+                break;
+            }
+            polled++;
+            if (w.pollEvent()) {
+                pending.remove(w);
+                if (oldest == w) {
+                    oldest = null;
+                }
+                continue;
+            }
+            if (now - w.deadline > 0) {
+                onTimeout(w);
+                return false;
+            }
+        }
+        if (oldest != null) {
+            checkAsyncError(oldest);
+        }
+        return !pending.isEmpty();
+    }
+
+    /** {@code done} completed: so did every earlier work on its stream (streams run in order). */
+    void completedThrough(NcclWork done) {
+        for (NcclWork p : pending) {
+            if (p.sequence() >= done.sequence()) {
+                break;
+            }
+            if (p.streamHandle() == done.streamHandle()) {
+                p.completeInOrder();
+            }
+        }
+    }
+
+    boolean hasPending() {
+        return !pending.isEmpty();
+    }
+
+    void watchdogFailed(Throwable t) {
+        abortWith(new JcclException("the NCCL watchdog failed on " + describe() + ": " + t, t));
+    }
+
+    // ------------------------------------------------------------------ lifecycle
+
+    /**
+     * Collective: ranks with the same {@code color} form a new communicator (ncclCommSplit),
+     * ordered by {@code key} then by old rank; {@link #NO_COLOR} returns null. The new
+     * communicator shares this one's GPU and deadline.
+     */
+    @Override
+    public NcclCommunicator split(int color, int key) {
+        if (color < 0 && color != NO_COLOR) {
+            throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or NO_COLOR to join none");
+        }
+        return derive("ncclCommSplit(color " + color + ", key " + key + ")", (out, cfg) ->
+                (int) NcclLibrary.ncclCommSplit.invokeExact(ctl, color == NO_COLOR ? NcclLibrary.SPLIT_NOCOLOR : color,
+                        key, out, cfg));
+    }
+
+    /**
+     * A communicator without the ranks in {@code excludeRanks} (ncclCommShrink, NCCL 2.27+); the
+     * remaining ranks are renumbered in order. Collective over the remaining ranks. An excluded
+     * rank gets null.
+     */
+    public NcclCommunicator shrink(int... excludeRanks) {
+        Objects.requireNonNull(excludeRanks, "excludeRanks");
+        if (!Nccl.hasShrink()) {
+            throw new InvalidUsageException("ncclCommShrink needs NCCL 2.27 or newer; this is " + Nccl.versionString());
+        }
+        for (int r : excludeRanks) {
+            checkPeer(r, "excludeRanks element");
+        }
+        for (int r : excludeRanks) {
+            if (r == rank) {
+                return null;
+            }
+        }
+        return derive("ncclCommShrink(" + java.util.Arrays.toString(excludeRanks) + ")", (out, cfg) -> {
+            MemorySegment ex = arena.allocate(Math.max(4L, 4L * excludeRanks.length), 4);
+            for (int i = 0; i < excludeRanks.length; i++) {
+                ex.setAtIndex(JAVA_INT, i, excludeRanks[i]);
+            }
+            return (int) NcclLibrary.ncclCommShrink.invokeExact(ctl, ex, excludeRanks.length, out, cfg, 0);
+        });
+    }
+
+    private interface DeriveCall {
+        int call(MemorySegment out, MemorySegment cfg) throws Throwable;
+    }
+
+    private NcclCommunicator derive(String what, DeriveCall call) {
+        if (NcclGroup.current() != null) {
+            throw new InvalidUsageException(what + " inside an NcclGroup is not supported: close the group first");
+        }
+        Arena childArena = Arena.ofShared();
+        long child = 0;
+        long childData = 0;
+        boolean ok = false;
+        lock.lock();
+        try {
+            ensureOpen();
+            device.makeCurrent();
+            String childName = commName(rank);
+            MemorySegment cname = childArena.allocateFrom(childName);
+            MemorySegment cfg = childArena.allocate(NcclLibrary.CONFIG_SIZE + 8, 8);
+            NcclLibrary.fillConfig(cfg, cname);
+            // NCCL writes the new handle only when the split completes, from its own thread: the slot
+            // lives in this communicator's arena, which outlives any abort of this communicator.
+            MemorySegment out = arena.allocate(8, 8);
+            long deadline = System.nanoTime() + timeoutNanos;
+            int r;
+            try {
+                r = call.call(out, cfg);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                throw new NcclException(what + " on " + describe(), r, NcclLibrary.errorString(r),
+                        NcclLibrary.lastError(ctl));
+            }
+            try {
+                awaitReady(ctl, deadline, timeout, what + " on " + describe(), lockedScratch);
+            } catch (JcclException e) {
+                abortWith(e); // the parent is stuck or broken; aborting also stops NCCL writing `out`
+                throw e;
+            }
+            child = out.get(JAVA_LONG, 0);
+            if (child == 0) {
+                return null; // NO_COLOR, or excluded
+            }
+            MemorySegment scratch = childArena.allocate(8, 8);
+            awaitReady(child, deadline, timeout, what + " on " + describe(), scratch);
+            int cr;
+            int cn;
+            try {
+                check((int) NcclLibrary.ncclCommUserRank.invokeExact(child, scratch), "ncclCommUserRank");
+                cr = scratch.get(JAVA_INT, 0);
+                check((int) NcclLibrary.ncclCommCount.invokeExact(child, scratch), "ncclCommCount");
+                cn = scratch.get(JAVA_INT, 0);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (NONBLOCKING_DATA) {
+                childData = child;
+            } else {
+                MemorySegment dataOut = childArena.allocate(8, 8);
+                startDataSplit(child, cr, childArena, childName, dataOut);
+                childData = finishDataSplit(child, dataOut, deadline, timeout, what + " on " + describe(), scratch);
+            }
+            NcclCommunicator c = new NcclCommunicator(device, false, child, childData, cr, cn, timeout, childName,
+                    childArena, null);
+            ok = true;
+            return c;
+        } catch (RuntimeException | Error e) {
+            if (childData != 0 && childData != child) {
+                abortQuietly(childData);
+            }
+            abortQuietly(child);
+            throw e;
+        } finally {
+            lock.unlock();
+            if (!ok) {
+                childArena.close();
+            }
+        }
+    }
+
+    private static void check(int r, String call) {
+        if (r != NcclLibrary.SUCCESS) {
+            throw new NcclException(call, r, NcclLibrary.errorString(r), "");
+        }
+    }
+
+    /**
+     * Aborts: NCCL stops this rank's kernels (ncclCommAbort) and every pending and later
+     * operation fails with {@link AbortedException}; the other ranks' operations then fail by
+     * their deadline or NCCL's error. Callable from any thread; returns promptly.
+     */
+    @Override
+    public void abort() {
+        abortWith(new AbortedException(describe() + " was aborted by abort()"));
+    }
+
+    /**
+     * Flushes outstanding operations (ncclCommFinalize, waited for with the deadline) and frees the
+     * communicator (ncclCommDestroy); on a deadline or error it aborts instead. Pending works
+     * complete or fail. Idempotent.
+     */
+    @Override
+    public void close() {
+        int prior = state.getAndSet(CLOSED);
+        if (prior == CLOSED) {
+            return;
+        }
+        Watchdog.unregister(this);
+        try {
+            if (prior == OPEN) {
+                lock.lock();
+                try {
+                    finalizeAndDestroy();
+                } finally {
+                    lock.unlock();
+                }
+            }
+            JcclException f = failure.get();
+            NcclWork w;
+            while ((w = pending.poll()) != null) {
+                if (f == null && w.isDone()) {
+                    continue;
+                }
+                w.fail(failureFor(w, f != null ? f : new AbortedException(describe() + " was closed")));
+            }
+        } finally {
+            releaseResources();
+        }
+    }
+
+    private void finalizeAndDestroy() {
+        device.makeCurrent();
+        long deadline = System.nanoTime() + timeoutNanos;
+        // Outstanding work must finish first: a blocking ncclCommFinalize would wait for it with no deadline.
+        if (!drainPending(deadline)) {
+            failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " still had work running " + timeout
+                    + " after close(): aborted instead of finalized", List.of()));
+            abortQuietly(comm);
+            if (ctl != comm) {
+                abortQuietly(ctl);
+            }
+            return;
+        }
+        try {
+            destroyPreMulOps();
+            boolean clean = finalizeOne(comm, deadline);
+            if (clean) {
+                destroyOne(comm);
+                if (ctl != comm) {
+                    if (finalizeOne(ctl, deadline)) {
+                        destroyOne(ctl);
+                    } else {
+                        abortQuietly(ctl);
+                    }
+                }
+            } else {
+                abortQuietly(comm);
+                if (ctl != comm) {
+                    abortQuietly(ctl);
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            abortQuietly(comm);
+            if (ctl != comm) {
+                abortQuietly(ctl);
+            }
+            throw e;
+        }
+    }
+
+    /** Waits (polling, until {@code deadline}) for every pending work; false when some did not finish. */
+    private boolean drainPending(long deadline) {
+        Backoff b = new Backoff();
+        for (NcclWork w : pending) {
+            while (!w.isFinished() && !w.pollEvent()) {
+                if (System.nanoTime() - deadline > 0) {
+                    return false;
+                }
+                b.idle();
+            }
+        }
+        return true;
+    }
+
+    /** ncclCommFinalize, then polls until NCCL has flushed; false on error or deadline. */
+    private boolean finalizeOne(long h, long deadline) {
+        int r;
+        try {
+            r = (int) NcclLibrary.ncclCommFinalize.invokeExact(h);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+            LOG.warn(rank, "ncclCommFinalize returned " + NcclLibrary.resultName(r) + ": aborting instead");
+            return false;
+        }
+        Backoff b = new Backoff();
+        while (true) {
+            int s = NcclLibrary.asyncError(h, lockedScratch);
+            if (s == NcclLibrary.SUCCESS) {
+                return true;
+            }
+            if (s != NcclLibrary.IN_PROGRESS || System.nanoTime() - deadline > 0) {
+                failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " could not finalize within "
+                        + timeout + " (NCCL state " + NcclLibrary.resultName(s) + "): aborted instead", List.of()));
+                return false;
+            }
+            b.idle();
+        }
+    }
+
+    private void destroyOne(long h) {
+        int d;
+        try {
+            d = (int) NcclLibrary.ncclCommDestroy.invokeExact(h);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (d != NcclLibrary.SUCCESS) {
+            LOG.warn(rank, "ncclCommDestroy returned " + NcclLibrary.resultName(d));
+        }
+    }
+
+    private void releaseResources() {
+        List<AutoCloseable> toClose = new ArrayList<>();
+        if (barrierBuffer != null) {
+            toClose.add(barrierBuffer);
+        }
+        if (scratch != null) {
+            toClose.add(scratch);
+        }
+        toClose.addAll(retiredScratch);
+        toClose.add(stream);
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                LOG.warn(rank, "closing " + c + " failed: " + e);
+            }
+        }
+        synchronized (allEvents) {
+            for (CudaEvent e : allEvents) {
+                try {
+                    if (!device.isClosed()) {
+                        device.makeCurrent();
+                        e.destroyPooled();
+                    }
+                } catch (RuntimeException ex) {
+                    LOG.warn(rank, "destroying " + e + " failed: " + ex);
+                }
+            }
+            allEvents.clear();
+        }
+        eventPool.clear();
+        arena.close();
+        if (store != null) {
+            try {
+                store.close();
+            } catch (Exception e) {
+                LOG.warn(rank, "closing the store failed: " + e);
+            }
+        }
+        if (ownsDevice) {
+            device.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NcclCommunicator[" + describe() + "]";
+    }
+}

@@ -1,0 +1,256 @@
+package org.jccl.cuda;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jccl.DataType;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.Work;
+
+/**
+ * One enqueued NCCL operation. It completes when the CUDA event recorded right after the
+ * operation on its stream completes; {@link #event()} exposes that event so a compute stream can
+ * wait for the collective without the host waiting:
+ *
+ * <pre>{@code
+ * NcclWork w = comm.allReduceAsync(grads, ReduceOp.SUM);
+ * computeStream.waitFor(w.event());   // GPU-side dependency, the host moves on
+ * }</pre>
+ *
+ * <p>Waiting polls the event (never cuEventSynchronize) so the communicator's deadline always
+ * holds; past it, or on an NCCL asynchronous error, the communicator is aborted and the work
+ * fails with a cause that names the operation, its sequence number and NCCL's error text.
+ *
+ * <p>The event belongs to the communicator: once this work is observed complete it may be
+ * recorded again for a later operation of the same communicator, so a stream that waits on it
+ * after that waits at least as long as needed, never less.
+ */
+public final class NcclWork implements Work {
+    static final int PENDING = 0, DONE = 1, FAILED = 2;
+
+    private final NcclCommunicator comm;
+    private final int kind;
+    private final long sequence;
+    private final DataType type;
+    private final long count;
+    private final long streamHandle;
+    final long deadline;
+    private final AtomicInteger state = new AtomicInteger(PENDING);
+    private volatile CudaEvent event;
+    private volatile JcclException failure;
+    /** Counted in the communicator's outstanding works (asynchronous works only). */
+    volatile boolean counted;
+
+    NcclWork(NcclCommunicator comm, int kind, long sequence, DataType type, long count, long streamHandle,
+             long deadline) {
+        this.comm = comm;
+        this.kind = kind;
+        this.sequence = sequence;
+        this.type = type;
+        this.count = count;
+        this.streamHandle = streamHandle;
+        this.deadline = deadline;
+    }
+
+    /** Records {@code e} on this work's stream: from now on the work completes with it. */
+    void arm(CudaEvent e) {
+        e.recordRaw(streamHandle);
+        event = e;
+    }
+
+    /** The operation, e.g. "allReduce". */
+    public String op() {
+        return NcclCommunicator.opName(kind);
+    }
+
+    /** This communicator-local sequence number (1 for the first operation). */
+    public long sequence() {
+        return sequence;
+    }
+
+    /** The raw CUstream the operation was enqueued on. */
+    public long streamHandle() {
+        return streamHandle;
+    }
+
+    /**
+     * The event that completes with this operation; a stream can wait on it with
+     * {@link CudaStream#waitFor(CudaEvent)}.
+     *
+     * @throws InvalidUsageException inside an open {@link NcclGroup} (the operation is only
+     *                               launched when the group closes)
+     */
+    public CudaEvent event() {
+        CudaEvent e = event;
+        if (e == null) {
+            if (state.get() == FAILED) {
+                throw failure;
+            }
+            throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
+                    + "(which launches it) before asking for its event");
+        }
+        return e;
+    }
+
+    /** "allReduce #12 (FLOAT32 x 1024)". */
+    String describe() {
+        return op() + " #" + sequence + (type == null ? "" : " (" + type + " x " + count + ")");
+    }
+
+    boolean isFinished() {
+        return state.get() != PENDING;
+    }
+
+    @Override
+    public boolean isDone() {
+        if (state.get() == PENDING) {
+            CudaEvent e = event;
+            if (e != null) {
+                comm.device().makeCurrent();
+                pollEvent();
+            }
+        }
+        return state.get() != PENDING;
+    }
+
+    /** Queries the event once; completes the work when it fired. The context must be current. */
+    boolean pollEvent() {
+        CudaEvent e = event;
+        if (e == null || state.get() != PENDING) {
+            return state.get() != PENDING;
+        }
+        boolean fired;
+        try {
+            fired = e.queryRaw();
+        } catch (CudaException ex) {
+            fail(new JcclException(describe() + " on " + comm.describe() + " failed in CUDA: " + ex.getMessage(), ex));
+            return true;
+        }
+        if (fired) {
+            complete();
+            // Work issued earlier on the same stream is complete too: settle it now, which returns
+            // its event to the pool without a query.
+            comm.completedThrough(this);
+        }
+        return fired || state.get() != PENDING;
+    }
+
+    /** Completes this work because a later work on the same stream completed. */
+    void completeInOrder() {
+        if (event != null && state.get() == PENDING) {
+            complete();
+        }
+    }
+
+    /**
+     * The event fired. If the communicator was aborted meanwhile, the event may have fired only
+     * because the abort stopped the kernel, so the work fails with the abort's cause instead.
+     */
+    private void complete() {
+        JcclException abortCause = comm.failure();
+        if (abortCause != null) {
+            fail(comm.failureFor(this, abortCause));
+            return;
+        }
+        if (state.compareAndSet(PENDING, DONE)) {
+            uncount();
+            CudaEvent e = event;
+            if (e != null) {
+                comm.recycle(e);
+            }
+        }
+    }
+
+    /** Fails this work once; later calls are ignored. */
+    void fail(JcclException e) {
+        Objects.requireNonNull(e);
+        synchronized (this) {
+            if (state.get() != PENDING) {
+                return;
+            }
+            failure = e; // written before the state, which readers check first
+            if (!state.compareAndSet(PENDING, FAILED)) {
+                return;
+            }
+        }
+        uncount();
+    }
+
+    /** Leaves the outstanding count once. */
+    void uncount() {
+        if (counted) {
+            synchronized (this) {
+                if (!counted) {
+                    return;
+                }
+                counted = false;
+            }
+            comm.outstanding.decrementAndGet();
+        }
+    }
+
+    @Override
+    public void await() {
+        waitUntil(deadline, true);
+    }
+
+    @Override
+    public boolean await(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        long until = System.nanoTime() + Math.max(0, timeout.toNanos());
+        return waitUntil(until, false);
+    }
+
+    private boolean waitUntil(long until, boolean untilIsDeadline) {
+        if (event == null && state.get() == PENDING) {
+            throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
+                    + "(which launches it) before waiting for it");
+        }
+        if (state.get() == PENDING) {
+            comm.device().makeCurrent();
+        }
+        Backoff b = new Backoff();
+        long lastCheck = System.nanoTime();
+        while (true) {
+            int s = state.get();
+            if (s == DONE) {
+                return true;
+            }
+            if (s == FAILED) {
+                throw failure;
+            }
+            if (pollEvent()) {
+                continue;
+            }
+            long now = System.nanoTime();
+            if (now - lastCheck > 1_000_000) {
+                comm.checkAsyncError(this);
+                lastCheck = now;
+            }
+            if (now - deadline > 0) {
+                comm.onTimeout(this);
+                continue;
+            }
+            if (!untilIsDeadline && now - until > 0) {
+                return false;
+            }
+            b.idle();
+        }
+    }
+
+    @Override
+    public JcclException exception() {
+        return state.get() == FAILED ? failure : null;
+    }
+
+    @Override
+    public String toString() {
+        String s = switch (state.get()) {
+            case DONE -> "done";
+            case FAILED -> "failed";
+            default -> "pending";
+        };
+        return "NcclWork[" + describe() + ", " + s + "]";
+    }
+}

@@ -1,0 +1,353 @@
+package org.jccl.cuda.bench;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+import org.jccl.cuda.CudaDevice;
+import org.jccl.cuda.DeviceBuffer;
+import org.jccl.cuda.Nccl;
+import org.jccl.cuda.NcclCommunicator;
+import org.jccl.cuda.NcclWork;
+
+/**
+ * nccl-tests for jccl's NCCL backend: one thread per GPU, each driving its own communicator
+ * (as one process per GPU would), float data, out of place. For each collective and size it
+ * prints time per operation (the slowest rank), algorithm bandwidth and bus bandwidth with
+ * nccl-tests' factors (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n;
+ * broadcast, reduce 1). Sizes follow nccl-tests: all-gather counts the gathered buffer,
+ * reduce-scatter the scattered input, all-to-all one rank's whole buffer.
+ *
+ * <p>It then measures jccl's own host overhead per call: the time of 8-byte all-reduce
+ * enqueues through {@link NcclCommunicator#allReduceAsync} minus the time of the same enqueues
+ * as a raw ncclAllReduce downcall on the same communicator and stream.
+ *
+ * <pre>
+ * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar org.jccl.cuda.bench.NcclBench \
+ *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall]
+ * </pre>
+ */
+public final class NcclBench {
+    private NcclBench() {
+    }
+
+    private static long parseSize(String s) {
+        String t = s.trim().toUpperCase(Locale.ROOT);
+        long mul = 1;
+        if (t.endsWith("G")) {
+            mul = 1L << 30;
+        } else if (t.endsWith("M")) {
+            mul = 1L << 20;
+        } else if (t.endsWith("K")) {
+            mul = 1L << 10;
+        }
+        if (mul != 1) {
+            t = t.substring(0, t.length() - 1);
+        }
+        return Long.parseLong(t) * mul;
+    }
+
+    /** Iterations for a size: many for small messages (stable latency), 20 at 256 MiB and up. */
+    static int iters(long bytes) {
+        return (int) Math.max(20, Math.min(1000, (256L << 20) / Math.max(bytes, 1)));
+    }
+
+    /** Entry point; see the class comment for flags. */
+    public static void main(String[] args) throws Exception {
+        long minBytes = 8;
+        long maxBytes = 1L << 30;
+        long factor = 8;
+        int warmup = 5;
+        int gpus = CudaDevice.count();
+        String ops = "allreduce,allgather,reducescatter,broadcast,reduce,alltoall";
+        boolean overhead = true;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "-b" -> minBytes = parseSize(args[++i]);
+                case "-e" -> maxBytes = parseSize(args[++i]);
+                case "-f" -> factor = Long.parseLong(args[++i]);
+                case "-w" -> warmup = Integer.parseInt(args[++i]);
+                case "-g" -> gpus = Integer.parseInt(args[++i]);
+                case "-o" -> ops = args[++i];
+                case "--no-overhead" -> overhead = false;
+                default -> throw new IllegalArgumentException("unknown flag " + args[i]
+                        + ": use -b MIN -e MAX -f FACTOR -w WARMUP -g GPUS -o OPS --no-overhead");
+            }
+        }
+        if (!Nccl.isAvailable()) {
+            System.err.println("NCCL unavailable: " + Nccl.unavailabilityCause());
+            System.exit(2);
+        }
+        if (gpus < 1 || gpus > CudaDevice.count()) {
+            throw new IllegalArgumentException("-g " + gpus + ": this machine has " + CudaDevice.count() + " GPU(s)");
+        }
+        List<CudaDevice> devices = new ArrayList<>();
+        for (int g = 0; g < gpus; g++) {
+            devices.add(CudaDevice.open(g));
+        }
+        List<NcclCommunicator> comms = NcclCommunicator.initAll(devices, Duration.ofMinutes(5));
+        System.out.printf("# jccl NcclBench: %d x %s (sm_%d%d), NCCL %s (%s), one thread per GPU, float, out of place%n",
+                gpus, devices.get(0).name(), devices.get(0).computeCapabilityMajor(),
+                devices.get(0).computeCapabilityMinor(), Nccl.versionString(), Nccl.libraryPath());
+        ExecutorService pool = Executors.newFixedThreadPool(gpus);
+        List<DeviceBuffer> sendBufs = new ArrayList<>();
+        List<DeviceBuffer> recvBufs = new ArrayList<>();
+        try {
+            for (CudaDevice d : devices) {
+                sendBufs.add(d.allocate(DataType.FLOAT32, maxBytes / 4));
+                recvBufs.add(d.allocate(DataType.FLOAT32, maxBytes / 4));
+                sendBufs.getLast().clear();
+                recvBufs.getLast().clear();
+            }
+            for (String op : ops.split(",")) {
+                sweep(op.trim(), comms, sendBufs, recvBufs, minBytes, maxBytes, factor, warmup, pool);
+            }
+            if (overhead) {
+                overhead(comms, sendBufs, pool);
+            }
+        } finally {
+            pool.shutdownNow();
+            for (DeviceBuffer b : sendBufs) {
+                b.close();
+            }
+            for (DeviceBuffer b : recvBufs) {
+                b.close();
+            }
+            for (NcclCommunicator c : comms) {
+                c.close();
+            }
+            for (CudaDevice d : devices) {
+                d.close();
+            }
+        }
+    }
+
+    private static double busFactor(String op, int n) {
+        return switch (op) {
+            case "allreduce" -> 2.0 * (n - 1) / n;
+            case "allgather", "reducescatter", "alltoall" -> (double) (n - 1) / n;
+            default -> 1.0;
+        };
+    }
+
+    /** Issues one operation of {@code bytes} (nccl-tests' size convention) and returns its work. */
+    private static NcclWork issue(String op, NcclCommunicator c, DeviceBuffer send, DeviceBuffer recv, long bytes) {
+        int n = c.size();
+        long elems = bytes / 4;
+        return switch (op) {
+            case "allreduce" -> c.allReduceAsync(send.slice(0, elems), recv.slice(0, elems), ReduceOp.SUM);
+            case "allgather" -> c.allGatherAsync(send.slice(0, elems / n), recv.slice(0, elems / n * n));
+            case "reducescatter" -> c.reduceScatterAsync(send.slice(0, elems / n * n), recv.slice(0, elems / n),
+                    ReduceOp.SUM);
+            case "broadcast" -> c.broadcastAsync(send.slice(0, elems), recv.slice(0, elems), 0);
+            case "reduce" -> c.reduceAsync(send.slice(0, elems), recv.slice(0, elems), ReduceOp.SUM, 0);
+            case "alltoall" -> c.allToAllAsync(send.slice(0, elems / n * n), recv.slice(0, elems / n * n));
+            default -> throw new IllegalArgumentException("unknown op " + op
+                    + ": use allreduce, allgather, reducescatter, broadcast, reduce, alltoall");
+        };
+    }
+
+    private static void sweep(String op, List<NcclCommunicator> comms, List<DeviceBuffer> sends,
+                              List<DeviceBuffer> recvs, long minBytes, long maxBytes, long factor, int warmup,
+                              ExecutorService pool) throws Exception {
+        int n = comms.size();
+        System.out.printf("%n# %s, %d ranks%n", op, n);
+        System.out.printf("#%12s %12s %6s %6s %10s %10s %10s %7s%n", "size(B)", "count", "type", "redop", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)", "iters");
+        for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+            long elems = bytes / 4;
+            boolean perRank = !op.equals("allreduce") && !op.equals("broadcast") && !op.equals("reduce");
+            if (elems == 0 || (perRank && elems / n == 0)) {
+                continue;
+            }
+            long b = bytes;
+            int it = iters(bytes);
+            CyclicBarrier start = new CyclicBarrier(n);
+            List<Future<Double>> fs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                NcclCommunicator c = comms.get(r);
+                DeviceBuffer s = sends.get(r);
+                DeviceBuffer d = recvs.get(r);
+                fs.add(pool.submit(() -> {
+                    NcclWork last = null;
+                    for (int w = 0; w < warmup; w++) {
+                        last = issue(op, c, s, d, b);
+                    }
+                    last.await();
+                    start.await();
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < it; i++) {
+                        last = issue(op, c, s, d, b);
+                    }
+                    last.await();
+                    return (System.nanoTime() - t0) / 1e3 / it;
+                }));
+            }
+            double us = 0;
+            for (Future<Double> f : fs) {
+                us = Math.max(us, f.get());
+            }
+            double algbw = bytes / (us * 1e-6) / 1e9;
+            long count = switch (op) {
+                case "allgather", "reducescatter", "alltoall" -> elems / n * n;
+                default -> elems;
+            };
+            System.out.printf(" %12d %12d %6s %6s %10.2f %10.2f %10.2f %7d%n", bytes, count, "float",
+                    op.equals("allreduce") || op.equals("reducescatter") || op.equals("reduce") ? "sum" : "none",
+                    us, algbw, algbw * busFactor(op, n), it);
+        }
+    }
+
+    /** Raw ncclAllReduce and ncclCommGetAsyncError, bound here independently of jccl's binding. */
+    private static final class Raw {
+        static final MethodHandle ALL_REDUCE;
+        static final MethodHandle ASYNC_ERROR;
+
+        static {
+            SymbolLookup l = SymbolLookup.libraryLookup(Path.of(Nccl.libraryPath()), Arena.global());
+            Linker linker = Linker.nativeLinker();
+            ALL_REDUCE = linker.downcallHandle(l.find("ncclAllReduce").orElseThrow(), FunctionDescriptor.of(JAVA_INT,
+                    JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
+            ASYNC_ERROR = linker.downcallHandle(l.find("ncclCommGetAsyncError").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        }
+
+        static int allReduce(long send, long recv, long count, int type, int op, long comm, long stream) {
+            try {
+                return (int) ALL_REDUCE.invokeExact(send, recv, count, type, op, comm, stream);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        static int asyncError(long comm, MemorySegment out) {
+            try {
+                int r = (int) ASYNC_ERROR.invokeExact(comm, out);
+                return r == 0 ? out.get(JAVA_INT, 0) : r;
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+    }
+
+    private static void overhead(List<NcclCommunicator> comms, List<DeviceBuffer> sends, ExecutorService pool)
+            throws Exception {
+        int n = comms.size();
+        int batches = 50;
+        int batch = 200;
+        System.out.printf("%n# host overhead per 8-byte all-reduce enqueue (%d x %d calls per rank, no sync inside a batch)%n",
+                batches, batch);
+        CyclicBarrier bar = new CyclicBarrier(n);
+        List<Future<double[]>> fs = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            NcclCommunicator c = comms.get(r);
+            DeviceBuffer buf = sends.get(r).slice(0, 2);
+            fs.add(pool.submit(() -> {
+                long comm = c.handle();
+                long stream = c.stream().handle();
+                long ptr = buf.pointer();
+                MemorySegment st = Arena.ofAuto().allocate(8);
+                double[] res = new double[6];
+                for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
+                    long raw = 0;
+                    long ours = 0;
+                    for (int k = 0; k < batches; k++) {
+                        bar.await();
+                        c.device().makeCurrent();
+                        long t0 = System.nanoTime();
+                        for (int i = 0; i < batch; i++) {
+                            int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+                            while (rr == 7) { // ncclInProgress on a nonblocking communicator
+                                rr = Raw.asyncError(comm, st);
+                            }
+                            if (rr != 0) {
+                                throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+                            }
+                        }
+                        raw += System.nanoTime() - t0;
+                        c.stream().synchronize(Duration.ofMinutes(1));
+                        bar.await();
+                        NcclWork last = null;
+                        long t1 = System.nanoTime();
+                        for (int i = 0; i < batch; i++) {
+                            last = c.allReduceAsync(buf, buf, ReduceOp.SUM);
+                        }
+                        ours += System.nanoTime() - t1;
+                        last.await();
+                    }
+                    res[0] = (double) raw / batches / batch;
+                    res[1] = (double) ours / batches / batch;
+                }
+                // Blocking latency: one 8-byte all-reduce at a time, host waits for each.
+                int lat = 2000;
+                bar.await();
+                long t2 = System.nanoTime();
+                for (int i = 0; i < lat; i++) {
+                    c.allReduce(buf, buf, ReduceOp.SUM);
+                }
+                res[2] = (System.nanoTime() - t2) / 1e3 / lat;
+                bar.await();
+                long t3 = System.nanoTime();
+                for (int i = 0; i < lat; i++) {
+                    int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+                    while (rr == 7) {
+                        rr = Raw.asyncError(comm, st);
+                    }
+                    if (rr != 0) {
+                        throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+                    }
+                    c.stream().synchronize(Duration.ofMinutes(1));
+                }
+                res[3] = (System.nanoTime() - t3) / 1e3 / lat;
+                // Where jccl's own time goes: the context switch every entry point makes, and the
+                // completion event recorded after each enqueue.
+                int reps = 100_000;
+                try (org.jccl.cuda.CudaEvent ev = c.device().createEvent()) {
+                    for (int round = 0; round < 2; round++) {
+                        long t4 = System.nanoTime();
+                        for (int i = 0; i < reps; i++) {
+                            c.device().makeCurrent();
+                        }
+                        res[4] = (double) (System.nanoTime() - t4) / reps;
+                        long t5 = System.nanoTime();
+                        for (int i = 0; i < reps; i++) {
+                            ev.record(c.stream()); // makeCurrent + cuEventRecord
+                        }
+                        res[5] = (double) (System.nanoTime() - t5) / reps - res[4];
+                    }
+                    c.stream().synchronize(Duration.ofMinutes(1));
+                }
+                return res;
+            }));
+        }
+        System.out.printf("# %4s %14s %14s %14s %16s %16s%n", "rank", "raw(ns/call)", "jccl(ns/call)", "overhead(ns)",
+                "jccl blocking(us)", "raw+sync(us)");
+        List<double[]> all = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            double[] v = fs.get(r).get();
+            all.add(v);
+            System.out.printf("  %4d %14.0f %14.0f %14.0f %16.2f %16.2f%n", r, v[0], v[1], v[1] - v[0], v[2], v[3]);
+        }
+        for (int r = 0; r < n; r++) {
+            System.out.printf("# breakdown rank %d: cuCtxSetCurrent %.0f ns, cuEventRecord %.0f ns per call%n", r,
+                    all.get(r)[4], all.get(r)[5]);
+        }
+    }
+}

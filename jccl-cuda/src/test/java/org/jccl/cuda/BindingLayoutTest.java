@@ -1,0 +1,127 @@
+package org.jccl.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.util.List;
+import org.jccl.DataType;
+import org.jccl.Jccl;
+import org.jccl.JcclException;
+import org.jccl.spi.Backend;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What can be checked without a GPU: the ncclConfig_t prefix layout against the C layout rules,
+ * the availability reports, and that the backend is registered and refuses cleanly.
+ */
+class BindingLayoutTest {
+
+    /** The C struct as nccl.h declares it (fields up to commName), laid out by FFM's alignment rules. */
+    private static final StructLayout C_CONFIG = MemoryLayout.structLayout(
+            JAVA_LONG.withName("size"), JAVA_INT.withName("magic"), JAVA_INT.withName("version"),
+            JAVA_INT.withName("blocking"), JAVA_INT.withName("cgaClusterSize"), JAVA_INT.withName("minCTAs"),
+            JAVA_INT.withName("maxCTAs"), ADDRESS.withName("netName"), JAVA_INT.withName("splitShare"),
+            JAVA_INT.withName("trafficClass"), ADDRESS.withName("commName"));
+
+    private static long off(String field) {
+        return C_CONFIG.byteOffset(MemoryLayout.PathElement.groupElement(field));
+    }
+
+    @Test
+    void configPrefixMatchesTheCLayout() {
+        assertEquals(C_CONFIG.byteSize(), NcclLibrary.CONFIG_SIZE);
+        assertEquals(off("size"), NcclLibrary.CFG_SIZE);
+        assertEquals(off("magic"), NcclLibrary.CFG_MAGIC);
+        assertEquals(off("version"), NcclLibrary.CFG_VERSION);
+        assertEquals(off("blocking"), NcclLibrary.CFG_BLOCKING);
+        assertEquals(off("cgaClusterSize"), NcclLibrary.CFG_CGA);
+        assertEquals(off("minCTAs"), NcclLibrary.CFG_MIN_CTAS);
+        assertEquals(off("maxCTAs"), NcclLibrary.CFG_MAX_CTAS);
+        assertEquals(off("netName"), NcclLibrary.CFG_NET_NAME);
+        assertEquals(off("splitShare"), NcclLibrary.CFG_SPLIT_SHARE);
+        assertEquals(off("trafficClass"), NcclLibrary.CFG_TRAFFIC_CLASS);
+        assertEquals(off("commName"), NcclLibrary.CFG_COMM_NAME);
+    }
+
+    @Test
+    void fillConfigWritesNonblockingWithMagicAndName() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment cfg = a.allocate(C_CONFIG);
+            MemorySegment name = a.allocateFrom("jccl-test");
+            NcclLibrary.fillConfig(cfg, name);
+            assertEquals(56L, cfg.get(JAVA_LONG, off("size")));
+            assertEquals(0xcafebeef, cfg.get(JAVA_INT, off("magic")));
+            assertEquals(0, cfg.get(JAVA_INT, off("blocking")), "nonblocking so abort can never hang");
+            assertEquals(Integer.MIN_VALUE, cfg.get(JAVA_INT, off("cgaClusterSize")));
+            assertEquals(Integer.MIN_VALUE, cfg.get(JAVA_INT, off("splitShare")));
+            assertEquals(name.address(), cfg.get(JAVA_LONG, off("commName")));
+        }
+    }
+
+    @Test
+    void versionStrings() {
+        assertEquals("2.28.3", NcclLibrary.versionString(22803));
+        assertEquals("2.19.0", NcclLibrary.versionString(21900));
+        assertEquals("2.7.8", NcclLibrary.versionString(2708));
+        assertEquals("unknown", NcclLibrary.versionString(0));
+    }
+
+    @Test
+    void libraryCandidatesStartWithTheOverrideThenTheSoname() {
+        List<String> c = NcclLibrary.candidates();
+        assertEquals(System.getenv("JCCL_NCCL_LIBRARY"), c.get(0));
+        assertEquals("libnccl.so.2", c.get(1));
+    }
+
+    @Test
+    void availabilityIsReportedConsistently() {
+        String cause = Cuda.unavailabilityCause();
+        assertEquals(cause == null, Cuda.isAvailable());
+        if (cause != null) {
+            assertTrue(cause.contains("libcuda") || cause.contains("cuInit"), cause);
+            assertEquals(0, CudaDevice.count());
+            JcclException e = assertThrows(JcclException.class, () -> CudaDevice.open(0));
+            assertTrue(e.getMessage().contains("CUDA driver unavailable"), e.getMessage());
+            assertFalse(Nccl.isAvailable());
+            assertTrue(Nccl.unavailabilityCause().startsWith("no CUDA driver"), Nccl.unavailabilityCause());
+            assertThrows(JcclException.class, Nccl::newUniqueId);
+            assertThrows(JcclException.class, () -> NcclCommunicator.create(null, 0, 1, new byte[128],
+                    java.time.Duration.ofSeconds(1)));
+        } else {
+            assertTrue(CudaDevice.count() >= 0);
+        }
+        if (Nccl.isAvailable()) {
+            assertTrue(Nccl.version() >= NcclLibrary.MIN_VERSION);
+            assertNotNull(Nccl.libraryPath());
+            assertNull(Nccl.unavailabilityCause());
+        }
+    }
+
+    @Test
+    void backendIsRegisteredAndRefusesWithoutAGpu() {
+        Backend nccl = Jccl.backends().stream().filter(b -> b.name().equals("nccl")).findFirst().orElseThrow(
+                () -> new AssertionError("NcclBackend not found by ServiceLoader"));
+        assertTrue(nccl instanceof NcclBackend);
+        assertFalse(nccl.prefers(org.jccl.Options.of(0, 1)), "no device: the host engine is the default");
+        if (!nccl.isAvailable()) {
+            assertNotNull(nccl.unavailabilityCause());
+        }
+    }
+
+    @Test
+    void checkScalarIsUsedForPreMulSumOfIntegers() {
+        // The communicator validates with NumberFormats.checkScalar before any native call.
+        assertThrows(IllegalArgumentException.class, () -> NumberFormats.checkScalar(DataType.INT64, 1.5));
+    }
+}

@@ -1,0 +1,112 @@
+package org.jccl.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One process per GPU: real JVMs started with the same java and class path ({@link RankMain}),
+ * meeting through a directory store. Runs the full collective matrix in every rank, CUDA IPC
+ * between processes, and the fault case (a rank SIGKILLed mid-job).
+ */
+class NcclProcessTest {
+
+    private static Process start(String mode, int rank, int size, Path dir) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "--add-modules", "jdk.incubator.vector", "-cp", System.getProperty("java.class.path"),
+                RankMain.class.getName(), mode, Integer.toString(rank), Integer.toString(size), dir.toString()));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("rank" + rank + ".log").toFile());
+        pb.environment().put("NCCL_NVLS_ENABLE", "0");
+        return pb.start();
+    }
+
+    private static String logs(Path dir, int size) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        for (int r = 0; r < size; r++) {
+            Path p = dir.resolve("rank" + r + ".log");
+            if (Files.exists(p)) {
+                String s = Files.readString(p);
+                sb.append("---- rank ").append(r).append('\n').append(s.length() > 6000 ? s.substring(s.length() - 6000) : s);
+            }
+        }
+        return sb.toString();
+    }
+
+    private static Path workDir(String name) throws IOException {
+        Path base = Path.of(System.getProperty("jccl.test.dir", System.getProperty("java.io.tmpdir")));
+        return Files.createTempDirectory(Files.createDirectories(base), name);
+    }
+
+    @Test
+    void matrixWithOneProcessPerGpu() throws Exception {
+        Gpu.assume(2);
+        int size = CudaDevice.count();
+        Path dir = workDir("jccl-matrix");
+        List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            ps.add(start("matrix", r, size, dir));
+        }
+        try {
+            for (int r = 0; r < size; r++) {
+                assertTrue(ps.get(r).waitFor(9, TimeUnit.MINUTES), "rank " + r + " did not finish\n" + logs(dir, size));
+            }
+            String all = logs(dir, size);
+            System.out.println(all);
+            for (int r = 0; r < size; r++) {
+                assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
+            }
+            Matcher m = Pattern.compile("CASES (\\d+) FAILURES 0").matcher(all);
+            int ranksOk = 0;
+            while (m.find()) {
+                ranksOk++;
+            }
+            assertEquals(size, ranksOk, all);
+        } finally {
+            ps.forEach(Process::destroyForcibly);
+        }
+    }
+
+    @Test
+    void killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers() throws Exception {
+        Gpu.assume(2);
+        Path dir = workDir("jccl-fault");
+        Process p0 = start("fault", 0, 2, dir);
+        Process p1 = start("fault", 1, 2, dir);
+        try {
+            long t0 = System.nanoTime();
+            while (!(Files.exists(dir.resolve("ready-0")) && Files.exists(dir.resolve("ready-1")))) {
+                assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + logs(dir, 2));
+                assertTrue(p0.isAlive() && p1.isAlive(), "a rank died early\n" + logs(dir, 2));
+                Thread.sleep(20);
+            }
+            p1.destroyForcibly(); // SIGKILL
+            assertTrue(p1.waitFor(30, TimeUnit.SECONDS));
+            Files.writeString(dir.resolve("killed"), "yes");
+            assertTrue(p0.waitFor(3, TimeUnit.MINUTES), "survivor hung\n" + logs(dir, 2));
+            String log = logs(dir, 2);
+            System.out.println(log);
+            assertEquals(0, p0.exitValue(), log);
+            Matcher m = Pattern.compile("PENDING_FAILED after (\\d+) ms: (.*)").matcher(log);
+            assertTrue(m.find(), log);
+            long ms = Long.parseLong(m.group(1));
+            assertTrue(ms < 8_000 + 10_000, "the pending all-reduce failed after " + ms + " ms; deadline 8 s\n" + log);
+            assertTrue(m.group(2).contains("allReduce #2"), "the cause names op and sequence number: " + m.group(2));
+            assertTrue(log.contains("LATER_CALL_REFUSED"), log);
+            assertTrue(log.contains("RECOVERED new communicator, all-reduce gave 5.0"), log);
+        } finally {
+            p0.destroyForcibly();
+            p1.destroyForcibly();
+        }
+    }
+}

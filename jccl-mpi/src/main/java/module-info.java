@@ -3,7 +3,8 @@
  * Function and Memory API. Selected with {@code JCCL_BACKEND=mpi} or {@code Options.withBackend("mpi")}.
  */
 module org.jccl.mpi {
-    requires org.jccl;
+    // MpiBackend's signatures name org.jccl's types.
+    requires transitive org.jccl;
 
     exports org.jccl.mpi;
 

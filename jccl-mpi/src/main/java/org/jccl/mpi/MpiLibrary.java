@@ -35,6 +35,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * (24 bytes; mpi.h of 4.1 and 5.0). Other implementations (MPICH and its derivatives use integer
  * handles) are detected by {@code MPI_Get_library_version} and refused.
  */
+@SuppressWarnings("restricted") // binding a native library is what this class is for
 final class MpiLibrary {
     private MpiLibrary() {
     }
@@ -47,8 +48,8 @@ final class MpiLibrary {
     static final int THREAD_SINGLE = 0, THREAD_FUNNELED = 1, THREAD_SERIALIZED = 2, THREAD_MULTIPLE = 3;
     /** MPI_MAX_ERROR_STRING and MPI_MAX_LIBRARY_VERSION_STRING of Open MPI (256 both). */
     static final int MAX_STRING = 256;
-    /** Bytes of MPI_Status in Open MPI; MPI_ERROR is the int at offset 8. */
-    static final int STATUS_BYTES = 24, STATUS_ERROR_OFFSET = 8;
+    /** Bytes of MPI_Status in Open MPI. */
+    static final int STATUS_BYTES = 24;
     /** MPI_IN_PLACE. */
     static final MemorySegment IN_PLACE = MemorySegment.ofAddress(1);
 

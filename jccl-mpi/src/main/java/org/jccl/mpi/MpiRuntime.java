@@ -67,6 +67,7 @@ import org.jccl.internal.Log;
  * rank's input with {@link Reductions#scale} before a sum; AVG divides the sum once with
  * {@link Reductions#divide}.
  */
+@SuppressWarnings("restricted") // upcall stubs and views of the memory MPI hands to them
 final class MpiRuntime {
     private static final Log LOG = Log.get(MpiRuntime.class);
 
@@ -83,7 +84,6 @@ final class MpiRuntime {
     final int worldRank;
     final int worldSize;
     final int threadLevel;
-    final boolean ownsMpi;
     /** JCCL_MPI_BLOCKING=native: blocking calls use MPI's blocking forms, watched by {@link #watch()}. */
     final boolean nativeBlocking;
     private Thread watchdog;
@@ -99,11 +99,10 @@ final class MpiRuntime {
     /** Communicators not (cleanly) closed: the exit hook asks them whether MPI is done with their operations. */
     private final java.util.Set<MpiCommunicator> live = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
-    private MpiRuntime(int worldRank, int worldSize, int threadLevel, boolean ownsMpi, boolean nativeBlocking) {
+    private MpiRuntime(int worldRank, int worldSize, int threadLevel, boolean nativeBlocking) {
         this.worldRank = worldRank;
         this.worldSize = worldSize;
         this.threadLevel = threadLevel;
-        this.ownsMpi = ownsMpi;
         this.nativeBlocking = nativeBlocking;
     }
 
@@ -190,7 +189,7 @@ final class MpiRuntime {
             int rank = flag.get(JAVA_INT, 0);
             check(MpiLibrary.commSize(MpiLibrary.COMM_WORLD, flag), "MPI_Comm_size");
             int size = flag.get(JAVA_INT, 0);
-            MpiRuntime rt = new MpiRuntime(rank, size, level, owns, nativeBlocking);
+            MpiRuntime rt = new MpiRuntime(rank, size, level, nativeBlocking);
             rt.createTypesAndOps();
             if (owns) {
                 Runtime.getRuntime().addShutdownHook(new Thread(rt::finalizeAtExit, "jccl-mpi-finalize"));

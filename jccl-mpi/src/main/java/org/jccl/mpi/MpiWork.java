@@ -23,6 +23,7 @@ import org.jccl.host.kernel.Reductions;
  * <p>A communicator keeps one instance for its blocking calls (reset before each, so blocking
  * calls allocate nothing after warm-up) and creates one per async call.
  */
+@SuppressWarnings("restricted") // a global view of native memory for completion on another thread
 final class MpiWork implements Work {
     private final MpiCommunicator comm;
     private final Staging staging;

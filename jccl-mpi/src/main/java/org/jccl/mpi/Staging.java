@@ -20,7 +20,7 @@ final class Staging {
     private static final int MIN_CLASS = 12;
 
     private final Arena arena = Arena.ofShared();
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"}) // an array of generic free lists
     private final ArrayDeque<MemorySegment>[] free = new ArrayDeque[64];
     private final ArrayDeque<MemorySegment> controls = new ArrayDeque<>();
     private boolean closed;

@@ -1,5 +1,6 @@
 package org.jccl.host.tcp;
 
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
@@ -45,6 +46,7 @@ public final class TcpCommunicator extends CommunicatorCore {
     private final String[] hostOf;
     private final int hosts;
     private Tuner tuner;
+    private final Staging staging = new Staging();
 
     private TcpCommunicator(String id, int rank, int size, Duration timeout, TcpTransport t, Store store, String token,
                             TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner) {
@@ -114,6 +116,18 @@ public final class TcpCommunicator extends CommunicatorCore {
 
     @Override
     void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+        if (!s.segment().isNative() || !r.segment().isNative()) {
+            // Heap arrays: reduce in native memory (see staged) and copy the result back.
+            HostBuffer w = staging.whole(s.type(), s.count());
+            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+            allReduceNative(w, w, op);
+            MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+            return;
+        }
+        allReduceNative(s, r, op);
+    }
+
+    private void allReduceNative(HostBuffer s, HostBuffer r, ReduceOp op) {
         Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size, hosts);
         switch (a) {
             case RHD -> TcpRhdAllReduce.run(t, s, r, op);
@@ -133,6 +147,19 @@ public final class TcpCommunicator extends CommunicatorCore {
 
     @Override
     void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        if (!s.segment().isNative() || r != null && !r.segment().isNative()) {
+            HostBuffer w = staging.whole(s.type(), s.count());
+            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+            reduceNative(w, r == null ? null : w, op, root);
+            if (r != null) {
+                MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+            }
+            return;
+        }
+        reduceNative(s, r, op, root);
+    }
+
+    private void reduceNative(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
         if (s.byteSize() <= DIRECT_REDUCE_MAX_BYTES) {
             TcpDirectReduce.run(t, s, r, op, root);
         } else {
@@ -156,6 +183,18 @@ public final class TcpCommunicator extends CommunicatorCore {
 
     @Override
     void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+        if (!s.segment().isNative() || !r.segment().isNative()) {
+            HostBuffer w = staging.whole(s.type(), s.count());
+            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+            HostBuffer mine = staging.part(w, rank * r.count(), r.count());
+            reduceScatterNative(w, mine, op);
+            MemorySegment.copy(mine.segment(), 0, r.segment(), 0, r.byteSize());
+            return;
+        }
+        reduceScatterNative(s, r, op);
+    }
+
+    private void reduceScatterNative(HostBuffer s, HostBuffer r, ReduceOp op) {
         if (s.byteSize() <= DIRECT_RS_MAX_BYTES) {
             TcpDirectReduceScatter.run(t, s, r, op);
         } else {
@@ -231,5 +270,51 @@ public final class TcpCommunicator extends CommunicatorCore {
     @Override
     public String toString() {
         return "TcpCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+    }
+
+    /**
+     * Native memory the reductions of heap-array buffers run in: the reduction kernels are fast
+     * (and allocation-free) on native segments, and large native payloads skip the staging
+     * copies of the sockets. Grows only; the buffer views are reused while the shape repeats.
+     */
+    private static final class Staging {
+        private static final int VIEWS = 4;
+        private MemorySegment seg;
+        private final HostBuffer[] wholes = new HostBuffer[VIEWS];
+        private final HostBuffer[] parts = new HostBuffer[VIEWS];
+        private int next;
+
+        /** A native buffer of {@code count} elements (views kept per shape: calls alternate shapes). */
+        HostBuffer whole(org.jccl.DataType type, long count) {
+            long bytes = count * type.byteSize();
+            if (seg == null || seg.byteSize() < bytes) {
+                seg = java.lang.foreign.Arena.ofAuto().allocate(Math.max(64, bytes), 64);
+                java.util.Arrays.fill(wholes, null);
+                java.util.Arrays.fill(parts, null);
+            }
+            for (HostBuffer w : wholes) {
+                if (w != null && w.type() == type && w.count() == count) {
+                    return w;
+                }
+            }
+            HostBuffer w = HostBuffer.of(type, seg.asSlice(0, bytes), count);
+            wholes[next] = w;
+            parts[next] = null;
+            next = (next + 1) % VIEWS;
+            return w;
+        }
+
+        /** Elements {@code [first, first + count)} of a buffer {@link #whole} returned. */
+        HostBuffer part(HostBuffer w, long first, long count) {
+            for (int i = 0; i < VIEWS; i++) {
+                if (wholes[i] == w) {
+                    if (parts[i] == null || parts[i].count() != count) {
+                        parts[i] = w.slice(first, count);
+                    }
+                    return parts[i];
+                }
+            }
+            return w.slice(first, count);
+        }
     }
 }

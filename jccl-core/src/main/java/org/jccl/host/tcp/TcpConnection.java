@@ -20,6 +20,8 @@ final class TcpConnection {
     private static final int PENDING_FRAMES = 256;
     /** Payloads at least this large of native segments skip the staging buffers (one copy less each way). */
     static final int DIRECT_MIN_BYTES = 16 << 10;
+    /** Bytes of a direct payload staged with its header. */
+    static final int DIRECT_PREFIX_BYTES = 4096;
 
     final TcpTransport t;
     /** The socket written to; {@link #rch} is read from (the same one, except for a rank's connection to itself). */
@@ -44,8 +46,6 @@ final class TcpConnection {
     private int sendCopied;            // payload bytes of that frame appended
     private boolean sendMidFrame;      // header appended, payload not complete
     private ByteBuffer sendDirect;     // view of the caller's segment when the payload goes directly
-    private final ByteBuffer[] gather = new ByteBuffer[2];
-    private final ByteBuffer[] scatter = new ByteBuffer[2];
     private int outFlush, outFill;     // [outFlush, outFill) waits to be written
     private long written;              // stream position: bytes written to the socket
     private final TcpOp[] pendOp = new TcpOp[PENDING_FRAMES];
@@ -128,34 +128,33 @@ final class TcpConnection {
                     sendMidFrame = false;
                 }
                 int len = op.frameLength(sendFrame, chunk);
-                if (!sendMidFrame && capacity - outFill >= Frame.HEADER_BYTES) {
+                ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : t.view(op.seg);
+                if (!sendMidFrame && capacity - outFill >= Frame.HEADER_BYTES + (direct != null ? DIRECT_PREFIX_BYTES : 0)) {
                     Frame.put(outSeg, outFill, Frame.DATA, len, t.commId(), op.seq, op.call, op.count, op.tag,
                             op.frameOffset(sendFrame, chunk), op.bytes);
                     outFill += Frame.HEADER_BYTES;
                     sendMidFrame = true;
-                    sendDirect = len >= DIRECT_MIN_BYTES ? t.view(op.seg) : null;
+                    sendDirect = direct;
+                    if (sendDirect != null) {
+                        // The header leaves with the first bytes of the payload (no lone 64-byte
+                        // segment); the rest goes straight from the caller's memory.
+                        MemorySegment.copy(op.seg, op.off + op.frameOffset(sendFrame, chunk), outSeg, outFill, DIRECT_PREFIX_BYTES);
+                        outFill += DIRECT_PREFIX_BYTES;
+                        sendCopied = DIRECT_PREFIX_BYTES;
+                    }
                     appended = true;
                 }
                 if (sendMidFrame && sendDirect != null) {
-                    // A large payload of native memory goes to the socket straight from the caller's
-                    // segment, in one gathering write behind the staged bytes (its header included).
-                    long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
-                    sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
-                    int staged = outFill - outFlush;
-                    out.limit(outFill).position(outFlush);
-                    gather[0] = out;
-                    gather[1] = sendDirect;
-                    long n = ch.write(gather, 0, 2);
-                    gather[1] = null;
-                    if (n > 0) {
-                        int fromStaged = (int) Math.min(n, staged);
-                        if (fromStaged > 0) {
-                            flushed(fromStaged);
+                    // Single-buffer writes: a gathering write allocates per call for segment views.
+                    if (outFill == outFlush) {
+                        long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
+                        sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
+                        int n = ch.write(sendDirect);
+                        if (n > 0) {
+                            sendCopied += n;
+                            written += n;
+                            appended = true;
                         }
-                        int direct = (int) (n - fromStaged);
-                        sendCopied += direct;
-                        written += direct;
-                        appended = true;
                     }
                     if (sendCopied == len) {
                         t.frameDone(op);
@@ -310,25 +309,18 @@ final class TcpConnection {
                 return true;
             }
             if (recvInFrame && recvDirect != null && inRead == inWrite) {
-                // The rest of a large payload goes from the socket straight into place, and what
-                // follows it (the next headers) into the staging buffer, in one scattering read.
+                // The rest of a large payload goes from the socket straight into place (never past
+                // the frame: the next header comes through the staging buffer).
                 TcpOp op = recvQ.peek();
                 int len = op.frameLength(recvFrame, t.chunkBytes());
                 long at = op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
-                int rest = len - recvGot;
-                recvDirect.limit((int) (at + rest)).position((int) at);
-                inRead = inWrite = 0;
-                in.limit(capacity).position(0);
-                scatter[0] = recvDirect;
-                scatter[1] = in;
-                long n;
+                recvDirect.limit((int) (at + len - recvGot)).position((int) at);
+                int n;
                 try {
-                    n = rch.read(scatter, 0, 2);
+                    n = rch.read(recvDirect);
                 } catch (IOException e) {
                     ioError = e;
                     return true;
-                } finally {
-                    scatter[0] = null;
                 }
                 if (n < 0) {
                     eof = true;
@@ -337,9 +329,7 @@ final class TcpConnection {
                 if (n == 0) {
                     return moved;
                 }
-                int direct = (int) Math.min(n, rest);
-                recvGot += direct;
-                inWrite = (int) (n - direct);
+                recvGot += n;
                 moved = true;
                 if (recvGot == len) {
                     nextRecvFrame(op);

@@ -4,7 +4,8 @@
 #   bench/compare-host.sh [-n 2,4,8,16] [-c allreduce,allgather,...|all] [-b 8] [-e 64M] [-f 2]
 #                         [-T 0.2] [-x jccl,mpi,gloo] [-t 1800] [-o DIR]
 #
-# For each rank count N it runs `./jccl perf <coll> --ranks N ... --json`, Open MPI's driver
+# For each rank count N it runs `./jccl perf <coll> --ranks N -z 1 -n 200 ... --json` (blocking calls back to
+# back, timed like the references), Open MPI's driver
 # (bench/mpi/mpi_coll under mpirun -np N --bind-to none, Open MPI's default transports) and
 # the Gloo driver (bench/gloo/gloo_bench.py), then writes DIR/compare.md: the machine, the
 # versions, and one markdown table per collective and N (size | jccl us | Open MPI us |
@@ -99,10 +100,16 @@ if ! skipped jccl; then
     if [ -z "${JAVA_HOME:-}" ] && [ -d /usr/lib/jvm/temurin-25-jdk-amd64 ]; then
         export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
     fi
-    if [ -x "$root/jccl" ] && (cd "$root" && timeout 120 ./jccl perf --help >/dev/null 2>&1); then
+    # The first ./jccl call builds the project when its jars are stale: minutes on a busy machine.
+    [ -x "$root/jccl" ] && log "jccl: ./jccl perf --help (builds jccl first when needed)"
+    if [ -x "$root/jccl" ] && (cd "$root" && timeout 900 ./jccl perf --help > "$out/jccl-help.txt" 2>&1); then
         jccl_ok=1
     else
-        log "jccl: ./jccl perf is not available in $root yet (it lands with issues 3/4): the jccl column is empty and no ratio is computed"
+        if [ -x "$root/jccl" ]; then
+            log "jccl: ./jccl perf --help failed (see $out/jccl-help.txt): the jccl column is empty and no ratio is computed"
+        else
+            log "jccl: ./jccl is not in $root (it lands with issues 3/4): the jccl column is empty and no ratio is computed"
+        fi
     fi
 fi
 
@@ -119,7 +126,7 @@ for n in ${ranks//,/ }; do
     log "## $n ranks"
     if [ "$jccl_ok" = 1 ]; then
         for c in ${colls//,/ }; do
-            (cd "$root" && run_logged "jccl-n$n-$c" ./jccl perf "$c" --ranks "$n" -b "$minb" -e "$maxb" -f "$factor" -c 0 \
+            (cd "$root" && run_logged "jccl-n$n-$c" ./jccl perf "$c" --ranks "$n" -b "$minb" -e "$maxb" -f "$factor" -c 0 -z 1 -w 20 -n 200 \
                 --json "$out/jccl-n$n-$c.json")
         done
     fi

@@ -70,7 +70,7 @@ def fmt_time(cell):
 def ratio(ref, base):
     if ref is None or base is None or base[0] <= 0:
         return "-"
-    return f"{ref[0] / base[0]:.2f}x"
+    return f"{ref[0] / base[0]:.3g}x"
 
 
 def render(table, labels, order):

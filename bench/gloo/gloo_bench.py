@@ -368,8 +368,11 @@ def worker(rank, a, port, result_q):
         if a.json:
             import json
             with open(a.json, "w") as f:
-                f.write('{"runs":[{"label":' + json.dumps(label) + ',"machine":' + json.dumps(machine)
-                        + f',"backend":"gloo","ranks":{n},"rows":[\n' + ",\n".join(rows) + "\n]}]}\n")
+                # docs/PERF_FORMAT.md: machine fields once per run; jccl's versions are empty here.
+                f.write('{"format":"jccl-perf-1","runs":[{"label":' + json.dumps(label)
+                        + ',"machine":' + json.dumps(machine) + ',"hostname":' + json.dumps(socket.gethostname())
+                        + f',"cores":{os.cpu_count()},"backend":"gloo","ranks":{n},"jccl_version":"","jdk":""'
+                        + ',"rows":[\n' + ",\n".join(rows) + "\n]}]}\n")
         result_q.put(total_wrong)
     dist.destroy_process_group()
 

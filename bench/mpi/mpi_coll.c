@@ -53,6 +53,7 @@ struct config {
     enum redop op;
     int root;
     int check;
+    int blocking;       /* 1: MPI_Barrier after each timed operation (jccl perf -z 1 has none since: default 0 matches it) */
     const char *json;
     const char *label;
     const char *machine;
@@ -86,10 +87,11 @@ static void usage_exit(const char *msg) {
                 "usage: mpi_coll [COLL[,COLL...]|all] [-b min] [-e max] [-f factor | -i increment]\n"
                 "                [-n iters (0 = adaptive)] [-w warmup] [-T seconds per size]\n"
                 "                [-d int8|uint8|int32|uint32|int64|uint64|float|double]\n"
-                "                [-o sum|prod|min|max] [-r root] [-c 0|1]\n"
+                "                [-o sum|prod|min|max] [-r root] [-c 0|1] [-z 0|1]\n"
                 "                [--json FILE] [--label TEXT] [--machine TEXT]\n"
                 "  COLL: allreduce allgather reducescatter broadcast reduce alltoall gather scatter sendrecv\n"
-                "  sizes take K, M, G suffixes (powers of 1024), as nccl-tests\n");
+                "  sizes take K, M, G suffixes (powers of 1024), as nccl-tests\n"
+                "  -z 1: an MPI_Barrier after each timed operation (latency plus a barrier); the default 0 times\n        back-to-back calls, like `jccl perf -z 1`\n");
     }
     MPI_Finalize();
     exit(msg ? 2 : 0);
@@ -182,6 +184,7 @@ static void parse_args(struct config *c, int argc, char **argv) {
         else if (!strcmp(a, "-o")) c->op = lookup(a, v, OP_NAMES, NOP);
         else if (!strcmp(a, "-r")) c->root = (int)parse_long(a, v, 0, 1 << 30);
         else if (!strcmp(a, "-c")) c->check = (int)parse_long(a, v, 0, 1);
+        else if (!strcmp(a, "-z")) c->blocking = (int)parse_long(a, v, 0, 1);
         else if (!strcmp(a, "--json")) c->json = v;
         else if (!strcmp(a, "--label")) c->label = v;
         else if (!strcmp(a, "--machine")) c->machine = v;
@@ -427,7 +430,10 @@ static double timed_loop(const struct config *c, enum coll coll, const struct sh
                          char *sendb, char *recvb, int iters) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int k = 0; k < iters; k++) run_once(c, coll, s, inplace, sendb, recvb);
+    for (int k = 0; k < iters; k++) {
+        run_once(c, coll, s, inplace, sendb, recvb);
+        if (c->blocking) MPI_Barrier(MPI_COMM_WORLD);
+    }
     double mean = (MPI_Wtime() - t0) / iters;
     return max_over_ranks(mean);
 }
@@ -550,11 +556,18 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "mpi_coll: --json: cannot write %s: %s\n", c.json, strerror(errno));
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }
-            fputs("{\"runs\":[{\"label\":", json);
+            /* docs/PERF_FORMAT.md: machine fields once per run; jccl's versions are empty here. */
+            char host[256] = "?";
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            fputs("{\"format\":\"jccl-perf-1\",\"runs\":[{\"label\":", json);
             json_string(json, label);
             fputs(",\"machine\":", json);
             json_string(json, machine);
-            fprintf(json, ",\"backend\":\"mpi\",\"ranks\":%d,\"rows\":[", g_nranks);
+            fputs(",\"hostname\":", json);
+            json_string(json, host);
+            fprintf(json, ",\"cores\":%ld,\"backend\":\"mpi\",\"ranks\":%d,\"jccl_version\":\"\",\"jdk\":\"\",\"rows\":[",
+                    sysconf(_SC_NPROCESSORS_ONLN), g_nranks);
         }
     }
     int first_row = 1;

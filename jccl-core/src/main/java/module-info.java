@@ -13,9 +13,10 @@ module org.jccl {
     exports org.jccl.spi;
     exports org.jccl.host;
     exports org.jccl.diag;
-    exports org.jccl.internal to org.jccl.cuda, org.jccl.cli;
-    // Reduction kernels and low-precision conversions: CUDA result checks and jccl perf use them.
-    exports org.jccl.host.kernel to org.jccl.cuda, org.jccl.cli;
+    exports org.jccl.internal to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;
+    // Reduction kernels and low-precision conversions: CUDA result checks, jccl perf, and the MPI
+    // backend (it reduces the types MPI lacks with them) use them.
+    exports org.jccl.host.kernel to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;
 
     uses org.jccl.spi.Backend;
     provides org.jccl.spi.Backend with org.jccl.host.HostBackend;

@@ -40,6 +40,16 @@ public final class Jccl {
     public static Communicator init(Options options) {
         Checks.notNull(options, "options");
         Backend backend = chooseBackend(options);
+        if (options.store() == null && !backend.needsStore()) {
+            LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name() + " (no store: its launcher connects the ranks)");
+            return backend.create(options, null);
+        }
+        if (options.store() == null && options.storePort() == 0 && options.size() > 1) {
+            throw new IllegalArgumentException("no rendezvous store address for a job of " + options.size() + " ranks "
+                    + "(the launcher's variables do not give one): set JCCL_STORE=host:port (rank 0's host and a free "
+                    + "port, the same for every rank; under mpirun: mpirun -x JCCL_STORE=node1:29500 ...) or MASTER_ADDR "
+                    + "and MASTER_PORT; or, under mpirun, use the mpi backend (JCCL_BACKEND=mpi), which needs no store");
+        }
         Store root;
         boolean ownStore;
         if (options.store() != null) {

@@ -25,11 +25,11 @@ public record ReduceOp(Kind kind, double scalar) {
         AVG(4),
         /** Sum of {@code scalar * x}; NCCL creates it with ncclRedOpCreatePreMulSum. */
         PREMUL_SUM(-1),
-        /** Bitwise and (integer types, host engine only). */
+        /** Bitwise and (integer types; host and mpi backends). */
         BAND(-1),
-        /** Bitwise or (integer types, host engine only). */
+        /** Bitwise or (integer types; host and mpi backends). */
         BOR(-1),
-        /** Bitwise exclusive or (integer types, host engine only). */
+        /** Bitwise exclusive or (integer types; host and mpi backends). */
         BXOR(-1);
 
         private final int ncclValue;

@@ -58,6 +58,7 @@ import picocli.CommandLine.Spec;
             + "sweeps by increments. The table prints premulsum as 'mulsum', as nccl-tests does.",
             "", "Examples:", "  jccl perf allreduce --ranks 4", "  jccl perf all --ranks 2 -b 1K -e 1M -d all -o all -n 5",
             "  jccl perf allgather --ranks 4 --json run.json --svg run.svg --compare mpi.json",
+            "  mpirun -np 4 ./jccl perf allreduce --backend mpi      (Open MPI underneath; see docs/BENCHMARKS.md)",
             "", "Exit codes: 0 ok, 1 wrong results or a failure, 2 bad flags."})
 final class PerfCommand implements Callable<Integer> {
     /** Default seed of the check data. */
@@ -115,7 +116,7 @@ final class PerfCommand implements Callable<Integer> {
     String root;
 
     @Option(names = {"-z", "--blocking"}, paramLabel = "0|1", defaultValue = "0",
-            description = "1: wait for each collective and barrier after it; 0: issue the iterations asynchronously "
+            description = "1: blocking calls, each completes before the next is issued (no barrier in between); 0: issue the iterations asynchronously "
                     + "(default: ${DEFAULT-VALUE}).")
     int blocking;
 
@@ -123,8 +124,8 @@ final class PerfCommand implements Callable<Integer> {
             description = "Start N local ranks (outside a job); inside a job, the job's size (checked).")
     Integer ranks;
 
-    @Option(names = "--backend", paramLabel = "host|nccl", defaultValue = "host",
-            description = "Backend (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--backend", paramLabel = "host|nccl|mpi", defaultValue = "host",
+            description = "Backend (default: ${DEFAULT-VALUE}); mpi runs under mpirun: mpirun -np N ./jccl perf ... --backend mpi.")
     String backend;
 
     @Option(names = {"-g", "--ngpus"}, paramLabel = "N", defaultValue = "1",
@@ -159,6 +160,11 @@ final class PerfCommand implements Callable<Integer> {
         Map<String, String> env = System.getenv();
         if (!inJob(env)) {
             int n = ranks == null ? 1 : ranks;
+            if (n > 1 && backend.trim().equalsIgnoreCase("mpi")) {
+                // MPI's launcher forms an MPI job; jccl's launcher cannot.
+                throw usage("--backend mpi with --ranks " + n + ": start the ranks with MPI's launcher instead, e.g. "
+                        + "mpirun -np " + n + " ./jccl perf ... --backend mpi");
+            }
             if (n > 1) {
                 return relaunch(n);
             }
@@ -208,14 +214,14 @@ final class PerfCommand implements Callable<Integer> {
         List<DataType> types = types();
         int r = root();
         String b = backend.trim().toLowerCase(Locale.ROOT);
-        if (!b.equals("host") && !b.equals("nccl")) {
-            throw bad("--backend", backend, "use host or nccl");
+        if (!b.equals("host") && !b.equals("nccl") && !b.equals("mpi")) {
+            throw bad("--backend", backend, "use host, nccl or mpi");
         }
         if (gpus < 1) {
             throw bad("-g", Integer.toString(gpus), "give 1 or more GPUs per process");
         }
-        if (gpus > 1 && b.equals("host")) {
-            throw bad("-g", Integer.toString(gpus), "GPUs per process apply to --backend nccl; the host backend takes -g 1");
+        if (gpus > 1 && !b.equals("nccl")) {
+            throw bad("-g", Integer.toString(gpus), "GPUs per process apply to --backend nccl; the " + b + " backend takes -g 1");
         }
         if (ranks != null && (ranks < 1 || ranks > Launcher.MAX_RANKS)) {
             throw bad("--ranks", Integer.toString(ranks), "give 1 to " + Launcher.MAX_RANKS + " ranks");
@@ -393,9 +399,9 @@ final class PerfCommand implements Callable<Integer> {
         if (cfg.root() >= total) {
             throw bad("-r", root, "this job has ranks 0.." + (total - 1));
         }
-        if (b.equals("host")) {
+        if (b.equals("host") || b.equals("mpi")) {
             try (PerfMemory mem = new HostMemory()) {
-                return measure(cfg, compared, options.withBackend("host"), mem, new ArrayList<>());
+                return measure(cfg, compared, options.withBackend(b), mem, new ArrayList<>());
             }
         }
         String why = Nccl.unavailabilityCause();

@@ -36,8 +36,9 @@ import org.jccl.Options;
  *       {@code slurm-<SLURM_JOB_ID>.<SLURM_STEP_ID>}.</li>
  *   <li><b>Open MPI</b> (OMPI_COMM_WORLD_RANK or OMPI_COMM_WORLD_SIZE): OMPI_COMM_WORLD_RANK,
  *       OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE; store at
- *       MASTER_ADDR:MASTER_PORT (Open MPI has no store: give one with {@code mpirun -x}); job id from
- *       OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE.</li>
+ *       MASTER_ADDR:MASTER_PORT (Open MPI has no store: give one with {@code mpirun -x}); without
+ *       either, storePort 0: the mpi backend needs no store, and {@code Jccl.init} tells the others
+ *       what to set; job id from OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE.</li>
  *   <li>none: a single-rank job (rank 0 of 1) that hosts its own store on 127.0.0.1, ephemeral port.</li>
  * </ol>
  * On top of any launcher: JCCL_STORE (host:port, or [v6addr]:port) replaces the store address;
@@ -97,7 +98,7 @@ public final class EnvDiscovery {
             f.port = hp.port;
             f.storeVar = "JCCL_STORE";
         }
-        if (f.port == 0 && f.size > 1) {
+        if (f.port == 0 && f.size > 1 && !f.noStoreGiven) {
             throw new IllegalArgumentException(f.storeVar + " gives port 0 but the job has " + f.size
                     + " ranks: the other ranks cannot find an ephemeral port; give a fixed port, e.g. "
                     + f.storeVar + (f.storeVar.equals("JCCL_STORE") ? "=" + f.host + ":29500" : "=29500"));
@@ -148,6 +149,8 @@ public final class EnvDiscovery {
         String jobId;
         /** The variable to blame for the store address. */
         String storeVar = "MASTER_PORT";
+        /** True when the launcher gave no store address and none is needed to describe the job (Open MPI). */
+        boolean noStoreGiven;
 
         Found(String launcher, int rank, int size, int localRank, int localSize, String host, int port, String jobId) {
             this.launcher = launcher;
@@ -295,10 +298,10 @@ public final class EnvDiscovery {
         if (e.get("JCCL_STORE") == null) {
             if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null) {
                 masterStore(e, f, false, "JCCL_STORE");
-            } else if (size > 1) {
-                throw new IllegalArgumentException("Open MPI does not say where the rendezvous store is: set JCCL_STORE=host:port "
-                        + "(rank 0's host and a free port, the same for every rank: mpirun -x JCCL_STORE=node1:29500 ...), "
-                        + "or MASTER_ADDR and MASTER_PORT");
+            } else {
+                // No store address: fine for the mpi backend (mpirun connects the ranks); Jccl.init
+                // tells a backend that needs a store what to set.
+                f.noStoreGiven = true;
             }
         }
         return f;

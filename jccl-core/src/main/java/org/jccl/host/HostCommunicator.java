@@ -228,7 +228,7 @@ public final class HostCommunicator implements Communicator {
     private Work enqueue(HostWork w) {
         pending.incrementAndGet();
         queue.add(w);
-        startWorker();
+        workerThread();
         return w;
     }
 
@@ -237,10 +237,6 @@ public final class HostCommunicator implements Communicator {
             worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank).start(this::workerLoop);
         }
         return worker;
-    }
-
-    private void startWorker() {
-        workerThread();
     }
 
     private void workerLoop() {
@@ -434,17 +430,17 @@ public final class HostCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ broadcast
 
-    private HostBuffer[] checkBroadcast(Buffer send, Buffer recv, int root) {
+    /** Checks a broadcast's arguments; returns the root's send buffer (null on other ranks). */
+    private HostBuffer checkBroadcast(Buffer send, HostBuffer r, int root) {
         Checks.rank(root, size, "root");
-        HostBuffer r = host(recv, "recv");
-        HostBuffer s = null;
-        if (rank == root) {
-            s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+        if (rank != root) {
+            return null;
         }
-        return new HostBuffer[] {s, r};
+        HostBuffer s = host(send, "send");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        noPartialOverlap(s, "send", r, "recv");
+        return s;
     }
 
     private void doBroadcast(HostBuffer s, HostBuffer r, int root) {
@@ -461,14 +457,8 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public void broadcast(Buffer send, Buffer recv, int root) {
-        Checks.rank(root, size, "root");
         HostBuffer r = host(recv, "recv");
-        HostBuffer s = rank == root ? host(send, "send") : null;
-        if (s != null) {
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
-        }
+        HostBuffer s = checkBroadcast(send, r, root);
         if (inline()) {
             enter();
             try {
@@ -485,10 +475,9 @@ public final class HostCommunicator implements Communicator {
 
     @Override
     public Work broadcastAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer[] b = checkBroadcast(send, recv, root);
-        async(b[0], "send");
-        async(b[1], "recv");
-        return submit("broadcast", () -> doBroadcast(b[0], b[1], root));
+        HostBuffer r = async(host(recv, "recv"), "recv");
+        HostBuffer s = async(checkBroadcast(send, r, root), "send");
+        return submit("broadcast", () -> doBroadcast(s, r, root));
     }
 
     // ------------------------------------------------------------------ reduce

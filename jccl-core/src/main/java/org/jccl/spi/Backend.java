@@ -23,9 +23,19 @@ public interface Backend {
     boolean prefers(Options options);
 
     /**
-     * Forms this rank's communicator. {@code store} is connected and namespaced for this job;
-     * the call is collective over all ranks of the job. The communicator owns {@code store} and
-     * closes it when it closes (on failure of this call too).
+     * Whether {@link #create} needs a rendezvous store. A backend whose own launcher already
+     * connects the ranks (MPI's mpirun) returns false; {@link org.jccl.Jccl#init(Options)} then
+     * opens no store unless the options carry one, and passes null.
+     */
+    default boolean needsStore() {
+        return true;
+    }
+
+    /**
+     * Forms this rank's communicator. {@code store} is connected and namespaced for this job
+     * (null only when {@link #needsStore()} is false and the options carry no store); the call is
+     * collective over all ranks of the job. The communicator owns {@code store} and closes it
+     * when it closes (on failure of this call too).
      */
     Communicator create(Options options, Store store);
 }

@@ -269,7 +269,13 @@ class EnvDiscoveryTest {
         assertEquals("h", m.storeHost());
         assertEquals(7, m.storePort());
         assertEquals("ompi-prterun-h-1-1", m.jobId());
-        fails(env("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2"), "JCCL_STORE", "MASTER_ADDR");
+        // no store address: port 0 (the mpi backend needs none; Jccl.init asks the others for one)
+        Options noStore = d("OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2");
+        assertEquals(0, noStore.storePort());
+        assertEquals(1, noStore.rank());
+        assertEquals(2, noStore.size());
+        // an explicit port 0 is still an error
+        fails(env("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2", "JCCL_STORE", "h:0"), "JCCL_STORE", "port 0");
         fails(env("OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "2", "JCCL_STORE", "h:1"),
                 "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2");
         fails(env("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2", "JCCL_STORE", "h:1",

@@ -334,8 +334,9 @@ class HostEngineBehaviourTest {
             return new long[] {after - before};
         });
         for (long[] o : out) {
-            // 4000 collectives: allow a few stray bytes from the JIT, none per call
-            assertTrue(o[0] < 4000, "allocated " + o[0] + " bytes in 4000 collectives");
+            // 4000 collectives: one object per call would be >= 64 KB; allow a one-off of the JIT
+            // (a recompilation in the window allocates a few KB), so CI does not flake on it.
+            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in 4000 collectives");
         }
     }
 }

@@ -188,6 +188,34 @@ class ProcessRanksTest {
         assertNoSegmentsLeft(job);
     }
 
+    @Test
+    void losingTheRankThatHostsTheStoreIsAClearErrorNotAHang() throws Exception {
+        String job = "storehost" + ProcessHandle.current().pid();
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort(); // nothing listens there: rank 0 will host the store itself
+        }
+        List<Rank> ranks = start(3, port, "h", job, "loop", Map.of("JCCL_TIMEOUT", "60s"));
+        try {
+            for (Rank r : ranks) {
+                assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+            }
+            Thread.sleep(300);
+            long t0 = System.nanoTime();
+            ranks.get(0).process().destroyForcibly();
+            for (int i : new int[] {1, 2}) {
+                Rank r = ranks.get(i);
+                assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+                assertEquals(3, r.process().exitValue(), r.output());
+                assertTrue(r.output().contains("rank 0"), "error should name rank 0:\n" + r.output());
+            }
+            System.out.println("store host killed: survivors failed " + (System.nanoTime() - t0) / 1e9 + " s later");
+        } finally {
+            ranks.forEach(r -> r.process().destroyForcibly());
+        }
+        assertNoSegmentsLeft(job);
+    }
+
     static void assertNoSegmentsLeft(String job) throws IOException {
         try (Stream<Path> files = Files.list(ShmTransport.shmDirectory())) {
             List<Path> left = files.filter(p -> p.getFileName().toString().startsWith("jccl-" + job)).toList();

@@ -19,7 +19,7 @@ import org.jccl.ReduceOp;
  * @param ops         operators of the reducing collectives (-o)
  * @param types       data types (-d)
  * @param root        root rank (-r), or {@link #ALL_ROOTS}
- * @param blocking    wait for each collective and barrier after it (-z 1), else issue all iterations asynchronously
+ * @param blocking    blocking calls one after another, no barrier between (-z 1), else issue all iterations asynchronously
  * @param seed        seed of the check data
  */
 public record PerfConfig(List<Collective> collectives, long minBytes, long maxBytes, long stepBytes, long stepFactor,

@@ -144,7 +144,13 @@ public final class PerfRunner {
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
                 Launch w = new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root);
                 for (int i = 0; i < cfg.warmup(); i++) {
-                    w.start(pending);
+                    // Warm up the way the timed loop runs (-z 1: the blocking calls), so the JIT has
+                    // compiled that path before the clock starts.
+                    if (cfg.blocking()) {
+                        w.run();
+                    } else {
+                        w.start(pending);
+                    }
                 }
                 awaitPending();
             }
@@ -186,12 +192,18 @@ public final class PerfRunner {
             launch.initialize(data, staging);
         }
         runOnce(launch);
+        // The JVM's JIT needs more than nccl-tests' few warm-up calls: small sizes get as many
+        // more as are timed (up to 2000), large ones none. Every rank computes the same count.
+        for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
+            runOnce(launch);
+        }
         comm.barrier();
         long t0 = System.nanoTime();
         if (cfg.blocking()) {
+            // Each call completes before the next is issued; no barrier in between (as MPI and
+            // nccl-tests time their loops), so the mean is the latency of the collective itself.
             for (int i = 0; i < cfg.iters(); i++) {
                 launch.run();
-                comm.barrier();
             }
         } else {
             for (int i = 0; i < cfg.iters(); i++) {
@@ -200,6 +212,14 @@ public final class PerfRunner {
             awaitPending();
         }
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /**
+     * Extra untimed calls per size for the JIT: as many as the timed ones, at most 2000, and fewer
+     * for large sizes (none from 16 MiB).
+     */
+    static int jitWarmup(long bytes, int iters) {
+        return (int) Math.min(Math.min(2000, iters), (16L << 20) / Math.max(bytes, 1));
     }
 
     private long check(Launch launch, TestData data, MemorySegment staging) {
@@ -284,6 +304,11 @@ public final class PerfRunner {
         private final ReduceOp op;
         private final int root;
         private final int next = (rank + 1) % ranks;
+
+        /** Bytes of the larger buffer of one call. */
+        long bytes() {
+            return Math.max(s.byteSize(), r == null ? 0 : r.byteSize());
+        }
         private final int prev = (rank - 1 + ranks) % ranks;
 
         Launch(Collective c, Collective.Counts k, boolean inPlace, Buffer send, Buffer recv, ReduceOp op, int root) {

@@ -31,7 +31,9 @@ public final class ChunkedReduceScatter {
             long g = t.beginChunk();
             long slot = t.inData(g);
             for (int j = 0; j < n; j++) {
-                MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
+                if (j != r) { // block r is reduced here, from the input directly
+                    MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
+                }
             }
             t.postIn(g, first);
             t.awaitAllIn(g);
@@ -39,6 +41,8 @@ public final class ChunkedReduceScatter {
                 t.srcs[p] = t.segment(p);
                 t.srcOffsets[p] = slot + r * bytes;
             }
+            t.srcs[r] = send.segment();
+            t.srcOffsets[r] = r * blockBytes + first * es;
             Reductions.reduce(send.type(), op, recv.segment(), first * es, t.srcs, t.srcOffsets, n, elems, n);
             t.endChunk(g);
         }

@@ -33,16 +33,20 @@ public final class ReduceScatterAllGather {
             long g = t.beginChunk();
             long slot = t.inData(g);
             long res = t.resData(g);
-            MemorySegment.copy(in, first * es, mine, slot, elems * es);
-            t.postIn(g, first);
-            t.awaitAllIn(g);
             long lo = Chunks.partStart(elems, n, r);
             long hi = Chunks.partStart(elems, n, r + 1);
+            // Peers read every part but this rank's own, which it reduces from its input directly.
+            MemorySegment.copy(in, first * es, mine, slot, lo * es);
+            MemorySegment.copy(in, (first + hi) * es, mine, slot + hi * es, (elems - hi) * es);
+            t.postIn(g, first);
+            t.awaitAllIn(g);
             if (hi > lo) {
                 for (int p = 0; p < n; p++) {
                     t.srcs[p] = t.segment(p);
                     t.srcOffsets[p] = slot + lo * es;
                 }
+                t.srcs[r] = in;
+                t.srcOffsets[r] = (first + lo) * es;
                 Reductions.reduce(send.type(), op, mine, res + lo * es, t.srcs, t.srcOffsets, n, hi - lo, n);
             }
             t.postReduced(g);

@@ -452,7 +452,7 @@ public final class ShmTransport implements AutoCloseable {
             }
             if ((i & 127) == 127) {
                 try {
-                    checkHealth(offset, target, what, i);
+                    checkHealth(peer, offset, target, what, i);
                 } catch (JcclException e) {
                     // The peer may have posted what we wait for just before it closed or failed:
                     // its words were written before its abort word, which we have now seen.
@@ -481,12 +481,17 @@ public final class ShmTransport implements AutoCloseable {
      */
     public void idleP2p(int iteration, int peer) {
         if ((iteration & 127) == 127) {
-            checkHealth(-1, peer, "match this send/recv", iteration);
+            checkHealth(peer, -1, peer, "match this send/recv", iteration);
         }
         idle.idle(iteration);
     }
 
-    private void checkHealth(long offset, long target, String what, int iteration) {
+    /**
+     * Fails the wait when this rank aborted, a peer failed, aborted or saw a mismatch, the awaited
+     * {@code peer} closed, a peer process died, or the deadline passed. A peer that closed after
+     * finishing its part is no failure unless this rank waits on it.
+     */
+    private void checkHealth(int peer, long offset, long target, String what, int iteration) {
         String local = localAbort;
         if (local != null) {
             throw new AbortedException("communicator aborted on rank " + rank + " during " + call.describe() + ": " + local);
@@ -496,7 +501,7 @@ public final class ShmTransport implements AutoCloseable {
                 continue;
             }
             long code = (long) LONG.getAcquire(segs[p], ABORT_OFFSET);
-            if (code != ABORT_NONE) {
+            if (code != ABORT_NONE && (code != ABORT_CLOSED || p == peer)) {
                 throw peerAbort(p, code);
             }
         }

@@ -1,0 +1,957 @@
+package org.jccl.mpi;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jccl.AbortedException;
+import org.jccl.Buffer;
+import org.jccl.Checks;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.InvalidUsageException;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+import org.jccl.bootstrap.Store;
+import org.jccl.host.kernel.Reductions;
+import org.jccl.internal.Log;
+
+/**
+ * A jccl communicator on an MPI communicator of its own (MPI_Comm_idup of MPI_COMM_WORLD, or
+ * MPI_Comm_split of a parent), so its collectives and messages never mix with another's.
+ *
+ * <p>Every operation, blocking or not, starts as MPI's nonblocking form (MPI_Iallreduce, ...,
+ * MPI_Isend/MPI_Irecv with one tag: the communicator already separates them) and is completed by
+ * MPI_Test polling against the deadline, because a blocking MPI call cannot be given one
+ * ({@code JCCL_MPI_BLOCKING=native} trades that for MPI's blocking forms, see {@link MpiRuntime}).
+ * A blocking call issues and waits under the communicator's lock; an async call issues under it
+ * and returns a {@link Work}. Heap buffers are staged through native memory ({@link Staging}).
+ *
+ * <p>After a failure (an MPI error, a timeout) the communicator is broken: later calls fail at
+ * once with the original cause. MPI cannot cancel a started collective, so a timed-out one stays
+ * pending in MPI; {@link #abort()} (MPI_Abort) ends the job.
+ */
+final class MpiCommunicator implements Communicator {
+    private static final Log LOG = Log.get(MpiCommunicator.class);
+    /** The tag of every send/recv (the MPI communicator keeps jccl communicators apart). */
+    static final int TAG = 0x6a63;
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    private final MpiRuntime rt;
+    private final String id;
+    private final MemorySegment comm;
+    private final MemorySegment commCell;
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+    private final long timeoutNanos;
+    private final Store store;
+    private final Staging staging = new Staging();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final MpiWork blocking;
+    private final Set<MpiWork> pending = ConcurrentHashMap.newKeySet();
+    private int splits;
+    private volatile JcclException broken;
+    private volatile boolean closed;
+    /**
+     * JCCL_MPI_BLOCKING=native: odd while a blocking MPI call of this communicator runs, counted
+     * up at its start and end (release stores: plain moves on x86, no clock read on the hot path).
+     * The watchdog samples it; {@link #watchSeq} and {@link #watchSince} are the watchdog's own.
+     */
+    private long nativeCalls;
+    private long watchSeq = -1;
+    private long watchSince;
+    private static final java.lang.invoke.VarHandle NATIVE_CALLS;
+
+    static {
+        try {
+            NATIVE_CALLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiCommunicator.class, "nativeCalls",
+                    long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
+        this.rt = rt;
+        this.id = id;
+        this.comm = comm;
+        this.timeout = timeout;
+        this.timeoutNanos = timeout.toNanos();
+        this.store = store;
+        this.commCell = Arena.ofAuto().allocate(ADDRESS);
+        commCell.set(ADDRESS, 0, comm);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_INT);
+            MpiRuntime.check(MpiLibrary.commSetErrhandler(comm, MpiLibrary.ERRORS_RETURN), "MPI_Comm_set_errhandler");
+            MpiRuntime.check(MpiLibrary.commRank(comm, out), "MPI_Comm_rank");
+            this.rank = out.get(JAVA_INT, 0);
+            MpiRuntime.check(MpiLibrary.commSize(comm, out), "MPI_Comm_size");
+            this.size = out.get(JAVA_INT, 0);
+        }
+        this.blocking = new MpiWork(this, staging, true);
+        rt.register(this);
+    }
+
+    /**
+     * At exit: whether MPI is done with every operation this communicator started, asking it
+     * again for up to {@code deadline} (System.nanoTime).
+     */
+    boolean settledForExit(long deadline) {
+        // The blocking instance belongs to whoever holds the lock: a thread still inside a
+        // blocking call at exit means MPI is in use. Holding the lock keeps it from starting one.
+        if (!lock.tryLock()) {
+            return false;
+        }
+        try {
+            List<MpiWork> all = new ArrayList<>(pending);
+            if (blocking.inMpi()) {
+                all.add(blocking);
+            }
+            while (true) {
+                boolean settled = true;
+                for (MpiWork w : all) {
+                    settled &= w.settledForExit();
+                }
+                if (settled || System.nanoTime() - deadline >= 0) {
+                    return settled;
+                }
+                Thread.yield();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A communicator over every process of MPI_COMM_WORLD (collective: every process calls it). */
+    static MpiCommunicator world(MpiRuntime rt, Duration timeout, Store store) {
+        String id = "mpi-world#" + IDS.incrementAndGet();
+        // Global memory: after a timeout MPI may still complete the dup and write into it.
+        MemorySegment cells = Arena.global().allocate(24, 8);
+        MemorySegment newComm = cells.asSlice(0, 8);
+        MemorySegment req = cells.asSlice(8, 8);
+        MemorySegment flag = cells.asSlice(16, 4);
+        // MPI_Comm_idup, not MPI_Comm_dup: the wait for the other processes gets the deadline.
+        MpiRuntime.check(MpiLibrary.commIdup(MpiLibrary.COMM_WORLD, newComm, req), "MPI_Comm_idup(MPI_COMM_WORLD)");
+        long start = System.nanoTime();
+        long deadline = start + timeout.toNanos();
+        while (true) {
+            MpiRuntime.check(MpiLibrary.test(req, flag, MemorySegment.NULL), "MPI_Test(MPI_Comm_idup)");
+            if (flag.get(JAVA_INT, 0) != 0) {
+                break;
+            }
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                throw new CollectiveTimeoutException("rank " + rt.worldRank + ": forming " + id + " (MPI_Comm_idup of "
+                        + "MPI_COMM_WORLD) did not complete within " + timeout + ": not every process of the MPI job "
+                        + "called Jccl.init with the mpi backend", List.of());
+            }
+            // Other ranks may still be starting their JVMs: do not take their cores meanwhile.
+            if (now - start < TimeUnit.MILLISECONDS.toNanos(10)) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(200));
+            }
+        }
+        return new MpiCommunicator(rt, id, newComm.get(ADDRESS, 0), timeout, store);
+    }
+
+    @Override
+    public int rank() {
+        return rank;
+    }
+
+    @Override
+    public int size() {
+        return size;
+    }
+
+    @Override
+    public String backend() {
+        return "mpi";
+    }
+
+    @Override
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** The timeout in nanoseconds (computed once: the wait of every blocking call reads it). */
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
+    /** This communicator's name in messages. */
+    String id() {
+        return id;
+    }
+
+    MpiRuntime runtime() {
+        return rt;
+    }
+
+    // ------------------------------------------------------------------ validation
+
+    private static HostBuffer host(Buffer b, String name) {
+        if (b == null) {
+            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
+        }
+        if (b instanceof HostBuffer h) {
+            return h;
+        }
+        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but this communicator runs the "
+                + "mpi backend, which moves host memory: pass a HostBuffer");
+    }
+
+    private static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
+        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
+            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
+                    + "pass the same buffer for an in-place call, or disjoint buffers");
+        }
+    }
+
+    /** A buffer MPI writes into: MPI writes through the address, so a read-only view is refused here. */
+    private static HostBuffer writable(HostBuffer b, String name) {
+        if (b.segment().isReadOnly()) {
+            throw new IllegalArgumentException(name + " is a read-only segment but the collective writes into it: "
+                    + "pass a writable buffer");
+        }
+        return b;
+    }
+
+    /** An MPI count: elements per call argument are C ints. */
+    private static int count(long n, String name) {
+        if (n > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(name + " has " + n + " elements per rank but MPI counts are 32-bit: "
+                    + "the mpi backend moves at most " + Integer.MAX_VALUE + " elements per rank and call; split it");
+        }
+        return (int) n;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new one with Jccl.init");
+        }
+        JcclException b = broken;
+        if (b != null) {
+            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an earlier failure ("
+                    + b.getMessage() + "): close it and create a new one");
+        }
+    }
+
+    // ------------------------------------------------------------------ execution
+
+    /** Takes the lock and the work object of one operation. The caller unlocks in {@link #end}'s finally. */
+    private MpiWork begin(boolean async, String name, DataType type, long n, ReduceOp op, int peer) {
+        lock.lock();
+        try {
+            checkOpen();
+            if (async) {
+                return new MpiWork(this, staging, false).reset(name, type, n, op, peer);
+            }
+            blocking.reset(name, type, n, op, peer);
+            if (rt.nativeBlocking) {
+                // After the reset: the watchdog reads the description after it sees this.
+                NATIVE_CALLS.setRelease(this, nativeCalls + 1);
+            }
+            return blocking;
+        } catch (RuntimeException | Error e) {
+            lock.unlock();
+            throw e;
+        }
+    }
+
+    /**
+     * Ends an operation started by {@link #begin}: checks MPI's return code, then returns the
+     * pending work (async) or waits for it (blocking; returns null). Always releases the lock.
+     */
+    private Work end(MpiWork w, int rc, boolean async) {
+        try {
+            boolean nat = nativeCall(async);
+            leaveNative();
+            if (rc != MpiLibrary.SUCCESS) {
+                w.abandon();
+                throw failed(MpiRuntime.error(rc, w.describe()));
+            }
+            if (nat) {
+                w.completedInline();
+                return null;
+            }
+            w.issued();
+            if (async) {
+                pending.add(w);
+                return w;
+            }
+            w.await();
+            return null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Undoes {@link #begin} when preparing the operation failed before MPI saw it. */
+    private RuntimeException abandon(MpiWork w, RuntimeException e) {
+        leaveNative();
+        w.abandon();
+        lock.unlock();
+        return e;
+    }
+
+    /** Whether this call goes to MPI's blocking form (JCCL_MPI_BLOCKING=native and a blocking call). */
+    private boolean nativeCall(boolean async) {
+        return !async && rt.nativeBlocking;
+    }
+
+    /** Ends the blocking MPI call that {@link #begin} announced, if any. */
+    private void leaveNative() {
+        if ((nativeCalls & 1) != 0) {
+            NATIVE_CALLS.setRelease(this, nativeCalls + 1);
+        }
+    }
+
+    /**
+     * The watchdog's look at this communicator (its thread only): a blocking MPI call seen in
+     * progress, the same one, for longer than the timeout ends the job. The deadline is thus
+     * kept to within the watchdog's period.
+     */
+    void watch(long now) {
+        long seq = (long) NATIVE_CALLS.getAcquire(this);
+        if ((seq & 1) == 0) {
+            watchSeq = -1;
+        } else if (seq != watchSeq) {
+            watchSeq = seq;
+            watchSince = now;
+        } else if (now - watchSince >= timeout.toNanos() && (long) NATIVE_CALLS.getAcquire(this) == seq) {
+            nativeTimeout();
+        }
+    }
+
+    /**
+     * Called by the watchdog when a blocking MPI call passed the deadline: MPI cannot return from
+     * it, so, as JCCL_MPI_BLOCKING=native asks, MPI_Abort ends the job after saying why.
+     */
+    void nativeTimeout() {
+        System.err.println("[" + rank + "] jccl ERROR: " + blocking.describe() + " did not complete within " + timeout
+                + " (the communicator's timeout) and a blocking MPI call cannot be given up "
+                + "(JCCL_MPI_BLOCKING=native): MPI_Abort ends the job");
+        System.err.flush();
+        MpiLibrary.abort(comm, 124);
+    }
+
+    /** Called by a work once MPI completed it. */
+    void completed(MpiWork w) {
+        pending.remove(w);
+    }
+
+    /** Records the first failure (the communicator is unusable from now on) and returns it. */
+    JcclException failed(JcclException e) {
+        if (broken == null) {
+            broken = e;
+            LOG.warn(rank, e.getMessage());
+        }
+        return e;
+    }
+
+    /** The exception of a work that passed the communicator's deadline; the communicator is broken after it. */
+    CollectiveTimeoutException timedOut(MpiWork w) {
+        CollectiveTimeoutException e = new CollectiveTimeoutException(w.describe() + " did not complete within " + timeout
+                + " (the communicator's timeout): another rank is not taking part (a different collective, a different "
+                + "order, or stuck). MPI cannot cancel a started operation: this communicator is unusable; abort() ends "
+                + "the MPI job", List.of());
+        failed(e);
+        return e;
+    }
+
+    private void divideIfAvg(MpiWork w, ReduceOp op, MemorySegment seg, long n) {
+        if (op.kind() == ReduceOp.Kind.AVG) {
+            w.divideAfter(seg, n, size);
+        }
+    }
+
+    private static boolean premul(ReduceOp op) {
+        return op.kind() == ReduceOp.Kind.PREMUL_SUM;
+    }
+
+    // ------------------------------------------------------------------ all-reduce
+
+    private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        Checks.op(op, s.type());
+        noPartialOverlap(s, "send", r, "recv");
+        int n = count(s.count(), "send");
+        DataType t = s.type();
+        MpiWork w = begin(async, "allReduce", t, n, op, -1);
+        int rc;
+        try {
+            boolean inPlace = s.sameStart(r);
+            MemorySegment out = w.output(r, inPlace);
+            MemorySegment in;
+            if (premul(op)) {
+                if (!inPlace) {
+                    MemorySegment.copy(s.segment(), 0, out, 0, s.byteSize());
+                }
+                Reductions.scale(t, op.scalar(), out, 0, n);
+                in = MpiLibrary.IN_PLACE;
+            } else {
+                in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+            }
+            divideIfAvg(w, op, out, n);
+            rc = nativeCall(async) ? MpiLibrary.allreduce(in, out, n, rt.type(t), rt.op(op, t), comm)
+                    : MpiLibrary.iallreduce(in, out, n, rt.type(t), rt.op(op, t), comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
+        allReduce(send, recv, op, false);
+    }
+
+    @Override
+    public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return allReduce(send, recv, op, true);
+    }
+
+    // ------------------------------------------------------------------ broadcast
+
+    private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
+        Checks.rank(root, size, "root");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        HostBuffer s = null;
+        if (rank == root) {
+            s = host(send, "send");
+            Checks.sameType(s, "send", r, "recv");
+            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+            noPartialOverlap(s, "send", r, "recv");
+        }
+        int n = count(r.count(), "recv");
+        DataType t = r.type();
+        MpiWork w = begin(async, "broadcast", t, n, null, root);
+        int rc;
+        try {
+            MemorySegment buf;
+            if (s != null) {
+                boolean inPlace = s.sameStart(r);
+                buf = w.output(r, inPlace);
+                if (!inPlace) {
+                    MemorySegment.copy(s.segment(), 0, buf, 0, s.byteSize());
+                }
+            } else {
+                buf = w.output(r, false);
+            }
+            rc = nativeCall(async) ? MpiLibrary.bcast(buf, n, rt.type(t), root, comm)
+                    : MpiLibrary.ibcast(buf, n, rt.type(t), root, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void broadcast(Buffer send, Buffer recv, int root) {
+        broadcast(send, recv, root, false);
+    }
+
+    @Override
+    public Work broadcastAsync(Buffer send, Buffer recv, int root) {
+        return broadcast(send, recv, root, true);
+    }
+
+    // ------------------------------------------------------------------ reduce
+
+    private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
+        HostBuffer s = host(send, "send");
+        Checks.rank(root, size, "root");
+        Checks.op(op, s.type());
+        HostBuffer r = null;
+        if (rank == root) {
+            r = writable(host(recv, "recv"), "recv");
+            Checks.sameType(s, "send", r, "recv");
+            Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
+            noPartialOverlap(s, "send", r, "recv");
+        }
+        int n = count(s.count(), "send");
+        DataType t = s.type();
+        MpiWork w = begin(async, "reduce", t, n, op, root);
+        int rc;
+        try {
+            MemorySegment in;
+            MemorySegment out;
+            if (r != null) {
+                boolean inPlace = s.sameStart(r);
+                out = w.output(r, inPlace);
+                if (premul(op)) {
+                    if (!inPlace) {
+                        MemorySegment.copy(s.segment(), 0, out, 0, s.byteSize());
+                    }
+                    Reductions.scale(t, op.scalar(), out, 0, n);
+                    in = MpiLibrary.IN_PLACE;
+                } else {
+                    in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+                }
+                divideIfAvg(w, op, out, n);
+            } else {
+                out = MemorySegment.NULL;
+                if (premul(op)) {
+                    in = w.temp(s.byteSize());
+                    MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+                    Reductions.scale(t, op.scalar(), in, 0, n);
+                } else {
+                    in = w.input(s);
+                }
+            }
+            rc = nativeCall(async) ? MpiLibrary.reduce(in, out, n, rt.type(t), rt.op(op, t), root, comm)
+                    : MpiLibrary.ireduce(in, out, n, rt.type(t), rt.op(op, t), root, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
+        reduce(send, recv, op, root, false);
+    }
+
+    @Override
+    public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        return reduce(send, recv, op, root, true);
+    }
+
+    // ------------------------------------------------------------------ all-gather / gather
+
+    /** Host-engine rules: recv holds size x send.count; an overlap must be the in-place slice. Returns whether in place. */
+    private boolean checkGather(HostBuffer s, HostBuffer r, int slot, String what) {
+        Checks.sameType(s, "send", r, "recv");
+        if (r.count() != s.count() * size) {
+            Checks.count(r, "recv", s.count() * size, what + " needs size() x send.count() elements in recv");
+        }
+        if (r.overlaps(s)) {
+            long c = s.count();
+            if (!s.sameStart(r.slice(slot * c, c))) {
+                throw new IllegalArgumentException("send overlaps recv but is not slice rank() of it: for an in-place "
+                        + what + " pass recv.slice(rank() * count, count) as send");
+            }
+            return true;
+        }
+        return false;
+    }
+
+    private Work allGather(Buffer send, Buffer recv, boolean async) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        boolean inPlace = checkGather(s, r, rank, "allGather");
+        int c = count(s.count(), "send");
+        DataType t = s.type();
+        MpiWork w = begin(async, "allGather", t, c, null, -1);
+        int rc;
+        try {
+            MemorySegment out = w.output(r, inPlace);
+            MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+            rc = nativeCall(async) ? MpiLibrary.allgather(in, c, rt.type(t), out, c, rt.type(t), comm)
+                    : MpiLibrary.iallgather(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void allGather(Buffer send, Buffer recv) {
+        allGather(send, recv, false);
+    }
+
+    @Override
+    public Work allGatherAsync(Buffer send, Buffer recv) {
+        return allGather(send, recv, true);
+    }
+
+    private Work gather(Buffer send, Buffer recv, int root, boolean async) {
+        HostBuffer s = host(send, "send");
+        Checks.rank(root, size, "root");
+        HostBuffer r = null;
+        boolean inPlace = false;
+        if (rank == root) {
+            r = writable(host(recv, "recv"), "recv");
+            inPlace = checkGather(s, r, root, "gather");
+        }
+        int c = count(s.count(), "send");
+        DataType t = s.type();
+        MpiWork w = begin(async, "gather", t, c, null, root);
+        int rc;
+        try {
+            MemorySegment out = r == null ? MemorySegment.NULL : w.output(r, inPlace);
+            MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+            rc = nativeCall(async) ? MpiLibrary.gather(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                    : MpiLibrary.igather(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void gather(Buffer send, Buffer recv, int root) {
+        gather(send, recv, root, false);
+    }
+
+    @Override
+    public Work gatherAsync(Buffer send, Buffer recv, int root) {
+        return gather(send, recv, root, true);
+    }
+
+    // ------------------------------------------------------------------ reduce-scatter
+
+    private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
+        Checks.op(op, s.type());
+        boolean inPlace = false;
+        if (r.overlaps(s)) {
+            long c = r.count();
+            if (!r.sameStart(s.slice(rank * c, c))) {
+                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                        + "reduceScatter pass send.slice(rank() * count, count) as recv");
+            }
+            inPlace = true;
+        }
+        int c = count(r.count(), "recv");
+        DataType t = s.type();
+        MpiWork w = begin(async, "reduceScatter", t, c, op, -1);
+        int rc;
+        try {
+            MemorySegment in;
+            if (premul(op)) {
+                in = w.temp(s.byteSize());
+                MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+                Reductions.scale(t, op.scalar(), in, 0, s.count());
+            } else {
+                in = w.input(s);
+            }
+            MemorySegment out;
+            if (inPlace && in == s.segment()) {
+                // MPI must not write into the buffer it reads: the result goes through a temporary.
+                out = w.temp(r.byteSize());
+                w.copyBack(out, r.segment());
+            } else {
+                out = w.output(r, false);
+            }
+            divideIfAvg(w, op, out, c);
+            rc = nativeCall(async) ? MpiLibrary.reduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm)
+                    : MpiLibrary.ireduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
+        reduceScatter(send, recv, op, false);
+    }
+
+    @Override
+    public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return reduceScatter(send, recv, op, true);
+    }
+
+    // ------------------------------------------------------------------ all-to-all / scatter
+
+    private Work allToAll(Buffer send, Buffer recv, boolean async) {
+        HostBuffer s = host(send, "send");
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        Checks.sameType(s, "send", r, "recv");
+        Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
+        Checks.perRankCount(s, size, "send");
+        noPartialOverlap(s, "send", r, "recv");
+        int c = count(s.count() / size, "send");
+        DataType t = s.type();
+        MpiWork w = begin(async, "allToAll", t, s.count(), null, -1);
+        int rc;
+        try {
+            MemorySegment in;
+            if (s.sameStart(r)) {
+                // In place through a copy of the input (MPI's in-place all-to-all is not in every libnbc).
+                in = w.temp(s.byteSize());
+                MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+            } else {
+                in = w.input(s);
+            }
+            MemorySegment out = w.output(r, false);
+            rc = nativeCall(async) ? MpiLibrary.alltoall(in, c, rt.type(t), out, c, rt.type(t), comm)
+                    : MpiLibrary.ialltoall(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void allToAll(Buffer send, Buffer recv) {
+        allToAll(send, recv, false);
+    }
+
+    @Override
+    public Work allToAllAsync(Buffer send, Buffer recv) {
+        return allToAll(send, recv, true);
+    }
+
+    private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
+        HostBuffer r = writable(host(recv, "recv"), "recv");
+        Checks.rank(root, size, "root");
+        HostBuffer s = null;
+        boolean inPlace = false;
+        if (rank == root) {
+            s = host(send, "send");
+            Checks.sameType(s, "send", r, "recv");
+            Checks.count(s, "send", r.count() * size, "scatter needs size() x recv.count() elements in the root's send");
+            if (r.overlaps(s)) {
+                long c = r.count();
+                if (!r.sameStart(s.slice(rank * c, c))) {
+                    throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                            + "scatter pass send.slice(rank() * count, count) as recv");
+                }
+                inPlace = true;
+            }
+        }
+        int c = count(r.count(), "recv");
+        DataType t = r.type();
+        MpiWork w = begin(async, "scatter", t, c, null, root);
+        int rc;
+        try {
+            MemorySegment in = s == null ? MemorySegment.NULL : w.input(s);
+            // In place, the root's block stays where it is (a heap root's recv is its send array itself).
+            MemorySegment out = inPlace ? MpiLibrary.IN_PLACE : w.output(r, false);
+            rc = nativeCall(async) ? MpiLibrary.scatter(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                    : MpiLibrary.iscatter(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void scatter(Buffer send, Buffer recv, int root) {
+        scatter(send, recv, root, false);
+    }
+
+    @Override
+    public Work scatterAsync(Buffer send, Buffer recv, int root) {
+        return scatter(send, recv, root, true);
+    }
+
+    // ------------------------------------------------------------------ point to point
+
+    private Work send(Buffer buffer, int peer, boolean async) {
+        HostBuffer b = host(buffer, "buffer");
+        Checks.rank(peer, size, "peer");
+        int n = count(b.count(), "buffer");
+        MpiWork w = begin(async, "send", b.type(), n, null, peer);
+        int rc;
+        try {
+            MemorySegment in = w.input(b);
+            rc = nativeCall(async) ? MpiLibrary.send(in, n, rt.type(b.type()), peer, TAG, comm)
+                    : MpiLibrary.isend(in, n, rt.type(b.type()), peer, TAG, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    private Work recv(Buffer buffer, int peer, boolean async) {
+        HostBuffer b = writable(host(buffer, "buffer"), "buffer");
+        Checks.rank(peer, size, "peer");
+        int n = count(b.count(), "buffer");
+        MpiWork w = begin(async, "recv", b.type(), n, null, peer);
+        int rc;
+        try {
+            w.expectReceived(n);
+            MemorySegment out = w.output(b, false);
+            rc = nativeCall(async) ? MpiLibrary.recv(out, n, rt.type(b.type()), peer, TAG, comm, w.status)
+                    : MpiLibrary.irecv(out, n, rt.type(b.type()), peer, TAG, comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void send(Buffer buffer, int peer) {
+        send(buffer, peer, false);
+    }
+
+    @Override
+    public Work sendAsync(Buffer buffer, int peer) {
+        return send(buffer, peer, true);
+    }
+
+    @Override
+    public void recv(Buffer buffer, int peer) {
+        recv(buffer, peer, false);
+    }
+
+    @Override
+    public Work recvAsync(Buffer buffer, int peer) {
+        return recv(buffer, peer, true);
+    }
+
+    // ------------------------------------------------------------------ barrier
+
+    private Work barrier(boolean async) {
+        MpiWork w = begin(async, "barrier", null, 0, null, -1);
+        int rc;
+        try {
+            rc = nativeCall(async) ? MpiLibrary.barrier(comm)
+                    : MpiLibrary.ibarrier(comm, w.request);
+        } catch (RuntimeException e) {
+            throw abandon(w, e);
+        }
+        return end(w, rc, async);
+    }
+
+    @Override
+    public void barrier() {
+        barrier(false);
+    }
+
+    @Override
+    public Work barrierAsync() {
+        return barrier(true);
+    }
+
+    // ------------------------------------------------------------------ lifecycle
+
+    /**
+     * MPI_Comm_split, after an all-gather of (color, key) that proves every rank arrived within
+     * the deadline (MPI_Comm_split itself cannot be given one). Ranks are ordered by key, then
+     * by rank here, as MPI and the host engine do.
+     */
+    @Override
+    public Communicator split(int color, int key) {
+        if (color < 0 && color != NO_COLOR) {
+            throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or Communicator.NO_COLOR to opt out");
+        }
+        int[] all = new int[2 * size];
+        allGather(HostBuffer.of(new int[] {color, key}), HostBuffer.of(all));
+        lock.lock();
+        try {
+            checkOpen();
+            int splitNo = ++splits;
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment cell = a.allocate(ADDRESS);
+                int rc = MpiLibrary.commSplit(comm, color == NO_COLOR ? MpiLibrary.UNDEFINED : color, key, cell);
+                if (rc != MpiLibrary.SUCCESS) {
+                    throw failed(MpiRuntime.error(rc, "split(" + color + ", " + key + ") (MPI_Comm_split) on rank " + rank
+                            + " of " + id));
+                }
+                MemorySegment sub = cell.get(ADDRESS, 0);
+                if (color == NO_COLOR || sub.equals(MpiLibrary.COMM_NULL)) {
+                    return null;
+                }
+                return new MpiCommunicator(rt, id + "/s" + splitNo + "c" + color, sub, timeout, null);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Fails this rank's pending operations, then calls MPI_Abort on this communicator, which in
+     * Open MPI ends every process of the job (MPI has no other way to release the other ranks
+     * from a collective they wait in). Does not return.
+     */
+    @Override
+    public void abort() {
+        AbortedException e = new AbortedException("communicator " + id + " was aborted on rank " + rank);
+        if (broken == null) {
+            broken = e;
+        }
+        for (MpiWork w : pending) {
+            w.failLocally(e);
+        }
+        LOG.warn(rank, "abort() on " + id + ": MPI_Abort ends every process of the MPI job");
+        int rc = MpiLibrary.abort(comm, 134);
+        throw MpiRuntime.error(rc, "MPI_Abort on rank " + rank + " of " + id);
+    }
+
+    /**
+     * Waits up to a second for pending operations (other ranks may be finishing them), fails
+     * those still pending with {@link AbortedException}, then frees the MPI communicator
+     * (MPI_Comm_free) and the staging memory, unless operations are still pending in MPI: then
+     * both are kept (MPI may still write into the memory). Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            List<MpiWork> left = new ArrayList<>(pending);
+            for (MpiWork w : left) {
+                if (broken == null) {
+                    w.waitFor(deadline - System.nanoTime());
+                }
+            }
+            boolean leak = blocking.inMpi(); // a blocking call that timed out
+            for (MpiWork w : left) {
+                if (w.inMpi()) {
+                    leak = true;
+                    w.failLocally(new AbortedException("communicator " + id + " closed on rank " + rank
+                            + " with this operation pending"));
+                }
+            }
+            if (leak) {
+                // Neither the memory nor the MPI communicator may go: MPI still progresses the
+                // operations (Open MPI 4.1's libnbc crashes when a communicator with pending
+                // nonblocking collectives is freed).
+                LOG.warn(rank, "closed " + id + " with operations pending in MPI: the MPI communicator and the "
+                        + "operations' memory are kept for MPI");
+                staging.leak();
+            } else {
+                int rc = MpiLibrary.commFree(commCell);
+                if (rc != MpiLibrary.SUCCESS) {
+                    LOG.warn(rank, MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
+                }
+                staging.close();
+                rt.forget(this);
+            }
+        } finally {
+            lock.unlock();
+            if (store != null) {
+                store.close();
+            }
+        }
+        LOG.info(rank, () -> "closed communicator " + id);
+    }
+
+    @Override
+    public String toString() {
+        return "MpiCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+    }
+}

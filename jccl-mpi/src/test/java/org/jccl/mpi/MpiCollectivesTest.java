@@ -1,0 +1,120 @@
+package org.jccl.mpi;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The mpi backend end to end: real {@code mpirun -np N} jobs of {@link MpiRankMain}, each rank
+ * forming its communicator from Open MPI's variables alone. Skipped, with the reason, where no
+ * Open MPI is installed.
+ */
+class MpiCollectivesTest {
+    private static final Map<String, String> MPI = Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "120s");
+
+    @BeforeAll
+    static void needsMpi() {
+        String why = MpiJob.skipReason();
+        Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+    }
+
+    static void assertAllOk(MpiJob.Result r, int np) {
+        assertTrue(r.finished(), "the job hung:\n" + r.output());
+        assertEquals(0, r.exitCode(), "the job failed:\n" + r.output());
+        for (int i = 0; i < np; i++) {
+            assertTrue(r.output().contains("OK rank " + i), "rank " + i + " did not finish:\n" + r.output());
+        }
+    }
+
+    /** Every collective x type x operator (blocking/async, in place or not, heap/native), splits, work in flight. */
+    @ParameterizedTest(name = "{0} ranks, counts {1}")
+    @CsvSource(delimiter = ';', value = {"2;0,1,1000,30001", "3;0,1,1000,9999", "4;0,1,777"})
+    void everyCollectiveMatchesTheReference(int np, String counts) throws Exception {
+        MpiJob.Result r = MpiJob.run(np, MpiRankMain.class, List.of(), MPI, 240, "check", counts);
+        assertAllOk(r, np);
+        System.out.println(np + " ranks: " + r.seconds() + " s");
+    }
+
+    /** The same with MPI_THREAD_SERIALIZED: every MPI call through jccl's one lock. */
+    @Test
+    void serialisedThreadLevel() throws Exception {
+        MpiJob.Result r = MpiJob.run(2, MpiRankMain.class, List.of("-Djccl.mpi.threadLevel=serialized"), MPI, 240,
+                "check", "0,1,257");
+        assertAllOk(r, 2);
+        assertTrue(r.output().contains("MPI_THREAD_SERIALIZED"), r.output());
+    }
+
+    /** JCCL_MPI_BLOCKING=native: blocking calls through MPI's blocking forms (2 ranks: blocking send/recv too). */
+    @Test
+    void nativeBlockingCalls() throws Exception {
+        MpiJob.Result r = MpiJob.run(2, MpiRankMain.class, List.of(),
+                Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "120s", "JCCL_MPI_BLOCKING", "native"), 240, "check",
+                "0,1,4099");
+        assertAllOk(r, 2);
+    }
+
+    /** With JCCL_MPI_BLOCKING=native a blocking call past the deadline cannot return: the watchdog ends the job. */
+    @Test
+    void nativeBlockingPastTheDeadlineEndsTheJob() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(),
+                Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s", "JCCL_MPI_BLOCKING", "native"), 120, "stuck");
+        assertTrue(r.finished(), "the job hung:\n" + r.output());
+        assertEquals(124, r.exitCode(), r.output());
+        assertTrue(r.output().contains("[0] jccl ERROR: allReduce (INT32 x 4, SUM) on rank 0"), r.output());
+        assertTrue(r.output().contains("MPI_Abort ends the job"), r.output());
+        assertTrue(r.seconds() < 45, "took " + r.seconds() + " s:\n" + r.output());
+    }
+
+    /** Bad arguments, MPI errors with MPI's text, count mismatches, closed and disagreeing communicators. */
+    @Test
+    void errorsAreClear() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), MPI, 120, "errors");
+        assertAllOk(r, 3);
+    }
+
+    /** A collective another rank never joins fails at the deadline, naming itself; the job still ends cleanly. */
+    @Test
+    void aLonelyCollectiveTimesOut() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s"),
+                120, "timeout");
+        assertAllOk(r, 3);
+        assertTrue(r.output().contains("timed out after"), r.output());
+    }
+
+    /**
+     * A rank that leaves after a timed-out collective skips MPI_Finalize, so mpirun ends the job
+     * at once instead of the others waiting (here: sleeping a minute).
+     */
+    @Test
+    void aRankLeavingWithAStuckCollectiveEndsTheJob() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s"),
+                120, "stuck");
+        assertTrue(r.finished(), "the job hung:\n" + r.output());
+        assertTrue(r.output().contains("rank 0 timed out; exiting"), r.output());
+        assertTrue(r.output().contains("skipping MPI_Finalize"), r.output());
+        assertNotEquals(0, r.exitCode(), r.output());
+        assertTrue(r.seconds() < 45, "took " + r.seconds() + " s:\n" + r.output());
+    }
+
+    /** abort() on one rank ends the whole job promptly (MPI_Abort), while the others wait in a collective. */
+    @Test
+    void abortEndsTheJob() throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), MPI, 120, "abort");
+        assertTrue(r.finished(), "the job hung after abort():\n" + r.output());
+        assertNotEquals(0, r.exitCode(), r.output());
+        for (int i = 0; i < 3; i++) {
+            assertTrue(r.output().contains("ready " + i), r.output());
+        }
+        assertTrue(r.output().contains("abort() on mpi-world#1: MPI_Abort ends every process"), r.output());
+        // the others sleep 60 s after the collective: only MPI_Abort ends the job this early
+        assertTrue(r.seconds() < 50, "took " + r.seconds() + " s:\n" + r.output());
+    }
+}

@@ -1,0 +1,255 @@
+package org.jccl.mpi;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+
+/**
+ * Test data and an independent reference (a copy of jccl-core's host-engine test reference, so both
+ * backends are checked against the same values): element values chosen so that every reduction is
+ * exact (integer-valued floats inside each type's exact range; full-range integers with C
+ * wrap-around computed in long arithmetic), decoded with this class's own decoders.
+ */
+final class Reference {
+    private Reference() {
+    }
+
+    static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
+    static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+
+    /** Value of element i of rank r (as a long for integers, integer-valued double for floats). */
+    static long intValue(DataType t, ReduceOp op, long seed, int r, long i) {
+        SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + r * 7_919L + i);
+        long v = rnd.nextLong();
+        if (op.kind() == ReduceOp.Kind.PROD) {
+            // keep products of a few ranks non-trivial but not always zero
+            v = (v & 3) + 1;
+        }
+        return v;
+    }
+
+    static double floatValue(DataType t, ReduceOp op, long seed, int r, long i) {
+        SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + r * 7_919L + i);
+        boolean fp8 = t == DataType.FLOAT8_E4M3 || t == DataType.FLOAT8_E5M2;
+        int range = fp8 ? (op.kind() == ReduceOp.Kind.PREMUL_SUM ? 1 : 2) : 8;
+        if (op.kind() == ReduceOp.Kind.PROD) {
+            int[] vals = {-2, -1, 1, 2};
+            return vals[rnd.nextInt(4)];
+        }
+        return rnd.nextInt(2 * range + 1) - range;
+    }
+
+    /** Writes rank r's input. */
+    static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long count) {
+        for (long i = 0; i < count; i++) {
+            if (t.isInteger()) {
+                writeInt(seg, t, i, intValue(t, op, seed, r, i));
+            } else {
+                writeFloat(seg, t, i, floatValue(t, op, seed, r, i));
+            }
+        }
+    }
+
+    static void writeInt(MemorySegment seg, DataType t, long i, long v) {
+        switch (t.byteSize()) {
+            case 1 -> seg.set(ValueLayout.JAVA_BYTE, i, (byte) v);
+            case 4 -> seg.set(INT, i * 4, (int) v);
+            case 8 -> seg.set(LONG, i * 8, v);
+            default -> throw new AssertionError(t);
+        }
+    }
+
+    static long readInt(MemorySegment seg, DataType t, long i) {
+        return switch (t) {
+            case INT8 -> seg.get(ValueLayout.JAVA_BYTE, i);
+            case UINT8 -> seg.get(ValueLayout.JAVA_BYTE, i) & 0xffL;
+            case INT32 -> seg.get(INT, i * 4);
+            case UINT32 -> seg.get(INT, i * 4) & 0xffffffffL;
+            case INT64, UINT64 -> seg.get(LONG, i * 8);
+            default -> throw new AssertionError(t);
+        };
+    }
+
+    /** Normalises a long to the type's width and signedness. */
+    static long norm(DataType t, long v) {
+        return switch (t) {
+            case INT8 -> (byte) v;
+            case UINT8 -> v & 0xff;
+            case INT32 -> (int) v;
+            case UINT32 -> v & 0xffffffffL;
+            default -> v;
+        };
+    }
+
+    static void writeFloat(MemorySegment seg, DataType t, long i, double v) {
+        switch (t) {
+            case FLOAT32 -> seg.set(FLOAT, i * 4, (float) v);
+            case FLOAT64 -> seg.set(DOUBLE, i * 8, v);
+            case FLOAT16 -> seg.set(SHORT, i * 2, Float.floatToFloat16((float) v));
+            case BFLOAT16 -> seg.set(SHORT, i * 2, (short) (Float.floatToRawIntBits((float) v) >>> 16));
+            case FLOAT8_E4M3 -> seg.set(ValueLayout.JAVA_BYTE, i, encodeExact(t, v));
+            case FLOAT8_E5M2 -> seg.set(ValueLayout.JAVA_BYTE, i, encodeExact(t, v));
+            default -> throw new AssertionError(t);
+        }
+    }
+
+    /** {@code v} rounded to the nearest value of a 16-bit float type (so that writing it is exact). */
+    static double readFloatRounded(DataType t, double v) {
+        return t == DataType.FLOAT16 ? Float.float16ToFloat(Float.floatToFloat16((float) v))
+                : Float.intBitsToFloat(Float.floatToRawIntBits((float) v) & 0xffff0000);
+    }
+
+    static double readFloat(MemorySegment seg, DataType t, long i) {
+        return switch (t) {
+            case FLOAT32 -> seg.get(FLOAT, i * 4);
+            case FLOAT64 -> seg.get(DOUBLE, i * 8);
+            case FLOAT16 -> Float.float16ToFloat(seg.get(SHORT, i * 2));
+            case BFLOAT16 -> Float.intBitsToFloat((seg.get(SHORT, i * 2) & 0xffff) << 16);
+            case FLOAT8_E4M3 -> FP8_DECODED[0][seg.get(ValueLayout.JAVA_BYTE, i) & 0xff];
+            case FLOAT8_E5M2 -> FP8_DECODED[1][seg.get(ValueLayout.JAVA_BYTE, i) & 0xff];
+            default -> throw new AssertionError(t);
+        };
+    }
+
+    /** Decodes an FP8 code by the OCP definitions. */
+    static double decodeFp8(DataType t, int code) {
+        int sign = (code >>> 7) == 1 ? -1 : 1;
+        int expBits = t == DataType.FLOAT8_E4M3 ? 4 : 5;
+        int manBits = 7 - expBits;
+        int bias = t == DataType.FLOAT8_E4M3 ? 7 : 15;
+        int e = (code >>> manBits) & ((1 << expBits) - 1);
+        int m = code & ((1 << manBits) - 1);
+        if (t == DataType.FLOAT8_E4M3 && e == 15 && m == 7) {
+            return Double.NaN;
+        }
+        if (t == DataType.FLOAT8_E5M2 && e == 31) {
+            return m == 0 ? sign * Double.POSITIVE_INFINITY : Double.NaN;
+        }
+        if (e == 0) {
+            return sign * (m / (double) (1 << manBits)) * Math.pow(2, 1 - bias);
+        }
+        return sign * (1 + m / (double) (1 << manBits)) * Math.pow(2, e - bias);
+    }
+
+    private static final double[][] FP8_DECODED = new double[2][256];
+    private static final byte[][] FP8_SMALL_INTS = new byte[2][65];
+
+    static {
+        for (int k = 0; k < 2; k++) {
+            DataType t = k == 0 ? DataType.FLOAT8_E4M3 : DataType.FLOAT8_E5M2;
+            java.util.Arrays.fill(FP8_SMALL_INTS[k], (byte) 0x7f);
+            for (int c = 255; c >= 0; c--) {
+                double d = decodeFp8(t, c);
+                FP8_DECODED[k][c] = d;
+                if (d == Math.rint(d) && Math.abs(d) <= 32 && !(d == 0 && c != 0)) {
+                    FP8_SMALL_INTS[k][(int) d + 32] = (byte) c;
+                }
+            }
+        }
+    }
+
+    static byte encodeExact(DataType t, double v) {
+        int k = t == DataType.FLOAT8_E4M3 ? 0 : 1;
+        if (v == Math.rint(v) && Math.abs(v) <= 32) {
+            byte c = FP8_SMALL_INTS[k][(int) v + 32];
+            if (FP8_DECODED[k][c & 0xff] == v) {
+                return c;
+            }
+        }
+        throw new AssertionError(v + " is not a small integer exact in " + t);
+    }
+
+    /** Reference reduction of element i over n ranks (integers: the exact wrapped result). */
+    static long expectedInt(DataType t, ReduceOp op, long seed, int n, long i) {
+        long acc = 0;
+        boolean unsigned = t.kind() == DataType.Kind.UNSIGNED;
+        for (int r = 0; r < n; r++) {
+            long v = norm(t, intValue(t, op, seed, r, i));
+            if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+                v = norm(t, v * (long) op.scalar());
+            }
+            if (r == 0) {
+                acc = v;
+                continue;
+            }
+            acc = switch (op.kind()) {
+                case SUM, AVG, PREMUL_SUM -> norm(t, acc + v);
+                case PROD -> norm(t, acc * v);
+                case MIN -> (unsigned ? Long.compareUnsigned(v, acc) < 0 : v < acc) ? v : acc;
+                case MAX -> (unsigned ? Long.compareUnsigned(v, acc) > 0 : v > acc) ? v : acc;
+                case BAND -> acc & v;
+                case BOR -> acc | v;
+                case BXOR -> acc ^ v;
+            };
+        }
+        if (op.kind() == ReduceOp.Kind.AVG) {
+            acc = norm(t, unsigned ? Long.divideUnsigned(acc, n) : acc / n);
+        }
+        return norm(t, acc);
+    }
+
+    static double expectedFloat(DataType t, ReduceOp op, long seed, int n, long i) {
+        double acc = 0;
+        for (int r = 0; r < n; r++) {
+            double v = floatValue(t, op, seed, r, i);
+            if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+                v *= op.scalar();
+            }
+            if (r == 0) {
+                acc = v;
+                continue;
+            }
+            acc = switch (op.kind()) {
+                case SUM, AVG, PREMUL_SUM -> acc + v;
+                case PROD -> acc * v;
+                case MIN -> Math.min(acc, v);
+                case MAX -> Math.max(acc, v);
+                default -> throw new AssertionError(op);
+            };
+        }
+        return op.kind() == ReduceOp.Kind.AVG ? acc / n : acc;
+    }
+
+    /** Relative tolerance of AVG results (one rounding in the type); 0 for exact ops. */
+    static double tolerance(DataType t, ReduceOp op) {
+        if (op.kind() != ReduceOp.Kind.AVG) {
+            return 0;
+        }
+        return switch (t) {
+            case FLOAT64 -> 1e-15;
+            case FLOAT32 -> 1e-7;
+            case FLOAT16 -> 1e-3;
+            case BFLOAT16 -> 8e-3;
+            case FLOAT8_E4M3 -> 0.07;
+            case FLOAT8_E5M2 -> 0.13;
+            default -> 0;
+        };
+    }
+
+    /** Number of elements of {@code got} (count elements) that differ from the reference for n ranks. */
+    static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, long seed, int n,
+                           long firstIndex, long count) {
+        long wrong = 0;
+        double tol = tolerance(t, op);
+        for (long k = 0; k < count; k++) {
+            long i = firstIndex + k;
+            if (t.isInteger()) {
+                if (norm(t, readInt(got, t, gotOffsetElems + k)) != expectedInt(t, op, seed, n, i)) {
+                    wrong++;
+                }
+            } else {
+                double g = readFloat(got, t, gotOffsetElems + k);
+                double e = expectedFloat(t, op, seed, n, i);
+                if (tol == 0 ? g != e : Math.abs(g - e) > tol * Math.max(1, Math.abs(e))) {
+                    wrong++;
+                }
+            }
+        }
+        return wrong;
+    }
+}

@@ -6,7 +6,8 @@
 #                              [-r 1] [-T 0.2] [-x jccl,mpi] [-t 1800] [-o DIR]
 #
 # Needs root, iproute2, Open MPI (apt-get install -y openmpi-bin libopenmpi-dev) and JDK 25.
-# jccl: ./jccl perf as rank r inside namespace r (JCCL_HOST_ID set per namespace: namespaces share
+# jccl: ./jccl perf -z 1 (back-to-back blocking calls, timed as bench/mpi/mpi_coll times Open MPI)
+# as rank r inside namespace r (JCCL_HOST_ID set per namespace: namespaces share
 # the hostname and boot id); -p ranks per namespace > 1 gives the hierarchical engine (shared
 # memory inside a namespace). Open MPI: mpirun inside the first namespace with --mca btl tcp,self
 # over eth0 (the veth), the remote daemon started through a launch agent that does `ip netns
@@ -95,7 +96,7 @@ header="$out/header.md"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine may be shared: numbers are only as good as its quietness)"
     echo "- jccl: commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown), JCCL_* transport settings at their defaults"
     echo "- Open MPI: $(mpirun --version 2>/dev/null | head -1 | sed 's/^mpirun (Open MPI) /Open MPI /' || echo 'not installed'), --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0"
-    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf warm-up/iterations per size band: <= 64 KiB 100000/2000, <= 1 MiB 20000/200, larger 50/20 (each band a fresh JVM; the JIT needs ~50000 calls to settle on 2 busy cores)"
+    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf -z 1 (back-to-back blocking calls, as mpi_coll times), warm-up/iterations per size band: <= 64 KiB 100000/2000, <= 1 MiB 20000/200, larger 50/20 (each band a fresh JVM; the JIT needs ~50000 calls to settle on 2 busy cores)"
     echo "- repeats: $repeats, libraries alternating; each cell is the library's best mean over the repeats"
 } > "$header"
 cat "$header" | tee -a "$out/run.log"
@@ -137,14 +138,14 @@ run_jccl() { # $1: repeat number
             read -r bmin bmax warm iters <<< "$band"
             k=$((k + 1))
             port=$((29600 + RANDOM % 1000))
-            log "\$ jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -c 0, $n ranks in $pfx-h0/h1"
+            log "\$ jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0, $n ranks in $pfx-h0/h1"
             pids=()
             for ((r = 0; r < n; r++)); do
                 h=$((r / per))
                 ip netns exec "$pfx-h$h" env -u RANK -u WORLD_SIZE JCCL_RANK=$r JCCL_WORLD_SIZE=$n \
                     JCCL_LOCAL_RANK=$((r % per)) JCCL_LOCAL_WORLD_SIZE=$per JCCL_STORE=10.77.0.1:$port \
                     JCCL_JOB_ID="netns$$-$c-$k-$rep" JCCL_HOST_ID="host$h" \
-                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -c 0 --json '$out/raw/jccl-$c-$k-$rep.json'" \
+                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0 --json '$out/raw/jccl-$c-$k-$rep.json'" \
                     > "$out/raw/jccl-$c-$k-$rep-r$r.txt" 2>&1 &
                 pids+=($!)
             done

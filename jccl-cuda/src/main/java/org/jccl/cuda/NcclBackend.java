@@ -75,7 +75,8 @@ public final class NcclBackend implements Backend {
                 } else {
                     uid = store.get(UID_KEY, options.timeout());
                 }
-                return NcclCommunicator.create(device, owns, options.rank(), options.size(), uid, options.timeout(), store);
+                return NcclCommunicator.create(device, owns, options.rank(), options.size(), uid, options.timeout(), store,
+                        store, "nccl");
             } catch (RuntimeException | Error e) {
                 if (owns) {
                     device.close();

@@ -37,6 +37,10 @@ public final class NcclWork implements Work {
     private final long streamHandle;
     final long deadline;
     private final AtomicInteger state = new AtomicInteger(PENDING);
+    /** 1-based index among this communicator's collectives (0 for a send or receive); set before publication. */
+    long collective;
+    /** The peer of a send or receive (the root of a rooted collective). */
+    int peer;
     private volatile CudaEvent event;
     private volatile JcclException failure;
     /** Counted in the communicator's outstanding works (asynchronous works only). */
@@ -57,6 +61,10 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         event = e;
+    }
+
+    int kind() {
+        return kind;
     }
 
     /** The operation, e.g. "allReduce". */

@@ -1044,7 +1044,11 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            w.arm(takeEvent());
+            if (blocking && sh == streamHandle) {
+                w.armStreamPolled(); // no event to record, query or recycle: the stream itself says when
+            } else {
+                w.arm(takeEvent());
+            }
         } finally {
             lock.unlock();
         }
@@ -1096,7 +1100,11 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            w.arm(takeEvent());
+            if (blocking && sh == streamHandle) {
+                w.armStreamPolled(); // no event to record, query or recycle: the stream itself says when
+            } else {
+                w.arm(takeEvent());
+            }
         } finally {
             lock.unlock();
         }
@@ -1664,8 +1672,8 @@ public final class NcclCommunicator implements Communicator {
                 return false;
             }
         }
-        if (oldest != null) {
-            checkAsyncError(oldest);
+        if (oldest != null && now - (oldest.deadline - timeoutNanos) >= YOUNG_NANOS) {
+            checkAsyncError(oldest); // not for young work: it would take the lock the enqueuing thread needs
         }
         return !pending.isEmpty();
     }

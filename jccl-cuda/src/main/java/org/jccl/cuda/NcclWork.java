@@ -2,7 +2,8 @@ package org.jccl.cuda;
 
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import org.jccl.DataType;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
@@ -36,7 +37,21 @@ public final class NcclWork implements Work {
     private final long count;
     private final long streamHandle;
     final long deadline;
-    private final AtomicInteger state = new AtomicInteger(PENDING);
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(NcclWork.class, "stateField", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** PENDING, DONE or FAILED; read and written through STATE (volatile, no extra object per work). */
+    @SuppressWarnings("unused")
+    private volatile int stateField;
+    /** A blocking operation on the communicator's own stream: completion is polled with cuStreamQuery, no event. */
+    private volatile boolean streamPolled;
     /** 1-based index among this communicator's collectives (0 for a send or receive); set before publication. */
     long collective;
     /** The peer of a send or receive (the root of a rooted collective). */
@@ -61,6 +76,14 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         event = e;
+    }
+
+    /**
+     * Arms a blocking operation on the communicator's own stream without an event: it is done when
+     * the stream is idle (everything before it on the stream is done too, streams run in order).
+     */
+    void armStreamPolled() {
+        streamPolled = true;
     }
 
     int kind() {
@@ -92,7 +115,7 @@ public final class NcclWork implements Work {
     public CudaEvent event() {
         CudaEvent e = event;
         if (e == null) {
-            if (state.get() == FAILED) {
+            if (stateField == FAILED) {
                 throw failure;
             }
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
@@ -107,30 +130,30 @@ public final class NcclWork implements Work {
     }
 
     boolean isFinished() {
-        return state.get() != PENDING;
+        return stateField != PENDING;
     }
 
     @Override
     public boolean isDone() {
-        if (state.get() == PENDING) {
+        if (stateField == PENDING) {
             CudaEvent e = event;
             if (e != null) {
                 comm.device().makeCurrent();
                 pollEvent();
             }
         }
-        return state.get() != PENDING;
+        return stateField != PENDING;
     }
 
     /** Queries the event once; completes the work when it fired. The context must be current. */
     boolean pollEvent() {
         CudaEvent e = event;
-        if (e == null || state.get() != PENDING) {
-            return state.get() != PENDING;
+        if ((e == null && !streamPolled) || stateField != PENDING) {
+            return stateField != PENDING;
         }
         boolean fired;
         try {
-            fired = e.queryRaw();
+            fired = e != null ? e.queryRaw() : streamIdle();
         } catch (CudaException ex) {
             fail(new JcclException(describe() + " on " + comm.describe() + " failed in CUDA: " + ex.getMessage(), ex));
             return true;
@@ -141,12 +164,23 @@ public final class NcclWork implements Work {
             // its event to the pool without a query.
             comm.completedThrough(this);
         }
-        return fired || state.get() != PENDING;
+        return fired || stateField != PENDING;
+    }
+
+    private boolean streamIdle() {
+        int r = CudaDriver.streamQuery(streamHandle);
+        if (r == CudaDriver.SUCCESS) {
+            return true;
+        }
+        if (r == CudaDriver.NOT_READY) {
+            return false;
+        }
+        throw CudaDriver.error(r, "cuStreamQuery");
     }
 
     /** Completes this work because a later work on the same stream completed. */
     void completeInOrder() {
-        if (event != null && state.get() == PENDING) {
+        if ((event != null || streamPolled) && stateField == PENDING) {
             complete();
         }
     }
@@ -161,7 +195,7 @@ public final class NcclWork implements Work {
             fail(comm.failureFor(this, abortCause));
             return;
         }
-        if (state.compareAndSet(PENDING, DONE)) {
+        if (STATE.compareAndSet(this, PENDING, DONE)) {
             uncount();
             CudaEvent e = event;
             if (e != null) {
@@ -174,11 +208,11 @@ public final class NcclWork implements Work {
     void fail(JcclException e) {
         Objects.requireNonNull(e);
         synchronized (this) {
-            if (state.get() != PENDING) {
+            if (stateField != PENDING) {
                 return;
             }
             failure = e; // written before the state, which readers check first
-            if (!state.compareAndSet(PENDING, FAILED)) {
+            if (!STATE.compareAndSet(this, PENDING, FAILED)) {
                 return;
             }
         }
@@ -211,17 +245,17 @@ public final class NcclWork implements Work {
     }
 
     private boolean waitUntil(long until, boolean untilIsDeadline) {
-        if (event == null && state.get() == PENDING) {
+        if (event == null && !streamPolled && stateField == PENDING) {
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
                     + "(which launches it) before waiting for it");
         }
-        if (state.get() == PENDING) {
+        if (stateField == PENDING) {
             comm.device().makeCurrent();
         }
         Backoff b = new Backoff();
         long lastCheck = System.nanoTime();
         while (true) {
-            int s = state.get();
+            int s = stateField;
             if (s == DONE) {
                 return true;
             }
@@ -249,12 +283,12 @@ public final class NcclWork implements Work {
 
     @Override
     public JcclException exception() {
-        return state.get() == FAILED ? failure : null;
+        return stateField == FAILED ? failure : null;
     }
 
     @Override
     public String toString() {
-        String s = switch (state.get()) {
+        String s = switch (stateField) {
             case DONE -> "done";
             case FAILED -> "failed";
             default -> "pending";

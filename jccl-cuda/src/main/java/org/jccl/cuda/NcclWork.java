@@ -50,8 +50,6 @@ public final class NcclWork implements Work {
     /** PENDING, DONE or FAILED; read and written through STATE (volatile, no extra object per work). */
     @SuppressWarnings("unused")
     private volatile int stateField;
-    /** A blocking operation on the communicator's own stream: completion is polled with cuStreamQuery, no event. */
-    private volatile boolean streamPolled;
     /** 1-based index among this communicator's collectives (0 for a send or receive); set before publication. */
     long collective;
     /** The peer of a send or receive (the root of a rooted collective). */
@@ -76,14 +74,6 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         event = e;
-    }
-
-    /**
-     * Arms a blocking operation on the communicator's own stream without an event: it is done when
-     * the stream is idle (everything before it on the stream is done too, streams run in order).
-     */
-    void armStreamPolled() {
-        streamPolled = true;
     }
 
     int kind() {
@@ -148,12 +138,12 @@ public final class NcclWork implements Work {
     /** Queries the event once; completes the work when it fired. The context must be current. */
     boolean pollEvent() {
         CudaEvent e = event;
-        if ((e == null && !streamPolled) || stateField != PENDING) {
+        if (e == null || stateField != PENDING) {
             return stateField != PENDING;
         }
         boolean fired;
         try {
-            fired = e != null ? e.queryRaw() : streamIdle();
+            fired = e.queryRaw();
         } catch (CudaException ex) {
             fail(new JcclException(describe() + " on " + comm.describe() + " failed in CUDA: " + ex.getMessage(), ex));
             return true;
@@ -167,20 +157,9 @@ public final class NcclWork implements Work {
         return fired || stateField != PENDING;
     }
 
-    private boolean streamIdle() {
-        int r = CudaDriver.streamQuery(streamHandle);
-        if (r == CudaDriver.SUCCESS) {
-            return true;
-        }
-        if (r == CudaDriver.NOT_READY) {
-            return false;
-        }
-        throw CudaDriver.error(r, "cuStreamQuery");
-    }
-
     /** Completes this work because a later work on the same stream completed. */
     void completeInOrder() {
-        if ((event != null || streamPolled) && stateField == PENDING) {
+        if (event != null && stateField == PENDING) {
             complete();
         }
     }
@@ -245,7 +224,7 @@ public final class NcclWork implements Work {
     }
 
     private boolean waitUntil(long until, boolean untilIsDeadline) {
-        if (event == null && !streamPolled && stateField == PENDING) {
+        if (event == null && stateField == PENDING) {
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
                     + "(which launches it) before waiting for it");
         }

@@ -64,6 +64,8 @@ public final class Heartbeat implements Liveness, AutoCloseable {
     private int hostRank = -1;
     private Set<Integer> left = Set.of();
     private boolean warnedSlow;
+    /** Warnings this heartbeat logged (diagnosis, tests: a lost store is one warning, not one per beat). */
+    private final java.util.concurrent.atomic.AtomicInteger warnings = new java.util.concurrent.atomic.AtomicInteger();
 
     private Heartbeat(TcpStore conn, String scope, int rank, Duration interval, boolean hostsServer, String where) {
         this.conn = conn;
@@ -107,8 +109,10 @@ public final class Heartbeat implements Liveness, AutoCloseable {
         try {
             hb.beat(0);
         } catch (RuntimeException e) {
+            boolean refused = !conn.isBroken() && e instanceof JcclException && !(e instanceof CollectiveTimeoutException);
             conn.close();
-            if (e instanceof JcclException je && !conn.isBroken() && !(e instanceof CollectiveTimeoutException)) {
+            if (refused) {
+                JcclException je = (JcclException) e;
                 throw new org.jccl.InvalidUsageException("rank " + rank + ": the store at " + store.address()
                         + " refused this rank's heartbeats: " + je.getMessage());
             }
@@ -187,6 +191,11 @@ public final class Heartbeat implements Liveness, AutoCloseable {
         listeners.remove(listener);
     }
 
+    /** How many warnings this heartbeat logged about the store (a lost store: one). */
+    int warningsLogged() {
+        return warnings.get();
+    }
+
     /** The job rank whose heartbeats this sends. */
     public int rank() {
         return rank;
@@ -218,6 +227,7 @@ public final class Heartbeat implements Liveness, AutoCloseable {
                 if (e instanceof CollectiveTimeoutException) {
                     if (!warnedSlow) {
                         warnedSlow = true;
+                        warnings.incrementAndGet();
                         LOG.warn(rank, "the store at " + where + " did not answer a heartbeat within " + replyWaitMs
                                 + " ms (the server is stopped, overloaded or unreachable); heartbeats go on");
                     }
@@ -294,9 +304,9 @@ public final class Heartbeat implements Liveness, AutoCloseable {
 
     /** The connection is gone: one warning; the store's host rank is dead unless it left. */
     private void storeLost(RuntimeException e) {
-        monitoring = false;
         int host = hostRank;
         boolean hostDied = host >= 0 && host != rank && !left.contains(host) && !reasons.containsKey(host);
+        warnings.incrementAndGet();
         LOG.warn(rank, "heartbeats stop: " + (conn.isBroken() ? "lost the connection to the store at " + where
                 : "the store at " + where + " refused a heartbeat") + " (" + e.getMessage() + ")"
                 + (hostDied ? "; rank " + host + ", whose process hosted the store, is declared dead"
@@ -305,6 +315,7 @@ public final class Heartbeat implements Liveness, AutoCloseable {
             declare(Map.of(host, "its process hosted the store at " + where + ", which went away (the process died, "
                     + "was killed, or exited)"));
         }
+        monitoring = false; // after the death is published: a reader that sees false sees it
         conn.close();
     }
 

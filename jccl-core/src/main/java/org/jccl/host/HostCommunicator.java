@@ -1068,6 +1068,22 @@ public final class HostCommunicator implements Communicator, org.jccl.internal.T
         return out;
     }
 
+    /**
+     * Fails this communicator with {@code cause} as if one of its calls had (a composing
+     * communicator whose other part failed): later calls fail, and the peers' waits end with the
+     * reason. Callable from any thread; the first failure stands.
+     */
+    public void failWith(JcclException cause) {
+        Checks.notNull(cause, "cause");
+        if (closed || broken != null) {
+            return;
+        }
+        broken = cause;
+        long code = cause instanceof org.jccl.CollectiveMismatchException ? ShmTransport.ABORT_MISMATCH
+                : cause instanceof AbortedException ? ShmTransport.ABORT_ABORTED : ShmTransport.ABORT_FAILED;
+        t.fail(code, cause.getMessage(), -1);
+    }
+
     @Override
     public void abort() {
         String reason = "abort() called on rank " + rank;

@@ -258,6 +258,15 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     private JcclException translate(JcclException e, String part, int[] map) {
+        if (e instanceof PeerFailureException || e instanceof AbortedException) {
+            // A failure relayed by another rank (this host's leader, another host's leader): when the
+            // heartbeats already told this rank who died, name that rank.
+            int d = watch.firstDead();
+            if (d >= 0 && d != rank) {
+                return new PeerFailureException(d, watch.message(d, "a collective of communicator " + id + " on rank "
+                        + rank) + " [" + part + " failed: " + e.getMessage() + "]", e);
+            }
+        }
         StringBuilder msg = new StringBuilder("rank ").append(rank).append(" of communicator ").append(id).append(": ")
                 .append(part).append(" failed (rank i there is rank ").append(java.util.Arrays.toString(map))
                 .append("[i] here): ").append(e.getMessage());
@@ -738,7 +747,11 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         if (leaders != null) {
             leaders.failWith(e);
         }
-        local.abort();
+        if (local instanceof org.jccl.host.HostCommunicator h) {
+            h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort
+        } else {
+            local.abort();
+        }
     }
 
     @Override

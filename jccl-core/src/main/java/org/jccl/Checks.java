@@ -60,6 +60,18 @@ public final class Checks {
         return b.count() / size;
     }
 
+    /** A positive deadline (per-call timeouts): null, zero and negative are refused, naming the argument. */
+    public static java.time.Duration timeout(java.time.Duration t, String name) {
+        if (t == null) {
+            throw new IllegalArgumentException(name + " is null: give a positive Duration, e.g. Duration.ofSeconds(30)");
+        }
+        if (t.isZero() || t.isNegative()) {
+            throw new IllegalArgumentException(name + " is " + t + ": give a positive Duration, e.g. Duration.ofSeconds(30) "
+                    + "(a deadline of zero or less would fail every call)");
+        }
+        return t;
+    }
+
     /** Non-null helper for other arguments. */
     public static <T> T notNull(T v, String name) {
         return Objects.requireNonNull(v, name + " is null");

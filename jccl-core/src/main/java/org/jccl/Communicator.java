@@ -7,7 +7,8 @@ package org.jccl;
  * <p>Out-of-place forms take a send and a receive buffer; in-place forms take one buffer and
  * follow NCCL's conventions (all-gather: this rank's input is slice {@code rank} of the output;
  * reduce-scatter: the result lands in slice {@code rank} of the input). Every blocking call and
- * every {@link Work} has a deadline: the communicator's timeout ({@code JCCL_TIMEOUT}).
+ * every {@link Work} has a deadline: the communicator's timeout ({@code JCCL_TIMEOUT}), or the one
+ * of a {@link #withTimeout(java.time.Duration)} view for the calls made through it.
  *
  * <p>Bad arguments are rejected with an {@link IllegalArgumentException} naming the argument
  * before any byte moves. Closed communicators throw {@link InvalidUsageException}.
@@ -26,8 +27,32 @@ public interface Communicator extends AutoCloseable {
     /** Name of the backend that runs this communicator ("host", "nccl", "mpi"). */
     String backend();
 
-    /** The deadline applied to every wait of this communicator. */
+    /** The deadline applied to every wait of this communicator (of this view, for a {@link #withTimeout} view). */
     java.time.Duration timeout();
+
+    /**
+     * A view of this communicator whose calls have deadline {@code timeout} instead of {@link
+     * #timeout()}: its blocking calls fail with a {@link CollectiveTimeoutException} naming the
+     * ranks that did not arrive once {@code timeout} passes, and so does {@link Work#await()} of its
+     * async calls. The view is cheap (make one per call if you like) and is the same communicator:
+     * it shares the ranks, the order of calls (sequence numbers) and the state (a failure through
+     * the view breaks the communicator, {@link #abort()} aborts it). {@link #close()} on the view
+     * does nothing: close the communicator itself. Communicators made through the view ({@link
+     * #split}, {@link #shrink}) get the default deadline of this one.
+     *
+     * <pre>{@code
+     * comm.withTimeout(Duration.ofMillis(300)).allReduce(buf, ReduceOp.SUM); // this call: 300 ms
+     * }</pre>
+     *
+     * @throws IllegalArgumentException when {@code timeout} is null, zero or negative
+     * @throws InvalidUsageException    for a backend without per-call deadlines
+     */
+    default Communicator withTimeout(java.time.Duration timeout) {
+        Checks.timeout(timeout, "timeout");
+        throw new InvalidUsageException("the " + backend() + " backend has no per-call deadline (withTimeout): use the "
+                + "async form and Work.await(Duration), or give the communicator another deadline (JCCL_TIMEOUT, "
+                + "Options.withTimeout)");
+    }
 
     // ---- all-reduce ----
 

@@ -4,11 +4,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.ServiceLoader;
+import org.jccl.bootstrap.GuardedStore;
+import org.jccl.bootstrap.Heartbeat;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
 import org.jccl.internal.Log;
 import org.jccl.spi.Backend;
+import org.jccl.spi.Liveness;
 
 /**
  * Entry point: forms a communicator over every rank of the job.
@@ -36,6 +39,12 @@ public final class Jccl {
     /**
      * Forms a communicator. Collective: every rank of the job calls it. Rank 0 serves the
      * rendezvous store at the store address unless a store already runs there (a launcher's).
+     *
+     * <p>With a TCP store and {@link Options#heartbeat()} on ({@code JCCL_HEARTBEAT}, every second
+     * by default), this rank sends heartbeats through the store until the communicator closes: a
+     * rank whose process dies is declared dead by the store within an interval, the waits of this
+     * call end with a {@link PeerFailureException} naming it, and so do the pending and next
+     * collectives of the communicator (see {@link Liveness}).
      */
     public static Communicator init(Options options) {
         Checks.notNull(options, "options");
@@ -60,6 +69,7 @@ public final class Jccl {
                     options.token(), options.timeout());
             ownStore = true;
         }
+        Heartbeat heartbeat = null;
         try {
             // Every init of this job gets its own namespace: the n-th init of each rank meets the
             // n-th init of the others.
@@ -68,13 +78,66 @@ public final class Jccl {
             // The backend closes the store it is given when the communicator closes; a store
             // this call opened closes with it, a caller's store stays open.
             Store store = ownStore ? PrefixStore.owning(prefix, root) : new PrefixStore(prefix, root);
+            heartbeat = startHeartbeat(options, root, prefix);
+            Liveness liveness = Liveness.NONE;
+            GuardedStore guarded = null;
+            if (heartbeat != null) {
+                // The rendezvous ends as soon as a rank dies; closing the store stops the heartbeats.
+                guarded = heartbeat.guard(store);
+                store = guarded;
+                liveness = heartbeat;
+            }
             LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name());
-            return backend.create(options, store);
+            Communicator comm = backend.create(options, store, liveness);
+            if (guarded != null) {
+                guarded.disarm();
+            }
+            return comm;
         } catch (RuntimeException | Error e) {
+            if (heartbeat != null) {
+                heartbeat.close();
+            }
             if (ownStore) {
                 root.close();
             }
             throw e;
+        }
+    }
+
+    /**
+     * Starts this rank's heartbeats for the init whose namespace is {@code prefix} in {@code root};
+     * null when they are off, the job has one rank, or the store has no server to watch them.
+     */
+    private static Heartbeat startHeartbeat(Options options, Store root, String prefix) {
+        int rank = options.rank();
+        if (!options.heartbeatsOn()) {
+            LOG.info(rank, () -> "heartbeats off (JCCL_HEARTBEAT=off): dead ranks are found by the transports and deadlines");
+            return null;
+        }
+        if (options.size() == 1) {
+            return null;
+        }
+        StringBuilder scope = new StringBuilder();
+        Store s = root;
+        while (s instanceof PrefixStore ps) {
+            scope.append(ps.prefix());
+            s = ps.inner();
+        }
+        if (!(s instanceof TcpStore tcp)) {
+            Store what = s;
+            LOG.info(rank, () -> "heartbeats off: the store (" + what + ") has no server that could watch this rank's "
+                    + "connection (heartbeats need a TCP store); dead ranks are found by the transports and deadlines");
+            return null;
+        }
+        scope.append(prefix);
+        try {
+            return Heartbeat.start(tcp, scope.toString(), rank, options.heartbeat(), tcp.server() != null);
+        } catch (InvalidUsageException e) {
+            throw e; // the store refused this rank (another process claims it): a real error
+        } catch (JcclException e) {
+            LOG.warn(rank, "heartbeats off: cannot start them through the store at " + tcp.address() + ": "
+                    + e.getMessage());
+            return null;
         }
     }
 

@@ -21,12 +21,28 @@ import org.jccl.bootstrap.Store;
  * @param backend       backend name ("host", "nccl", "mpi"), or null to choose from the device
  * @param device        the device a GPU communicator is bound to, or null for host memory
  * @param store         an already connected store to use instead of storeHost/storePort, or null
+ * @param heartbeat     interval of this rank's heartbeats through the store ({@code JCCL_HEARTBEAT});
+ *                      {@link Duration#ZERO} turns them off (see {@link org.jccl.spi.Liveness})
  */
 public record Options(int rank, int size, int localRank, int localSize, String storeHost, int storePort,
-                      String jobId, String token, Duration timeout, String backend, Device device, Store store) {
+                      String jobId, String token, Duration timeout, String backend, Device device, Store store,
+                      Duration heartbeat) {
 
     /** Default deadline: 10 minutes, as PyTorch's for NCCL. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
+
+    /** Default heartbeat interval: 1 second. */
+    public static final Duration DEFAULT_HEARTBEAT = Duration.ofSeconds(1);
+
+    /** Shortest heartbeat interval accepted (shorter ones only load the store). */
+    public static final Duration MIN_HEARTBEAT = Duration.ofMillis(10);
+
+    /** The options without a heartbeat setting: heartbeats every {@link #DEFAULT_HEARTBEAT}. */
+    public Options(int rank, int size, int localRank, int localSize, String storeHost, int storePort,
+                   String jobId, String token, Duration timeout, String backend, Device device, Store store) {
+        this(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, store,
+                DEFAULT_HEARTBEAT);
+    }
 
     /** Validates the values. */
     public Options {
@@ -51,11 +67,17 @@ public record Options(int rank, int size, int localRank, int localSize, String s
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration");
         }
+        Objects.requireNonNull(heartbeat, "heartbeat (Duration.ZERO turns heartbeats off)");
+        if (heartbeat.isNegative() || !heartbeat.isZero() && heartbeat.compareTo(MIN_HEARTBEAT) < 0) {
+            throw new IllegalArgumentException("heartbeat is " + heartbeat + ": give an interval of at least "
+                    + MIN_HEARTBEAT.toMillis() + " ms (e.g. Duration.ofSeconds(1)), or Duration.ZERO to turn heartbeats off");
+        }
     }
 
     /** A single-rank job on loopback with defaults; change fields with the {@code with} methods. */
     public static Options of(int rank, int size) {
-        return new Options(rank, size, rank, size, "127.0.0.1", 29500, "jccl", null, DEFAULT_TIMEOUT, null, null, null);
+        return new Options(rank, size, rank, size, "127.0.0.1", 29500, "jccl", null, DEFAULT_TIMEOUT, null, null, null,
+                DEFAULT_HEARTBEAT);
     }
 
     /** Options from the environment: JCCL_*, then torchrun, Slurm, Open MPI variables. */
@@ -66,47 +88,62 @@ public record Options(int rank, int size, int localRank, int localSize, String s
     /** Copy with another rank and size (local rank/size follow when they were the global ones). */
     public Options withRank(int newRank, int newSize) {
         return new Options(newRank, newSize, localSize == size ? newRank : localRank,
-                localSize == size ? newSize : localSize, storeHost, storePort, jobId, token, timeout, backend, device, store);
+                localSize == size ? newSize : localSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat);
     }
 
     /** Copy with another local rank and local size. */
     public Options withLocal(int newLocalRank, int newLocalSize) {
-        return new Options(rank, size, newLocalRank, newLocalSize, storeHost, storePort, jobId, token, timeout, backend, device, store);
+        return new Options(rank, size, newLocalRank, newLocalSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat);
     }
 
     /** Copy with another store address. */
     public Options withStore(String host, int port) {
-        return new Options(rank, size, localRank, localSize, host, port, jobId, token, timeout, backend, device, store);
+        return new Options(rank, size, localRank, localSize, host, port, jobId, token, timeout, backend, device, store, heartbeat);
     }
 
     /** Copy that uses an already connected store (e.g. shared by threads-as-ranks). */
     public Options withStore(Store connected) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, connected);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, connected, heartbeat);
     }
 
     /** Copy with another job id. */
     public Options withJobId(String id) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, id, token, timeout, backend, device, store);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, id, token, timeout, backend, device, store, heartbeat);
     }
 
     /** Copy with another job token (null for none). */
     public Options withToken(String t) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, t, timeout, backend, device, store);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, t, timeout, backend, device, store, heartbeat);
     }
 
     /** Copy with another deadline. */
     public Options withTimeout(Duration t) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, t, backend, device, store);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, t, backend, device, store, heartbeat);
     }
 
     /** Copy with another backend name (null: choose automatically). */
     public Options withBackend(String name) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, name, device, store);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, name, device, store, heartbeat);
     }
 
     /** Copy bound to a device (GPU communicators). */
     public Options withDevice(Device d) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, d, store);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, d, store, heartbeat);
+    }
+
+    /**
+     * Copy with another heartbeat interval ({@link Duration#ZERO}: no heartbeats). A rank that
+     * sends heartbeats is declared dead by the store as soon as its process is gone, and every
+     * survivor's collectives then fail naming it (see {@link org.jccl.spi.Liveness}).
+     */
+    public Options withHeartbeat(Duration interval) {
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device,
+                store, interval);
+    }
+
+    /** True when heartbeats are on (a positive {@link #heartbeat()} interval). */
+    public boolean heartbeatsOn() {
+        return !heartbeat.isZero();
     }
 
     @Override
@@ -114,6 +151,7 @@ public record Options(int rank, int size, int localRank, int localSize, String s
         return "Options[rank=" + rank + ", size=" + size + ", localRank=" + localRank + ", localSize=" + localSize
                 + ", store=" + (store != null ? store : storeHost + ":" + storePort) + ", jobId=" + jobId
                 + ", token=" + (token == null ? "none" : "***") + ", timeout=" + timeout + ", backend="
-                + (backend == null ? "auto" : backend) + ", device=" + device + "]";
+                + (backend == null ? "auto" : backend) + ", device=" + device + ", heartbeat="
+                + (heartbeat.isZero() ? "off" : heartbeat) + "]";
     }
 }

@@ -44,7 +44,7 @@ import org.jccl.Options;
  * On top of any launcher: JCCL_STORE (host:port, or [v6addr]:port) replaces the store address;
  * JCCL_JOB_ID, JCCL_TOKEN, JCCL_TIMEOUT (seconds such as {@code 90}, or a number with a unit:
  * {@code 500ms}, {@code 90s}, {@code 5m}, {@code 1h}, {@code 2d}, or ISO-8601 such as {@code PT90S})
- * and JCCL_BACKEND apply. Empty variables count as unset, except JCCL_TOKEN, which must not be
+ * JCCL_HEARTBEAT (the same duration syntax, or {@code 0}/{@code off}) and JCCL_BACKEND apply. Empty variables count as unset, except JCCL_TOKEN, which must not be
  * empty when set. Missing or contradictory values throw {@link IllegalArgumentException} naming
  * the variable and what to set.
  */
@@ -125,13 +125,18 @@ public final class EnvDiscovery {
         if (t != null) {
             timeout = parseDuration("JCCL_TIMEOUT", t);
         }
+        Duration heartbeat = Options.DEFAULT_HEARTBEAT;
+        String hb = e.get("JCCL_HEARTBEAT");
+        if (hb != null) {
+            heartbeat = parseHeartbeat(hb);
+        }
         String backend = e.get("JCCL_BACKEND");
         if (backend != null) {
             backend = backend.toLowerCase(Locale.ROOT);
         }
         try {
             return new Options(f.rank, f.size, f.localRank, f.localSize, f.host, f.port, jobId, token, timeout, backend,
-                    null, null);
+                    null, null, heartbeat);
         } catch (IllegalArgumentException ex) {
             throw new IllegalArgumentException("environment (" + f.launcher + "): " + ex.getMessage(), ex);
         }
@@ -511,6 +516,25 @@ public final class EnvDiscovery {
         }
         if (d.isZero() || d.isNegative()) {
             throw new IllegalArgumentException(var + "='" + value + "' is not positive: give a deadline such as 90s or 5m");
+        }
+        return d;
+    }
+
+    /**
+     * Parses JCCL_HEARTBEAT: {@code 0}, {@code off}, {@code none}, {@code false} or {@code no} turn
+     * heartbeats off ({@link Duration#ZERO}); anything else is a duration as for JCCL_TIMEOUT, at
+     * least {@link Options#MIN_HEARTBEAT}.
+     */
+    static Duration parseHeartbeat(String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        if (v.equals("off") || v.equals("none") || v.equals("false") || v.equals("no")
+                || v.matches("0+(\\.0+)?\\s*(ms|s|sec|m|min|h|d)?")) {
+            return Duration.ZERO;
+        }
+        Duration d = parseDuration("JCCL_HEARTBEAT", value);
+        if (d.compareTo(Options.MIN_HEARTBEAT) < 0) {
+            throw new IllegalArgumentException("JCCL_HEARTBEAT='" + value + "' is shorter than "
+                    + Options.MIN_HEARTBEAT.toMillis() + " ms: give an interval such as 1s or 200ms, or off");
         }
         return d;
     }

@@ -74,8 +74,32 @@ import javax.crypto.spec.SecretKeySpec;
  *  7  WAIT       u32 n (1..MAX_WAIT_KEYS), key * n, millis
  *                                                  OK: -       | TIMEOUT: u32 m, key * m (missing)
  *  8  NUM_KEYS   -                                 OK: i64
+ *  9  HEARTBEAT  key scope, u32 rank, u32 interval ms (1..2^31-1), u8 flags, i64 known epoch
+ *                                                  OK: heartbeat state (below) | ERROR: message
  *  any                                             ERROR: u16 length + UTF-8 message
  * </pre>
+ *
+ * <h2>Heartbeats</h2>
+ * A rank sends HEARTBEAT on a connection of its own every interval; {@code scope} names its job
+ * (one {@code Jccl.init}: {@code "jccl/<job id>/c<n>/"}), {@code rank} its job rank. The first
+ * HEARTBEAT ties the connection to (scope, rank); a rank already tied to another open connection,
+ * or already declared dead, gets ERROR, and so does a connection that names another (scope, rank)
+ * later. FLAGS: {@code HB_LEAVING} (1): the rank leaves cleanly (it closed its communicator) and
+ * the connection is untied; {@code HB_HOSTS_SERVER} (2): this rank's process hosts the server.
+ * When a tied connection closes for any reason other than the server's own shutdown (end of
+ * stream, reset, a protocol violation), the server declares that rank dead. A rank whose
+ * heartbeats stop while its connection stays open (a stopped process) is only "silent".
+ * <pre>
+ *  heartbeat state (OK body)
+ *    i64 epoch                   the scope's state number; it changes with every join, leave, death
+ *    u8  has state               1 when epoch differs from the request's known epoch, else 0
+ *    [has state = 1:]
+ *      i32 host rank             the rank whose process hosts the server, or -1
+ *      u32 n dead, then n x (u32 rank, u16 length + UTF-8 reason)    ranks declared dead
+ *      u32 n left, then n x u32 rank                                  ranks that left cleanly
+ *    u32 n silent, then n x (u32 rank, i64 ms)   live ranks unheard for more than two of their intervals
+ * </pre>
+ * Counts are at most {@link #MAX_HEARTBEAT_RANKS}; a rank is in {@code [0, 2^31)}.
  * Requests are independent and carry an id, so one connection multiplexes any number of
  * concurrent requests: the server answers GET/WAIT when the key appears or the deadline passes
  * (it keeps the waiter; the client never polls), and other requests on the same connection are
@@ -145,6 +169,15 @@ public final class StoreProtocol {
     public static final byte OP_DELETE = 6;
     public static final byte OP_WAIT = 7;
     public static final byte OP_NUM_KEYS = 8;
+    /** A rank's heartbeat (see the class description). */
+    public static final byte OP_HEARTBEAT = 9;
+
+    /** HEARTBEAT flag: the rank leaves cleanly; its connection is no longer watched. */
+    public static final int HB_LEAVING = 1;
+    /** HEARTBEAT flag: this rank's process hosts the store server. */
+    public static final int HB_HOSTS_SERVER = 2;
+    /** Most ranks in one list of a heartbeat answer (and most ranks the server tracks per scope). */
+    public static final int MAX_HEARTBEAT_RANKS = 1 << 20;
 
     // Statuses.
     public static final byte ST_OK = 0;
@@ -163,8 +196,77 @@ public final class StoreProtocol {
             case OP_DELETE -> "DELETE";
             case OP_WAIT -> "WAIT";
             case OP_NUM_KEYS -> "NUM_KEYS";
+            case OP_HEARTBEAT -> "HEARTBEAT";
             default -> "op " + op;
         };
+    }
+
+    /**
+     * A parsed heartbeat answer.
+     *
+     * @param epoch    the scope's state number
+     * @param hasState whether hostRank, dead and left are filled (the epoch changed)
+     * @param hostRank the rank that hosts the server, or -1
+     * @param dead     ranks declared dead, with the reason
+     * @param left     ranks that left cleanly
+     * @param silentMs live ranks unheard for more than two intervals, with the milliseconds
+     */
+    record HeartbeatReply(long epoch, boolean hasState, int hostRank, java.util.Map<Integer, String> dead,
+                          java.util.Set<Integer> left, java.util.Map<Integer, Long> silentMs) {
+
+        /** Parses an OK body. */
+        static HeartbeatReply parse(BodyReader r) throws ProtocolException {
+            long epoch = r.readLong("epoch");
+            int has = r.readByte("has state");
+            if (has > 1) {
+                throw new ProtocolException("heartbeat 'has state' is " + has + ", not 0 or 1");
+            }
+            int host = -1;
+            java.util.Map<Integer, String> dead = new java.util.TreeMap<>();
+            java.util.Set<Integer> left = new java.util.TreeSet<>();
+            if (has == 1) {
+                host = r.readInt("host rank");
+                if (host < -1) {
+                    throw new ProtocolException("heartbeat host rank " + host + " is below -1");
+                }
+                int nd = count(r, "dead count");
+                for (int i = 0; i < nd; i++) {
+                    dead.put(rank(r), r.readMessage());
+                }
+                int nl = count(r, "left count");
+                for (int i = 0; i < nl; i++) {
+                    left.add(rank(r));
+                }
+            }
+            int ns = count(r, "silent count");
+            java.util.Map<Integer, Long> silent = new java.util.TreeMap<>();
+            for (int i = 0; i < ns; i++) {
+                int rank = rank(r);
+                long ms = r.readLong("silent ms");
+                if (ms < 0) {
+                    throw new ProtocolException("silent time " + ms + " ms is negative");
+                }
+                silent.put(rank, ms);
+            }
+            r.end();
+            return new HeartbeatReply(epoch, has == 1, host, dead, left, silent);
+        }
+
+        private static int count(BodyReader r, String what) throws ProtocolException {
+            int n = r.readInt(what);
+            if (n < 0 || n > MAX_HEARTBEAT_RANKS) {
+                throw new ProtocolException(what + " " + Integer.toUnsignedString(n) + " is over " + MAX_HEARTBEAT_RANKS);
+            }
+            return n;
+        }
+
+        private static int rank(BodyReader r) throws ProtocolException {
+            int rank = r.readInt("rank");
+            if (rank < 0) {
+                throw new ProtocolException("rank " + Integer.toUnsignedString(rank) + " is over 2^31-1");
+            }
+            return rank;
+        }
     }
 
     /** The 8-byte little-endian form of a counter. */

@@ -29,6 +29,7 @@ import org.jccl.JcclException;
 import org.jccl.bootstrap.StoreProtocol.BodyReader;
 import org.jccl.bootstrap.StoreProtocol.Frame;
 import org.jccl.bootstrap.StoreProtocol.FrameWriter;
+import org.jccl.bootstrap.StoreProtocol.HeartbeatReply;
 import org.jccl.bootstrap.StoreProtocol.ProtocolException;
 import org.jccl.internal.Log;
 
@@ -57,6 +58,7 @@ public final class TcpStore implements Store {
 
     private final String host;
     private final int port;
+    private final String token;
     private final String where;
     private final Socket socket;
     private final DataInputStream in;
@@ -69,9 +71,11 @@ public final class TcpStore implements Store {
     private volatile boolean closed;
     private volatile TcpStoreServer ownedServer;
 
-    private TcpStore(String host, int port, Socket socket, DataInputStream in, OutputStream out, Duration opTimeout) {
+    private TcpStore(String host, int port, String token, Socket socket, DataInputStream in, OutputStream out,
+                     Duration opTimeout) {
         this.host = host;
         this.port = port;
+        this.token = token;
         this.where = hostPort(host, port);
         this.socket = socket;
         this.in = in;
@@ -271,7 +275,7 @@ public final class TcpStore implements Store {
                 LOG.info(-1, () -> "store at " + where + " does not require a token; connected without proving one");
             }
             s.setSoTimeout(0);
-            TcpStore store = new TcpStore(host, port, s, in, out, opTimeout);
+            TcpStore store = new TcpStore(host, port, token, s, in, out, opTimeout);
             ok = true;
             return store;
         } finally {
@@ -300,11 +304,19 @@ public final class TcpStore implements Store {
 
     @Override
     public byte[] get(String key, Duration timeout) {
+        return get(key, timeout, null);
+    }
+
+    /**
+     * {@link #get(String, Duration)} that also ends, with the {@link org.jccl.PeerFailureException}
+     * that completes {@code cancel}, when one does (a rank the caller waits for was declared dead).
+     */
+    byte[] get(String key, Duration timeout, CompletableFuture<Void> cancel) {
         byte[] k = keyBytes(key);
         long ms = waitMillis(timeout);
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_GET, 10 + k.length).writeKey(k).writeLong(ms),
-                saturatedAdd(ms, GRACE_MS), "get", key);
+                saturatedAdd(ms, GRACE_MS), "get", key, cancel);
         if (f.code() == ST_TIMEOUT) {
             throw new CollectiveTimeoutException("store get of key '" + TcpStoreServer.shortKey(key) + "' timed out after "
                     + timeout + " at the store " + where + ": no rank set that key (is a rank missing, dead or behind?)",
@@ -377,6 +389,11 @@ public final class TcpStore implements Store {
 
     @Override
     public void wait(List<String> keys, Duration timeout) {
+        wait(keys, timeout, null);
+    }
+
+    /** {@link #wait(List, Duration)} that also ends when {@code cancel} completes exceptionally. */
+    void wait(List<String> keys, Duration timeout, CompletableFuture<Void> cancel) {
         if (keys == null) {
             throw new IllegalArgumentException("keys is null");
         }
@@ -404,7 +421,7 @@ public final class TcpStore implements Store {
         }
         w.writeLong(ms);
         String what = keys.size() == 1 ? keys.get(0) : keys.size() + " keys";
-        Frame f = call(id, w, saturatedAdd(ms, GRACE_MS), "wait", what);
+        Frame f = call(id, w, saturatedAdd(ms, GRACE_MS), "wait", what, cancel);
         if (f.code() == ST_TIMEOUT) {
             List<String> missing;
             try {
@@ -459,6 +476,40 @@ public final class TcpStore implements Store {
         }
     }
 
+    /**
+     * One heartbeat of {@code rank} of {@code scope} ({@link StoreProtocol#OP_HEARTBEAT}), waiting
+     * at most {@code waitMs} for the answer.
+     *
+     * @throws CollectiveTimeoutException when no answer came in time (the connection stays usable)
+     * @throws JcclException              when the store refused it (ERROR) or the connection is lost
+     */
+    HeartbeatReply heartbeat(String scope, int rank, int intervalMs, int flags, long knownEpoch, long waitMs) {
+        byte[] k = keyBytes(scope);
+        int id = newId();
+        Frame f = call(id, new FrameWriter(id, OP_HEARTBEAT, 19 + k.length).writeKey(k).writeInt(rank).writeInt(intervalMs)
+                .writeByte(flags).writeLong(knownEpoch), waitMs, "heartbeat", null, null);
+        expect(f, "heartbeat", null, ST_OK);
+        try {
+            return HeartbeatReply.parse(f.body());
+        } catch (ProtocolException e) {
+            throw protocolBroken(e);
+        }
+    }
+
+    /**
+     * A new connection to the same store with the same token (the heartbeats' own socket, so that
+     * no request of this one ever delays them). Its non-waiting requests wait at most {@code
+     * opTimeout}.
+     */
+    TcpStore sibling(Duration opTimeout) {
+        return connect(host, port, token, opTimeout);
+    }
+
+    /** True once the connection is lost or closed. */
+    boolean isBroken() {
+        return closed || broken != null;
+    }
+
     /** The server this store started (it hosts the store), or null when it is only a client. */
     public TcpStoreServer server() {
         return ownedServer;
@@ -482,6 +533,10 @@ public final class TcpStore implements Store {
     }
 
     private Frame call(int id, FrameWriter request, long waitMs, String op, String key) {
+        return call(id, request, waitMs, op, key, null);
+    }
+
+    private Frame call(int id, FrameWriter request, long waitMs, String op, String key, CompletableFuture<Void> cancel) {
         if (closed) {
             throw new InvalidUsageException(op + " on a closed store client (" + where + ")");
         }
@@ -509,6 +564,14 @@ public final class TcpStore implements Store {
         } finally {
             writeLock.unlock();
         }
+        if (cancel != null) {
+            // A death the caller waits on ends the wait; the server's late answer is then dropped.
+            cancel.whenComplete((v, ex) -> {
+                if (ex != null) {
+                    future.completeExceptionally(ex);
+                }
+            });
+        }
         try {
             return future.get(waitMs, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
@@ -522,6 +585,11 @@ public final class TcpStore implements Store {
             throw new JcclException("interrupted during store " + op + (key != null ? " of key '" + TcpStoreServer.shortKey(key) + "'" : ""), e);
         } catch (ExecutionException e) {
             Throwable c = e.getCause();
+            if (c instanceof org.jccl.PeerFailureException pf) {
+                pending.remove(id);
+                throw new org.jccl.PeerFailureException(pf.rank(), pf.getMessage() + " (while waiting in store " + op
+                        + (key != null ? " of key '" + TcpStoreServer.shortKey(key) + "'" : "") + ")", pf);
+            }
             throw lost(c instanceof JcclException je ? je : new JcclException(String.valueOf(c), c), op, key);
         }
     }

@@ -13,6 +13,7 @@ import org.jccl.host.tcp.Placement;
 import org.jccl.host.tcp.TcpCommunicator;
 import org.jccl.host.tcp.TcpConfig;
 import org.jccl.spi.Backend;
+import org.jccl.spi.Liveness;
 
 /**
  * The built-in host engine ("host"): host memory over shared memory between the ranks of a host
@@ -47,6 +48,15 @@ public final class HostBackend implements Backend {
 
     @Override
     public Communicator create(Options options, Store store) {
+        return create(options, store, Liveness.NONE);
+    }
+
+    /**
+     * Forms the communicator; its waits also end with a {@link org.jccl.PeerFailureException} as
+     * soon as {@code liveness} reports a member dead (job rank = rank of this communicator).
+     */
+    @Override
+    public Communicator create(Options options, Store store, Liveness liveness) {
         try {
             // A fresh id per communicator keeps two jobs with the same job id apart on one host.
             byte[] idBytes;
@@ -57,7 +67,8 @@ public final class HostBackend implements Backend {
                 idBytes = store.get("host/id", options.timeout());
             }
             String id = options.jobId() + "-" + new String(idBytes, StandardCharsets.UTF_8);
-            return create(options, store, id, hostId(), TcpConfig.Transport.fromEnv());
+            return create(options, store, id, hostId(), TcpConfig.Transport.fromEnv(),
+                    (liveness == null ? Liveness.NONE : liveness).watch(options.size()));
         } catch (RuntimeException e) {
             store.close();
             throw e;
@@ -71,6 +82,12 @@ public final class HostBackend implements Backend {
      * {@code transport} TCP (JCCL_TRANSPORT=tcp), TCP between every pair ({@link TcpCommunicator}).
      */
     static Communicator create(Options o, Store store, String id, String hostId, TcpConfig.Transport transport) {
+        return create(o, store, id, hostId, transport, Liveness.NONE.watch(o.size()));
+    }
+
+    /** As above, the waits also ending when {@code watch} reports a member dead. */
+    static Communicator create(Options o, Store store, String id, String hostId, TcpConfig.Transport transport,
+                               Liveness.Watch watch) {
         Placement p = Placement.exchange(store, o.rank(), o.size(), hostId, o.timeout());
         // The route to the store picks the interface; a loopback store address (a store handed in
         // with Options' defaults) says nothing about it when the ranks span hosts.
@@ -80,10 +97,10 @@ public final class HostBackend implements Backend {
         }
         if (transport == TcpConfig.Transport.TCP) {
             return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                    route, p.hostIds());
+                    route, p.hostIds(), 0, watch);
         }
         if (p.hosts() == 1) {
-            return create(id, o.rank(), o.size(), o.localSize(), store, o.timeout());
+            return create(id, o.rank(), o.size(), o.localSize(), store, o.timeout(), watch);
         }
         if (transport == TcpConfig.Transport.SHM) {
             throw new JcclException("JCCL_TRANSPORT=shm but the " + o.size() + " ranks run on " + p.hosts()
@@ -93,10 +110,10 @@ public final class HostBackend implements Backend {
         }
         if (p.maxLocal() == 1) {
             return TcpCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                    route, p.hostIds());
+                    route, p.hostIds(), 0, watch);
         }
         return HierarchicalCommunicator.create(id, o.rank(), o.size(), store, o.timeout(), o.token(), TcpConfig.fromEnv(),
-                route, p, (subId, rank, size, sub, timeout) -> create(subId, rank, size, size, sub, timeout));
+                route, p, (subId, rank, size, sub, timeout, w) -> create(subId, rank, size, size, sub, timeout, w), watch);
     }
 
     /**
@@ -123,8 +140,9 @@ public final class HostBackend implements Backend {
         }
     }
 
-    static HostCommunicator create(String id, int rank, int size, int localSize, Store store, Duration timeout) {
+    static HostCommunicator create(String id, int rank, int size, int localSize, Store store, Duration timeout,
+                                   Liveness.Watch watch) {
         ShmTransport t = ShmTransport.open(id, rank, size, HostCommunicator.geometry(size), store, timeout, localSize);
-        return new HostCommunicator(id, rank, size, store, t, Tuner.fromEnv(), timeout);
+        return new HostCommunicator(id, rank, size, store, t, Tuner.fromEnv(), timeout, watch);
     }
 }

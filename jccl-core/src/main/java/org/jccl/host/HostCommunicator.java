@@ -42,7 +42,7 @@ import org.jccl.internal.Log;
  * <p>After a failure (timeout, dead peer, mismatch, abort) the communicator is broken: later
  * calls fail at once with the original cause; create a new communicator to go on.
  */
-public final class HostCommunicator implements Communicator {
+public final class HostCommunicator implements Communicator, org.jccl.internal.TimeoutView.Target {
     private static final Log LOG = Log.get(HostCommunicator.class);
 
     static final int OP_ALLREDUCE = 0, OP_BROADCAST = 1, OP_REDUCE = 2, OP_ALLGATHER = 3, OP_REDUCESCATTER = 4,
@@ -63,6 +63,11 @@ public final class HostCommunicator implements Communicator {
     private final FlightRecorder recorder = FlightRecorder.fromEnv(ShmTransport.CallInfo.NAMES);
     private final java.nio.file.Path traceDir = FlightRecorder.traceDirFromEnv();
     private final java.util.Set<Integer> failedRanks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final org.jccl.spi.Liveness.Watch watch;
+    /** The deadline a {@link #withTimeout} view set for the caller's next call (caller thread; null: the default). */
+    private Duration viewTimeout;
+    /** The deadline of the call running now (under {@link #lock}). */
+    private long callNanos;
     private long current = -1;
     private long collSeq;
     private int splits;
@@ -71,7 +76,10 @@ public final class HostCommunicator implements Communicator {
     private volatile JcclException broken;
     private volatile boolean closed;
 
-    HostCommunicator(String id, int rank, int size, Store store, ShmTransport t, Tuner tuner, Duration timeout) {
+    HostCommunicator(String id, int rank, int size, Store store, ShmTransport t, Tuner tuner, Duration timeout,
+                     org.jccl.spi.Liveness.Watch watch) {
+        this.watch = watch != null ? watch : org.jccl.spi.Liveness.NONE.watch(size);
+        t.watch(this.watch);
         this.id = id;
         this.rank = rank;
         this.size = size;
@@ -80,6 +88,7 @@ public final class HostCommunicator implements Communicator {
         this.tuner = tuner;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
+        this.callNanos = timeoutNanos;
     }
 
     @Override
@@ -100,6 +109,38 @@ public final class HostCommunicator implements Communicator {
     @Override
     public Duration timeout() {
         return timeout;
+    }
+
+    /**
+     * A view whose calls (blocking, and the {@link Work} of async ones) have deadline {@code
+     * timeout} instead of {@link #timeout()}; it shares everything else with this communicator
+     * (sequence numbers, failures). Closing the view does not close this communicator.
+     */
+    @Override
+    public Communicator withTimeout(Duration timeout) {
+        Checks.timeout(timeout, "timeout");
+        return new org.jccl.internal.TimeoutView(this, timeout);
+    }
+
+    /** Internal: the deadline of this thread's next calls, set by a {@link #withTimeout} view. */
+    @Override
+    public void callTimeout(Duration t) {
+        viewTimeout = t;
+    }
+
+    private Duration callDuration() {
+        Duration d = viewTimeout;
+        return d != null ? d : timeout;
+    }
+
+    private long callTimeoutNanos() {
+        Duration d = viewTimeout;
+        return d != null ? d.toNanos() : timeoutNanos;
+    }
+
+    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
+    public org.jccl.spi.Liveness.Watch watch() {
+        return watch;
     }
 
     /** This communicator's id (unique on the host; names its shared memory). */
@@ -163,7 +204,7 @@ public final class HostCommunicator implements Communicator {
     }
 
     private void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
-        t.call.set(++collSeq, opcode, type.ordinal(), op == null ? NO_REDOP : op.kind().ordinal(), root, count, timeoutNanos);
+        t.call.set(++collSeq, opcode, type.ordinal(), op == null ? NO_REDOP : op.kind().ordinal(), root, count, callNanos);
         current = recorder.schedule(collSeq, opcode, type.ordinal(), count, op == null ? -1 : op.kind().ordinal(), root, -1);
         recorder.startedNow(current);
     }
@@ -197,20 +238,24 @@ public final class HostCommunicator implements Communicator {
         return j;
     }
 
-    /** Takes the call lock for an inline call (no lambda: the inline path allocates nothing). */
-    private void enter() {
+    /**
+     * Takes the call lock for a call with deadline {@code tn} (no lambda: the inline path
+     * allocates nothing).
+     */
+    private void enter(long tn) {
         lock.lock();
         try {
             checkOpen();
+            callNanos = tn;
         } catch (RuntimeException e) {
             lock.unlock();
             throw e;
         }
     }
 
-    /** Runs an async body under the call lock. */
-    private void run(Runnable body) {
-        enter();
+    /** Runs an async body under the call lock with deadline {@code tn}. */
+    private void run(Runnable body, long tn) {
+        enter(tn);
         try {
             body.run();
         } catch (RuntimeException e) {
@@ -222,7 +267,9 @@ public final class HostCommunicator implements Communicator {
 
     private Work submit(String what, Runnable body) {
         checkOpen();
-        return enqueue(new HostWork(what + " on rank " + rank, timeout, () -> run(body)));
+        Duration d = callDuration();
+        long tn = d.toNanos();
+        return enqueue(new HostWork(what + " on rank " + rank, d, () -> run(body, tn)));
     }
 
     private Work enqueue(HostWork w) {
@@ -274,8 +321,9 @@ public final class HostCommunicator implements Communicator {
         batch.add(first);
         trace(first);
         lock.lock();
+        long tn = first.timeoutNanos;
         try {
-            t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, timeoutNanos);
+            t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, tn);
             int idle = 0;
             int open = 1;
             while (open > 0) {
@@ -285,6 +333,7 @@ public final class HostCommunicator implements Communicator {
                     batch.add(next);
                     trace(next);
                     open++;
+                    tn = Math.min(tn, next.timeoutNanos);
                 }
                 boolean moved = false;
                 int waitingOn = -1;
@@ -306,7 +355,7 @@ public final class HostCommunicator implements Communicator {
                 }
                 if (moved) {
                     idle = 0;
-                    t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, timeoutNanos);
+                    t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, tn);
                 } else if (open > 0) {
                     try {
                         t.idleP2p(idle++, waitingOn);
@@ -407,7 +456,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkAllReduce(s, r, op);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doAllReduce(s, r, op);
             } catch (RuntimeException e) {
@@ -460,7 +509,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         HostBuffer s = checkBroadcast(send, r, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doBroadcast(s, r, root);
             } catch (RuntimeException e) {
@@ -510,7 +559,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer s = host(send, "send");
         HostBuffer r = checkReduce(s, recv, op, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doReduce(s, r, op, root);
             } catch (RuntimeException e) {
@@ -564,7 +613,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkGather(s, r, "allGather");
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doAllGather(s, r, -1);
             } catch (RuntimeException e) {
@@ -600,7 +649,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer s = host(send, "send");
         HostBuffer r = checkGatherRoot(s, recv, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doAllGather(s, r, root);
             } catch (RuntimeException e) {
@@ -651,7 +700,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkReduceScatter(s, r, op);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doReduceScatter(s, r, op);
             } catch (RuntimeException e) {
@@ -700,7 +749,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkAllToAll(s, r);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doAllToAll(s, r);
             } catch (RuntimeException e) {
@@ -756,7 +805,7 @@ public final class HostCommunicator implements Communicator {
         HostBuffer r = host(recv, "recv");
         HostBuffer s = checkScatter(send, r, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doScatter(s, r, root);
             } catch (RuntimeException e) {
@@ -779,10 +828,12 @@ public final class HostCommunicator implements Communicator {
     // ------------------------------------------------------------------ point to point
 
     private void p2pInline(boolean isSend, HostBuffer b, int peer) {
+        long tn = callTimeoutNanos();
         lock.lock();
         try {
             checkOpen();
-            t.call.set(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), NO_REDOP, peer, b.count(), timeoutNanos);
+            callNanos = tn;
+            t.call.set(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), NO_REDOP, peer, b.count(), tn);
             current = recorder.schedule(0, isSend ? OP_SEND : OP_RECV, b.type().ordinal(), b.count(), -1, -1, peer);
             recorder.startedNow(current);
             new PointToPoint(t, isSend, b, peer).runToCompletion();
@@ -797,7 +848,7 @@ public final class HostCommunicator implements Communicator {
     private Work p2pAsync(boolean isSend, HostBuffer b, int peer) {
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        return enqueue(new HostWork(what + " on rank " + rank, timeout, new PointToPoint(t, isSend, b, peer)));
+        return enqueue(new HostWork(what + " on rank " + rank, callDuration(), new PointToPoint(t, isSend, b, peer)));
     }
 
     @Override
@@ -849,7 +900,7 @@ public final class HostCommunicator implements Communicator {
     @Override
     public void barrier() {
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 doBarrier();
             } catch (RuntimeException e) {
@@ -896,7 +947,11 @@ public final class HostCommunicator implements Communicator {
         }
         String subId = id + "s" + splitNo + "c" + color;
         Store sub = new PrefixStore("split" + splitNo + "/" + color + "/", store);
-        return HostBackend.create(subId, newRank, members.size(), members.size(), sub, timeout);
+        int[] old = new int[members.size()];
+        for (int i = 0; i < old.length; i++) {
+            old[i] = members.get(i)[1];
+        }
+        return HostBackend.create(subId, newRank, members.size(), members.size(), sub, timeout, watch.sub(old));
     }
 
     @Override
@@ -985,7 +1040,7 @@ public final class HostCommunicator implements Communicator {
         int newRank = survivors.indexOf(rank);
         LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of " + survivors.size());
         return HostBackend.create(id + "x" + no, newRank, survivors.size(), survivors.size(),
-                new PrefixStore(base + "comm/", store), timeout);
+                new PrefixStore(base + "comm/", store), timeout, watch.sub(survivors));
     }
 
     private static byte[] encode(java.util.Set<Integer> ranks) {
@@ -1011,6 +1066,22 @@ public final class HostCommunicator implements Communicator {
         java.util.TreeSet<Integer> out = new java.util.TreeSet<>(failedRanks);
         out.addAll(t.deadRanks());
         return out;
+    }
+
+    /**
+     * Fails this communicator with {@code cause} as if one of its calls had (a composing
+     * communicator whose other part failed): later calls fail, and the peers' waits end with the
+     * reason. Callable from any thread; the first failure stands.
+     */
+    public void failWith(JcclException cause) {
+        Checks.notNull(cause, "cause");
+        if (closed || broken != null) {
+            return;
+        }
+        broken = cause;
+        long code = cause instanceof org.jccl.CollectiveMismatchException ? ShmTransport.ABORT_MISMATCH
+                : cause instanceof AbortedException ? ShmTransport.ABORT_ABORTED : ShmTransport.ABORT_FAILED;
+        t.fail(code, cause.getMessage(), -1);
     }
 
     @Override

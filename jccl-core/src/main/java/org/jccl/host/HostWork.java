@@ -14,6 +14,8 @@ final class HostWork implements Work {
     private final CountDownLatch latch = new CountDownLatch(1);
     private final String description;
     private final Duration defaultTimeout;
+    /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
+    final long timeoutNanos;
     final Runnable body;
     final PointToPoint p2p;
     /** Flight recorder handle of a send/recv (set by the worker). */
@@ -24,6 +26,7 @@ final class HostWork implements Work {
     HostWork(String description, Duration defaultTimeout, Runnable body) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
+        this.timeoutNanos = defaultTimeout.toNanos();
         this.body = body;
         this.p2p = null;
     }
@@ -32,6 +35,7 @@ final class HostWork implements Work {
     HostWork(String description, Duration defaultTimeout, PointToPoint op) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
+        this.timeoutNanos = defaultTimeout.toNanos();
         this.body = null;
         this.p2p = op;
     }

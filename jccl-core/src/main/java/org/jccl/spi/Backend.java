@@ -38,4 +38,16 @@ public interface Backend {
      * when it closes (on failure of this call too).
      */
     Communicator create(Options options, Store store);
+
+    /**
+     * {@link #create(Options, Store)} with the job's {@link Liveness}: which ranks the store's
+     * heartbeats declared dead ({@link Liveness#NONE} without heartbeats). {@link
+     * org.jccl.Jccl#init(Options)} calls this one. A backend that overrides it makes its pending and
+     * next operations fail with a {@link org.jccl.PeerFailureException} naming a rank soon after
+     * {@link Liveness#deadRanks()} shows it (poll {@link Liveness.Watch#firstDead()} from its waits
+     * or watchdog, or register a {@link Liveness.Listener}); the default ignores {@code liveness}.
+     */
+    default Communicator create(Options options, Store store, Liveness liveness) {
+        return create(options, store);
+    }
 }

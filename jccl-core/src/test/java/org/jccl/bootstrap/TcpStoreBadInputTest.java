@@ -264,6 +264,41 @@ class TcpStoreBadInputTest {
     }
 
     @Test
+    void malformedHeartbeatsCloseOnlyTheirConnection() throws IOException {
+        List<byte[]> bad = new ArrayList<>();
+        bad.add(frame(1, OP_HEARTBEAT, HeartbeatTest.heartbeatBody("s/", -1, 100, 0, 0)));  // negative rank
+        bad.add(frame(1, OP_HEARTBEAT, HeartbeatTest.heartbeatBody("s/", 1, 0, 0, 0)));    // interval 0
+        bad.add(frame(1, OP_HEARTBEAT, HeartbeatTest.heartbeatBody("s/", 1, -5, 0, 0)));   // interval < 0
+        bad.add(frame(1, OP_HEARTBEAT, HeartbeatTest.heartbeatBody("s/", 1, 100, 0x80, 0))); // unknown flag
+        byte[] ok = HeartbeatTest.heartbeatBody("s/", 1, 100, 0, 0);
+        bad.add(frame(1, OP_HEARTBEAT, java.util.Arrays.copyOf(ok, ok.length + 1)));    // trailing byte
+        bad.add(frame(1, OP_HEARTBEAT, java.util.Arrays.copyOf(ok, ok.length - 3)));    // cut short
+        bad.add(frame(1, OP_HEARTBEAT, new byte[] {0, 0}));                              // empty scope
+        for (byte[] f : bad) {
+            try (Socket s = handshaken(open, null)) {
+                s.getOutputStream().write(f);
+                assertTrue(closedByServer(s));
+            }
+        }
+        othersStillServed();
+        // none of them was tied to a rank, so none is a death
+        assertTrue(open.deadRanks("s/").isEmpty());
+        // a connection tied to rank 1 that then speaks for rank 2 gets an error and stays open
+        try (Socket s = handshaken(open, null)) {
+            assertEquals(ST_OK, HeartbeatTest.beatOn(s, "s/", 1));
+            assertEquals(ST_ERROR, HeartbeatTest.beatOn(s, "s/", 2));
+            assertEquals(ST_OK, HeartbeatTest.beatOn(s, "s/", 1));
+        }
+        // ... and its end is rank 1's death (no goodbye)
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (open.deadRanks("s/").isEmpty() && System.nanoTime() < end) {
+            Thread.onSpinWait();
+        }
+        assertTrue(open.deadRanks("s/").containsKey(1), open.deadRanks("s/")::toString);
+        othersStillServed();
+    }
+
+    @Test
     void framesWithoutAuthenticationAreNotServed() throws IOException {
         // skip the proof and send a request: the server takes those bytes as a (wrong) proof and closes
         try (Socket s = raw(secure)) {

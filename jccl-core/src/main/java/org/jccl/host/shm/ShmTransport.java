@@ -68,6 +68,8 @@ public final class ShmTransport implements AutoCloseable {
     private final long[] recvMessages;
     private volatile String localAbort;
     private volatile boolean closed;
+    /** Deaths the store's heartbeats report, in this communicator's ranks (set once, before use). */
+    private org.jccl.spi.Liveness.Watch watch;
 
     /** Description of the call in progress, for error messages (set per call, no allocation). */
     public final CallInfo call = new CallInfo();
@@ -217,6 +219,15 @@ public final class ShmTransport implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------ accessors
+
+    /**
+     * Makes every wait also end, with a {@link PeerFailureException} naming the rank, when the
+     * store's heartbeats declare a peer dead (checked with the other health checks, every 128 idle
+     * rounds: one volatile read). Set before the first call.
+     */
+    public void watch(org.jccl.spi.Liveness.Watch w) {
+        this.watch = w;
+    }
 
     /** This rank. */
     public int rank() {
@@ -505,6 +516,15 @@ public final class ShmTransport implements AutoCloseable {
                 throw peerAbort(p, code);
             }
         }
+        org.jccl.spi.Liveness.Watch w = watch;
+        if (w != null) {
+            int d = w.firstDead();
+            if (d >= 0 && d != rank) {
+                String msg = w.message(d, call.describe() + " on rank " + rank);
+                fail(ABORT_FAILED, msg, d);
+                throw new PeerFailureException(d, msg);
+            }
+        }
         if (idle.isParking(iteration) && (iteration & 1023) == 1023) {
             for (int p = 0; p < size; p++) {
                 if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
@@ -534,7 +554,8 @@ public final class ShmTransport implements AutoCloseable {
             String msg = call.describe() + " timed out after " + Duration.ofNanos(call.timeoutNanos) + " on rank " + rank
                     + ": waiting for " + (missing.isEmpty() ? offset < 0 ? "rank " + target : "a peer" : "rank(s) " + missing)
                     + " to " + what + (offset >= 0 ? " (chunk " + target + ")" : "")
-                    + " (a rank is stuck, dead or called a different collective; raise JCCL_TIMEOUT if it is just slow)";
+                    + " (a rank is stuck, dead or called a different collective; raise JCCL_TIMEOUT if it is just slow)"
+                    + (watch == null ? "" : watch.silentNote(missing));
             throw new CollectiveTimeoutException(msg, missing);
         }
     }
@@ -566,9 +587,13 @@ public final class ShmTransport implements AutoCloseable {
         return new String(b, StandardCharsets.UTF_8);
     }
 
-    /** Peers whose process is gone (same host: checked by pid). */
+    /** Peers whose process is gone (same host: checked by pid) or that the store's heartbeats declared dead. */
     public java.util.Set<Integer> deadRanks() {
         java.util.Set<Integer> dead = new java.util.TreeSet<>();
+        if (watch != null) {
+            dead.addAll(watch.deadMembers());
+            dead.remove(rank);
+        }
         for (int p = 0; p < size; p++) {
             if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
                 dead.add(p);

@@ -28,7 +28,7 @@ import org.jccl.internal.Log;
  * an NCCL group), the one-rank cases, and "broken after the first failure". Subclasses supply the
  * collectives for two or more ranks.
  */
-abstract class CommunicatorCore implements Communicator {
+abstract class CommunicatorCore implements Communicator, org.jccl.internal.TimeoutView.Target {
     private static final Log LOG = Log.get(CommunicatorCore.class);
 
     /** A send or receive the worker progresses together with its neighbours in the queue. */
@@ -56,6 +56,10 @@ abstract class CommunicatorCore implements Communicator {
     private final AtomicInteger pending = new AtomicInteger();
     protected long collSeq;
     protected int splits;
+    /** The deadline a {@link #withTimeout} view set for the caller's next call (caller thread; null: the default). */
+    private Duration viewTimeout;
+    /** The deadline of the call running now (under the call lock); subclasses start their waits with it. */
+    protected long callNanos;
     private Thread worker;
     private volatile JcclException broken;
     private volatile boolean closed;
@@ -66,6 +70,7 @@ abstract class CommunicatorCore implements Communicator {
         this.size = size;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
+        this.callNanos = timeoutNanos;
     }
 
     // ------------------------------------------------------------------ what subclasses supply (n >= 2)
@@ -100,8 +105,11 @@ abstract class CommunicatorCore implements Communicator {
     /** Restarts the batch deadline after progress. */
     abstract void touchP2pBatch();
 
-    /** Tells the peers this rank failed (the first failure only), so their waits end. */
-    abstract void propagate(JcclException e);
+    /**
+     * Tells the peers this rank failed (the first failure only), so their waits end; {@code
+     * culprit} is the rank (of this communicator) the failure blames, or -1 (this rank's own).
+     */
+    abstract void propagate(JcclException e, int culprit);
 
     /** Ends this rank's waits at once (any thread). */
     abstract void abortLocally(String reason);
@@ -140,6 +148,33 @@ abstract class CommunicatorCore implements Communicator {
     /** This communicator's id. */
     public String id() {
         return id;
+    }
+
+    /**
+     * A view whose calls (blocking, and the {@link Work} of async ones) have deadline {@code
+     * timeout} instead of {@link #timeout()}; it shares everything else with this communicator.
+     * Closing the view does not close this communicator.
+     */
+    @Override
+    public Communicator withTimeout(Duration t) {
+        Checks.timeout(t, "timeout");
+        return new org.jccl.internal.TimeoutView(this, t);
+    }
+
+    /** Internal: the deadline of this thread's next calls, set by a {@link #withTimeout} view. */
+    @Override
+    public void callTimeout(Duration t) {
+        viewTimeout = t;
+    }
+
+    private Duration callDuration() {
+        Duration d = viewTimeout;
+        return d != null ? d : timeout;
+    }
+
+    private long callTimeoutNanos() {
+        Duration d = viewTimeout;
+        return d != null ? d.toNanos() : timeoutNanos;
     }
 
     // ------------------------------------------------------------------ validation
@@ -281,11 +316,12 @@ abstract class CommunicatorCore implements Communicator {
         return pending.get() == 0;
     }
 
-    /** Takes the call lock for an inline call (no lambda: the inline path allocates nothing). */
-    private void enter() {
+    /** Takes the call lock for a call with deadline {@code tn} (no lambda: the inline path allocates nothing). */
+    private void enter(long tn) {
         lock.lock();
         try {
             checkOpen();
+            callNanos = tn;
         } catch (RuntimeException e) {
             lock.unlock();
             throw e;
@@ -299,8 +335,14 @@ abstract class CommunicatorCore implements Communicator {
         if (broken == null) {
             broken = j;
         }
+        int culprit = -1;
+        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank) {
+            culprit = pf.rank();
+        } else if (j instanceof org.jccl.CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
+            culprit = te.missingRanks().get(0);
+        }
         try {
-            propagate(j);
+            propagate(j, culprit);
         } catch (RuntimeException ignored) {
             // telling the peers is best effort: they time out otherwise
         }
@@ -308,8 +350,8 @@ abstract class CommunicatorCore implements Communicator {
         return j;
     }
 
-    private void run(Runnable body) {
-        enter();
+    private void run(Runnable body, long tn) {
+        enter(tn);
         try {
             body.run();
         } catch (RuntimeException e) {
@@ -321,7 +363,9 @@ abstract class CommunicatorCore implements Communicator {
 
     private Work submit(String what, Runnable body) {
         checkOpen();
-        return enqueue(new TcpWork(what + " on rank " + rank, timeout, () -> run(body), null));
+        Duration d = callDuration();
+        long tn = d.toNanos();
+        return enqueue(new TcpWork(what + " on rank " + rank, d, () -> run(body, tn), null));
     }
 
     private Work enqueue(TcpWork w) {
@@ -374,6 +418,7 @@ abstract class CommunicatorCore implements Communicator {
         lock.lock();
         try {
             checkOpen();
+            callNanos = first.timeoutNanos;
             beginP2pBatch();
             int idle = 0;
             int open = 1;
@@ -462,7 +507,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkAllReduce(s, r, op);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 allReduceBody(s, r, op);
             } catch (RuntimeException e) {
@@ -499,7 +544,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer s = rank == root ? host(send, "send") : null;
         checkBroadcast(s, r, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 broadcastBody(s, r, root);
             } catch (RuntimeException e) {
@@ -535,7 +580,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer s = host(send, "send");
         HostBuffer r = checkReduce(s, recv, op, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 reduceBody(s, r, op, root);
             } catch (RuntimeException e) {
@@ -572,7 +617,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkGather(s, r, "allGather");
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 allGatherBody(s, r, -1);
             } catch (RuntimeException e) {
@@ -598,7 +643,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer s = host(send, "send");
         HostBuffer r = checkGatherRoot(s, recv, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 allGatherBody(s, r, root);
             } catch (RuntimeException e) {
@@ -633,7 +678,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkReduceScatter(s, r, op);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 reduceScatterBody(s, r, op);
             } catch (RuntimeException e) {
@@ -669,7 +714,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer r = host(recv, "recv");
         checkAllToAll(s, r);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 allToAllBody(s, r);
             } catch (RuntimeException e) {
@@ -704,7 +749,7 @@ abstract class CommunicatorCore implements Communicator {
         HostBuffer r = host(recv, "recv");
         HostBuffer s = checkScatter(send, r, root);
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 scatterBody(s, r, root);
             } catch (RuntimeException e) {
@@ -727,9 +772,11 @@ abstract class CommunicatorCore implements Communicator {
     // ------------------------------------------------------------------ point to point
 
     private void p2pInline(boolean isSend, HostBuffer b, int peer) {
+        long tn = callTimeoutNanos();
         lock.lock();
         try {
             checkOpen();
+            callNanos = tn;
             beginP2pBatch();
             newP2p(isSend, b, peer).runToCompletion();
         } catch (RuntimeException e) {
@@ -742,7 +789,7 @@ abstract class CommunicatorCore implements Communicator {
     private Work p2pAsync(boolean isSend, HostBuffer b, int peer) {
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        return enqueue(new TcpWork(what + " on rank " + rank, timeout, null, newP2p(isSend, b, peer)));
+        return enqueue(new TcpWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
     }
 
     @Override
@@ -793,7 +840,7 @@ abstract class CommunicatorCore implements Communicator {
     @Override
     public void barrier() {
         if (inline()) {
-            enter();
+            enter(callTimeoutNanos());
             try {
                 barrierBody();
             } catch (RuntimeException e) {
@@ -853,7 +900,7 @@ abstract class CommunicatorCore implements Communicator {
         // No call in progress: tell the peers now (else the failing call does).
         if (lock.tryLock()) {
             try {
-                propagate(new AbortedException(reason));
+                propagate(new AbortedException(reason), -1);
             } catch (RuntimeException ignored) {
                 // best effort
             } finally {
@@ -872,7 +919,7 @@ abstract class CommunicatorCore implements Communicator {
         try {
             if (broken == null && !closed) {
                 broken = e;
-                propagate(e);
+                propagate(e, -1);
             }
         } finally {
             lock.unlock();

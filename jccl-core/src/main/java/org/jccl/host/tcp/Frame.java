@@ -18,14 +18,16 @@ import java.nio.ByteOrder;
  *  | 24 CALL u64 (opcode u16 | dtype u8 | redop u8 | root i32: the fingerprint)    |
  *  | 32 COUNT u64 (elements of the call)                                           |
  *  | 40 TAG u64 (algorithm step; ABORT: the reason code)                           |
- *  | 48 OFFSET u64 (byte offset of this payload in its message)                    |
+ *  | 48 OFFSET u64 (byte offset of this payload in its message; ABORT: culprit + 1) |
  *  | 56 MESSAGE BYTES u64 (bytes of the whole message)                             |
  *  +-------------------------------------------------------------------------------+
  *  | 64 PAYLOAD [LENGTH]                                                           |
  * </pre>
  *
  * KIND is {@link #DATA}, {@link #ABORT} (the sender failed or aborted; TAG holds an {@code
- * ABORT_*} code, the payload a UTF-8 reason of at most {@link #MAX_REASON} bytes) or {@link
+ * ABORT_*} code, OFFSET the rank it blames plus one (0: the sender itself failed; else another
+ * rank that died or did not arrive, which the receiver then names), the payload a UTF-8 reason of
+ * at most {@link #MAX_REASON} bytes) or {@link
  * #CLOSE} (the sender closed the communicator; no payload). A receiver knows exactly which frame
  * comes next on each socket (messages are matched in order per peer and cut into chunks the same
  * way on both ends), so it checks every header field against what it expects: a difference is a

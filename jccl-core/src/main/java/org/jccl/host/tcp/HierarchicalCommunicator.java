@@ -19,6 +19,7 @@ import org.jccl.Work;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.spi.Liveness;
 
 /**
  * The host engine across hosts with several ranks per host: shared memory inside each host (the
@@ -53,8 +54,11 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     /** Creates the shared-memory communicator of one host's ranks. */
     @FunctionalInterface
     public interface LocalFactory {
-        /** Collective among the ranks of one host: {@code rank} of {@code size}, meeting through {@code store}. */
-        Communicator create(String id, int rank, int size, Store store, Duration timeout);
+        /**
+         * Collective among the ranks of one host: {@code rank} of {@code size}, meeting through
+         * {@code store}; its waits also end when {@code watch} reports a member dead.
+         */
+        Communicator create(String id, int rank, int size, Store store, Duration timeout, Liveness.Watch watch);
     }
 
     private final Placement placement;
@@ -70,6 +74,12 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     private final TcpConfig cfg;
     private final String storeHost;
     private final LocalFactory factory;
+    private final Liveness.Watch watch;
+    /** Views of the parts with the deadline of the current call, when it is not the default one. */
+    private Communicator localView;
+    private Communicator leadersView;
+    private long localViewNanos;
+    private long leadersViewNanos;
     private final MemorySegment[] scratch = new MemorySegment[4];
     private final MemorySegment[] one = new MemorySegment[1];
     private final long[] oneOff = new long[1];
@@ -77,8 +87,9 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
 
     private HierarchicalCommunicator(String id, int rank, int size, Duration timeout, Placement placement, Communicator local,
                                      TcpCommunicator leaders, TcpTransport p2p, Store store, String token, TcpConfig cfg,
-                                     String storeHost, LocalFactory factory) {
+                                     String storeHost, LocalFactory factory, Liveness.Watch watch) {
         super(id, rank, size, timeout);
+        this.watch = watch;
         this.placement = placement;
         this.myHost = placement.hostOf()[rank];
         this.localRank = placement.localRank(rank);
@@ -100,6 +111,18 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
      */
     public static HierarchicalCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
                                                   TcpConfig cfg, String storeHost, Placement placement, LocalFactory factory) {
+        return create(id, rank, size, store, timeout, token, cfg, storeHost, placement, factory, null);
+    }
+
+    /**
+     * As {@link #create(String, int, int, Store, Duration, String, TcpConfig, String, Placement,
+     * LocalFactory)}, every part's waits also ending when {@code watch} (null: none) reports a
+     * member dead.
+     */
+    public static HierarchicalCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                                  TcpConfig cfg, String storeHost, Placement placement, LocalFactory factory,
+                                                  Liveness.Watch watch) {
+        Liveness.Watch w = watch != null ? watch : Liveness.NONE.watch(size);
         int h = placement.hostOf()[rank];
         int lr = placement.localRank(rank);
         int[] members = placement.members()[h];
@@ -108,20 +131,24 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         TcpTransport p2p = null;
         boolean ok = false;
         try {
-            local = factory.create(id + "h" + h, lr, members.length, new PrefixStore("h" + h + "/", store), timeout);
+            local = factory.create(id + "h" + h, lr, members.length, new PrefixStore("h" + h + "/", store), timeout,
+                    w.sub(members));
             if (lr == 0) {
                 String[] leaderHosts = new String[placement.hosts()];
+                int[] leaderRanks = new int[placement.hosts()];
                 for (int i = 0; i < leaderHosts.length; i++) {
-                    leaderHosts[i] = placement.hostIds()[placement.members()[i][0]];
+                    leaderRanks[i] = placement.members()[i][0];
+                    leaderHosts[i] = placement.hostIds()[leaderRanks[i]];
                 }
                 leaders = TcpCommunicator.create(id + "x", h, placement.hosts(), new PrefixStore("x/", store), timeout,
-                        token, cfg, storeHost, leaderHosts, members.length);
+                        token, cfg, storeHost, leaderHosts, members.length, w.sub(leaderRanks));
             }
             int[] hostOf = placement.hostOf();
             p2p = TcpTransport.open(id + "p", rank, size, new PrefixStore("p/", store), timeout, token, cfg, storeHost,
                     p -> false, p -> hostOf[p] != h, members.length);
+            p2p.watch(w);
             HierarchicalCommunicator c = new HierarchicalCommunicator(id, rank, size, timeout, placement, local, leaders, p2p,
-                    store, token, cfg, storeHost, factory);
+                    store, token, cfg, storeHost, factory, w);
             ok = true;
             return c;
         } finally {
@@ -156,6 +183,35 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
 
     private boolean leader() {
         return localRank == 0;
+    }
+
+    /** The shared-memory part with the deadline of the call running now. */
+    private Communicator loc() {
+        if (callNanos == timeoutNanos) {
+            return local;
+        }
+        if (localView == null || localViewNanos != callNanos) {
+            localView = local.withTimeout(Duration.ofNanos(callNanos));
+            localViewNanos = callNanos;
+        }
+        return localView;
+    }
+
+    /** The leaders' TCP part with the deadline of the call running now (leaders only). */
+    private Communicator lead() {
+        if (callNanos == timeoutNanos) {
+            return leaders;
+        }
+        if (leadersView == null || leadersViewNanos != callNanos) {
+            leadersView = leaders.withTimeout(Duration.ofNanos(callNanos));
+            leadersViewNanos = callNanos;
+        }
+        return leadersView;
+    }
+
+    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
+    public Liveness.Watch watch() {
+        return watch;
     }
 
     private MemorySegment scratch(int slot, long bytes) {
@@ -202,6 +258,15 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     private JcclException translate(JcclException e, String part, int[] map) {
+        if (e instanceof PeerFailureException || e instanceof AbortedException) {
+            // A failure relayed by another rank (this host's leader, another host's leader): when the
+            // heartbeats already told this rank who died, name that rank.
+            int d = watch.firstDead();
+            if (d >= 0 && d != rank) {
+                return new PeerFailureException(d, watch.message(d, "a collective of communicator " + id + " on rank "
+                        + rank) + " [" + part + " failed: " + e.getMessage() + "]", e);
+            }
+        }
         StringBuilder msg = new StringBuilder("rank ").append(rank).append(" of communicator ").append(id).append(": ")
                 .append(part).append(" failed (rank i there is rank ").append(java.util.Arrays.toString(map))
                 .append("[i] here): ").append(e.getMessage());
@@ -230,13 +295,13 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     @Override
     void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
         try {
-            local.reduce(s, r, localOp(op), 0);
+            loc().reduce(s, r, localOp(op), 0);
         } catch (JcclException e) {
             throw local(e);
         }
         if (leader()) {
             try {
-                leaders.allReduce(r, crossOp(op));
+                lead().allReduce(r, crossOp(op));
             } catch (JcclException e) {
                 throw cross(e);
             }
@@ -245,7 +310,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             }
         }
         try {
-            local.broadcast(r, 0);
+            loc().broadcast(r, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -256,21 +321,21 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         int rootHost = placement.hostOf()[root];
         try {
             if (myHost == rootHost) {
-                local.broadcast(s, r, placement.localRank(root));
+                loc().broadcast(s, r, placement.localRank(root));
             }
         } catch (JcclException e) {
             throw local(e);
         }
         if (leader()) {
             try {
-                leaders.broadcast(r, rootHost);
+                lead().broadcast(r, rootHost);
             } catch (JcclException e) {
                 throw cross(e);
             }
         }
         try {
             if (myHost != rootHost) {
-                local.broadcast(r, 0);
+                loc().broadcast(r, 0);
             }
         } catch (JcclException e) {
             throw local(e);
@@ -284,13 +349,13 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         boolean rootIsLeader = rootLocal == 0;
         HostBuffer partial = leader() ? (rank == root ? r : buf(0, s.type(), s.count())) : null;
         try {
-            local.reduce(s, partial, localOp(op), 0);
+            loc().reduce(s, partial, localOp(op), 0);
         } catch (JcclException e) {
             throw local(e);
         }
         if (leader()) {
             try {
-                leaders.reduce(partial, myHost == rootHost ? partial : null, crossOp(op), rootHost);
+                lead().reduce(partial, myHost == rootHost ? partial : null, crossOp(op), rootHost);
             } catch (JcclException e) {
                 throw cross(e);
             }
@@ -301,9 +366,9 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         if (myHost == rootHost && !rootIsLeader) {
             try {
                 if (leader()) {
-                    local.send(partial, rootLocal);
+                    loc().send(partial, rootLocal);
                 } else if (rank == root) {
-                    local.recv(r, 0);
+                    loc().recv(r, 0);
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -333,21 +398,21 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         long c = s.count();
         HostBuffer mineBuf = leader() ? buf(0, type, maxLocal * c) : null;
         try {
-            local.gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
+            loc().gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
         } catch (JcclException e) {
             throw local(e);
         }
         if (leader()) {
             HostBuffer all = buf(1, type, (long) placement.hosts() * maxLocal * c);
             try {
-                leaders.allGather(mineBuf, all);
+                lead().allGather(mineBuf, all);
             } catch (JcclException e) {
                 throw cross(e);
             }
             permute(r.segment(), all.segment(), c * type.byteSize(), false);
         }
         try {
-            local.broadcast(r, 0);
+            loc().broadcast(r, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -361,7 +426,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         int rootLocal = placement.localRank(root);
         HostBuffer mineBuf = leader() ? buf(0, type, maxLocal * c) : null;
         try {
-            local.gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
+            loc().gather(s, leader() ? mineBuf.slice(0, mine.length * c) : null, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -369,7 +434,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         if (leader()) {
             HostBuffer all = myHost == rootHost ? buf(1, type, (long) placement.hosts() * maxLocal * c) : null;
             try {
-                leaders.gather(mineBuf, all, rootHost);
+                lead().gather(mineBuf, all, rootHost);
             } catch (JcclException e) {
                 throw cross(e);
             }
@@ -381,9 +446,9 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         if (myHost == rootHost && rootLocal != 0) {
             try {
                 if (leader()) {
-                    local.send(result, rootLocal);
+                    loc().send(result, rootLocal);
                 } else if (rank == root) {
-                    local.recv(r, 0);
+                    loc().recv(r, 0);
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -398,7 +463,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         long bb = rc * type.byteSize();
         HostBuffer partial = leader() ? buf(0, type, size * rc) : null;
         try {
-            local.reduce(s, partial, localOp(op), 0);
+            loc().reduce(s, partial, localOp(op), 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -407,7 +472,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             HostBuffer p = buf(1, type, (long) placement.hosts() * maxLocal * rc);
             permute(partial.segment(), p.segment(), bb, true);
             try {
-                leaders.reduceScatter(p, q, crossOp(op));
+                lead().reduceScatter(p, q, crossOp(op));
             } catch (JcclException e) {
                 throw cross(e);
             }
@@ -416,7 +481,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             }
         }
         try {
-            local.scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
+            loc().scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -439,7 +504,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             MemorySegment.copy(s.segment(), 0, in.segment(), 0, full);
         }
         try {
-            local.gather(in, g, 0);
+            loc().gather(in, g, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -458,7 +523,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
                 }
             }
             try {
-                leaders.allToAll(p, q);
+                lead().allToAll(p, q);
             } catch (JcclException e) {
                 throw cross(e);
             }
@@ -472,7 +537,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             }
         }
         try {
-            local.scatter(out, r, 0);
+            loc().scatter(out, r, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -491,10 +556,10 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
                 if (rootLocal == 0) {
                     src = leader() ? s : null;
                 } else if (rank == root) {
-                    local.send(s, 0);
+                    loc().send(s, 0);
                 } else if (leader()) {
                     src = buf(0, type, size * rc);
-                    local.recv(src, rootLocal);
+                    loc().recv(src, rootLocal);
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -508,13 +573,13 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
                 permute(src.segment(), p.segment(), bb, true);
             }
             try {
-                leaders.scatter(p, q, rootHost);
+                lead().scatter(p, q, rootHost);
             } catch (JcclException e) {
                 throw cross(e);
             }
         }
         try {
-            local.scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
+            loc().scatter(leader() ? q.slice(0, mine.length * rc) : null, r, 0);
         } catch (JcclException e) {
             throw local(e);
         }
@@ -523,19 +588,19 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     @Override
     void doBarrier() {
         try {
-            local.barrier();
+            loc().barrier();
         } catch (JcclException e) {
             throw local(e);
         }
         if (leader()) {
             try {
-                leaders.barrier();
+                lead().barrier();
             } catch (JcclException e) {
                 throw cross(e);
             }
         }
         try {
-            local.barrier();
+            loc().barrier();
         } catch (JcclException e) {
             throw local(e);
         }
@@ -570,7 +635,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         public boolean progress() {
             try {
                 if (w == null) {
-                    w = isSend ? local.sendAsync(b, localPeer) : local.recvAsync(b, localPeer);
+                    w = isSend ? loc().sendAsync(b, localPeer) : loc().recvAsync(b, localPeer);
                     return true;
                 }
                 if (w.isDone() && w.exception() != null) {
@@ -596,9 +661,9 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         public void runToCompletion() {
             try {
                 if (isSend) {
-                    local.send(b, localPeer);
+                    loc().send(b, localPeer);
                 } else {
-                    local.recv(b, localPeer);
+                    loc().recv(b, localPeer);
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -647,7 +712,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
 
     @Override
     void beginP2pBatch() {
-        p2p.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        p2p.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, callNanos);
         remoteP2p = 0;
     }
 
@@ -659,7 +724,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         }
         if (System.nanoTime() - p2p.call.deadline > 0) {
             throw new CollectiveTimeoutException("rank " + rank + " of communicator " + id + ": send/recv with ranks of "
-                    + "this host did not progress within " + timeout, List.of());
+                    + "this host did not progress within " + Duration.ofNanos(p2p.call.timeoutNanos), List.of());
         }
         if (iteration < 1000) {
             Thread.onSpinWait();
@@ -676,13 +741,17 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     // ------------------------------------------------------------------ failure, close, split
 
     @Override
-    void propagate(JcclException e) {
+    void propagate(JcclException e, int culprit) {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
-        p2p.fail(codeOf(e), e.getMessage());
+        p2p.fail(codeOf(e), e.getMessage(), culprit);
         if (leaders != null) {
             leaders.failWith(e);
         }
-        local.abort();
+        if (local instanceof org.jccl.host.HostCommunicator h) {
+            h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort
+        } else {
+            local.abort();
+        }
     }
 
     @Override
@@ -716,13 +785,14 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             ids[i] = placement.hostIds()[members[i]];
         }
         Placement p = Placement.of(ids);
+        Liveness.Watch w = watch.sub(members);
         if (p.hosts() == 1) {
-            return factory.create(subId, newRank, members.length, sub, timeout);
+            return factory.create(subId, newRank, members.length, sub, timeout, w);
         }
         if (p.maxLocal() == 1) {
-            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, ids);
+            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, ids, 0, w);
         }
-        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, p, factory);
+        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, p, factory, w);
     }
 
     @Override

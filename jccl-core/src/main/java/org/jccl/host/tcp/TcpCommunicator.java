@@ -11,6 +11,7 @@ import org.jccl.ReduceOp;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.Tuner;
+import org.jccl.spi.Liveness;
 
 /**
  * The host engine with every pair of ranks connected over TCP ({@link TcpTransport}): what ranks
@@ -47,10 +48,13 @@ public final class TcpCommunicator extends CommunicatorCore {
     private final int hosts;
     private Tuner tuner;
     private final Staging staging = new Staging();
+    private final Liveness.Watch watch;
 
     private TcpCommunicator(String id, int rank, int size, Duration timeout, TcpTransport t, Store store, String token,
-                            TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner) {
+                            TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner, Liveness.Watch watch) {
         super(id, rank, size, timeout);
+        this.watch = watch;
+        t.watch(watch);
         this.t = t;
         this.store = store;
         this.token = token;
@@ -83,6 +87,17 @@ public final class TcpCommunicator extends CommunicatorCore {
      */
     public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
                                          TcpConfig cfg, String storeHost, String[] hostOf, int localRanks) {
+        return create(id, rank, size, store, timeout, token, cfg, storeHost, hostOf, localRanks, null);
+    }
+
+    /**
+     * As {@link #create(String, int, int, Store, Duration, String, TcpConfig, String, String[], int)},
+     * the waits also ending with a {@link org.jccl.PeerFailureException} when {@code watch} (null:
+     * none) reports a member dead.
+     */
+    public static TcpCommunicator create(String id, int rank, int size, Store store, Duration timeout, String token,
+                                         TcpConfig cfg, String storeHost, String[] hostOf, int localRanks,
+                                         Liveness.Watch watch) {
         String[] h = hostOf;
         if (h == null) {
             h = new String[size];
@@ -96,7 +111,8 @@ public final class TcpCommunicator extends CommunicatorCore {
         }
         TcpTransport t = TcpTransport.open(id, rank, size, store, timeout, token, cfg, storeHost, p -> p != rank, p -> true,
                 localRanks > 0 ? localRanks : local);
-        return new TcpCommunicator(id, rank, size, timeout, t, store, token, cfg, storeHost, h, Tuner.fromEnv());
+        return new TcpCommunicator(id, rank, size, timeout, t, store, token, cfg, storeHost, h, Tuner.fromEnv(),
+                watch != null ? watch : Liveness.NONE.watch(size));
     }
 
     /** Forces an all-reduce algorithm (null: back to JCCL_ALGO / the tuner). For tests and tools. */
@@ -111,7 +127,7 @@ public final class TcpCommunicator extends CommunicatorCore {
 
     @Override
     void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
-        t.call.set(++collSeq, opcode, type, op, root, count, timeoutNanos);
+        t.call.set(++collSeq, opcode, type, op, root, count, callNanos);
     }
 
     @Override
@@ -224,7 +240,7 @@ public final class TcpCommunicator extends CommunicatorCore {
 
     @Override
     void beginP2pBatch() {
-        t.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        t.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, callNanos);
     }
 
     @Override
@@ -238,8 +254,8 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void propagate(org.jccl.JcclException e) {
-        t.fail(codeOf(e), e.getMessage());
+    void propagate(org.jccl.JcclException e, int culprit) {
+        t.fail(codeOf(e), e.getMessage(), culprit);
     }
 
     @Override
@@ -264,7 +280,12 @@ public final class TcpCommunicator extends CommunicatorCore {
         for (int i = 0; i < members.length; i++) {
             h[i] = hostOf[members[i]];
         }
-        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h);
+        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h, 0, watch.sub(members));
+    }
+
+    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
+    public Liveness.Watch watch() {
+        return watch;
     }
 
     @Override

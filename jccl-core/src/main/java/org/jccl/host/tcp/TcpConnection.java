@@ -69,6 +69,8 @@ final class TcpConnection {
     /** Set when the peer's ABORT frame arrived: code and reason. */
     long abortCode;
     String abortReason;
+    /** The rank the peer's ABORT blames (another rank that died or was late), or -1. */
+    int abortCulprit = -1;
 
     TcpConnection(TcpTransport t, SocketChannel ch, SocketChannel rch, int peer, int index, int sockets, int capacity) {
         this.t = t;
@@ -242,17 +244,17 @@ final class TcpConnection {
      * Appends an ABORT frame when the send side is between frames (else the peer learns of the
      * failure from the closed socket). Returns true when appended.
      */
-    boolean appendAbort(long code, byte[] reason) {
+    boolean appendAbort(long code, byte[] reason, int culprit) {
         int len = Math.min(reason.length, Frame.MAX_REASON);
-        return appendControl(Frame.ABORT, code, reason, len);
+        return appendControl(Frame.ABORT, code, reason, len, culprit + 1L);
     }
 
     /** Appends a CLOSE frame when between frames. */
     boolean appendClose() {
-        return appendControl(Frame.CLOSE, 0, null, 0);
+        return appendControl(Frame.CLOSE, 0, null, 0, 0);
     }
 
-    private boolean appendControl(int kind, long code, byte[] payload, int len) {
+    private boolean appendControl(int kind, long code, byte[] payload, int len, long offsetWord) {
         if (sendMidFrame) {
             return false;
         }
@@ -260,7 +262,7 @@ final class TcpConnection {
             // Never sent anything: write the frame directly (it fits an empty socket buffer).
             ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_BYTES + len);
             MemorySegment s = MemorySegment.ofBuffer(b);
-            Frame.put(s, 0, kind, len, t.commId(), 0, 0, 0, code, 0, len);
+            Frame.put(s, 0, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len);
             if (len > 0) {
                 b.put(Frame.HEADER_BYTES, payload, 0, len);
             }
@@ -274,7 +276,7 @@ final class TcpConnection {
         if (capacity - outFill < Frame.HEADER_BYTES + len) {
             return false;
         }
-        Frame.put(outSeg, outFill, kind, len, t.commId(), 0, 0, 0, code, 0, len);
+        Frame.put(outSeg, outFill, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len);
         if (len > 0) {
             MemorySegment.copy(payload, 0, outSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, outFill + Frame.HEADER_BYTES, len);
         }
@@ -389,6 +391,8 @@ final class TcpConnection {
                     MemorySegment.copy(inSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, inRead + Frame.HEADER_BYTES, r, 0, len);
                     abortReason = new String(r, StandardCharsets.UTF_8);
                     long code = Frame.word(inSeg, inRead, Frame.TAG);
+                    long blamed = Frame.word(inSeg, inRead, Frame.OFFSET) - 1;
+                    abortCulprit = blamed >= 0 && blamed < Integer.MAX_VALUE ? (int) blamed : -1;
                     abortCode = code == 0 ? Frame.ABORT_FAILED : code;
                     inRead += Frame.HEADER_BYTES + len;
                     return true;

@@ -97,6 +97,8 @@ public final class TcpTransport implements AutoCloseable {
     private volatile String localAbort;
     private boolean failed;
     private boolean closed;
+    /** Deaths the store's heartbeats report, in this transport's ranks (set once, before use). */
+    private org.jccl.spi.Liveness.Watch watch;
 
     private TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
                          TcpConnection[] p2p, Selector selector, long spinNanos) {
@@ -784,7 +786,7 @@ public final class TcpTransport implements AutoCloseable {
     /** Throws when {@code c}'s peer aborted, failed, or closed while this rank needs its data. */
     private void checkConnection(TcpConnection c) {
         if (c.abortCode != 0) {
-            throw peerAbort(c.peer, c.abortCode, c.abortReason);
+            throw peerAbort(c.peer, c.abortCode, c.abortReason, c.abortCulprit);
         }
         if (c.ioError != null || (c.eof && (!c.peerClosed || c.recvPending() || c.sendPending()))) {
             String what = c.peerClosed
@@ -841,10 +843,26 @@ public final class TcpTransport implements AutoCloseable {
 
     private long idleStart;
 
+    /**
+     * Makes every wait also end, with a {@link PeerFailureException} naming the rank, when the
+     * store's heartbeats declare a peer dead (checked with the abort checks of a wait: one volatile
+     * read). Set before the first call.
+     */
+    public void watch(org.jccl.spi.Liveness.Watch w) {
+        this.watch = w;
+    }
+
     private void checkAbort() {
         String a = localAbort;
         if (a != null) {
             throw new AbortedException("communicator " + name + " aborted on rank " + rank + " during " + call.describe() + ": " + a);
+        }
+        org.jccl.spi.Liveness.Watch w = watch;
+        if (w != null) {
+            int d = w.firstDead();
+            if (d >= 0 && d != rank) {
+                throw w.failure(d, call.describe() + " on rank " + rank + " of communicator " + name);
+            }
         }
         if (closed || failed) {
             throw new AbortedException("communicator " + name + " is closed or failed on rank " + rank);
@@ -880,11 +898,19 @@ public final class TcpTransport implements AutoCloseable {
         }
         throw new CollectiveTimeoutException(call.describe() + " timed out after " + Duration.ofNanos(call.timeoutNanos)
                 + " on rank " + rank + " of communicator " + name + ": waiting for rank(s) " + missing + " to " + what
-                + " (a rank is stuck, dead, unreachable or called a different collective; raise JCCL_TIMEOUT if it is just slow)",
-                missing);
+                + " (a rank is stuck, dead, unreachable or called a different collective; raise JCCL_TIMEOUT if it is just slow)"
+                + (watch == null ? "" : watch.silentNote(missing)), missing);
     }
 
     private JcclException peerAbort(int p, long code, String reason) {
+        return peerAbort(p, code, reason, -1);
+    }
+
+    private JcclException peerAbort(int p, long code, String reason, int culprit) {
+        if (code == Frame.ABORT_FAILED && culprit >= 0 && culprit < size && culprit != p && culprit != rank) {
+            // p only reports another rank's failure: blame that one.
+            return new PeerFailureException(culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
+        }
         if (code == Frame.ABORT_MISMATCH) {
             return new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
         }
@@ -905,7 +931,7 @@ public final class TcpTransport implements AutoCloseable {
         long end = System.nanoTime() + GRACE_NANOS;
         while (true) {
             if (c.drainForAbort()) {
-                throw peerAbort(c.peer, c.abortCode, c.abortReason);
+                throw peerAbort(c.peer, c.abortCode, c.abortReason, c.abortCulprit);
             }
             if (System.nanoTime() - end > 0 || c.eof) {
                 break;
@@ -942,13 +968,22 @@ public final class TcpTransport implements AutoCloseable {
      * waiting). The first reason stands; later calls do nothing.
      */
     public void fail(long code, String reason) {
+        fail(code, reason, -1);
+    }
+
+    /**
+     * {@link #fail(long, String)} blaming {@code culprit}: another rank (of this transport) that
+     * died or did not arrive, whose peers then name it rather than this rank; -1 when this rank
+     * itself failed.
+     */
+    public void fail(long code, String reason, int culprit) {
         if (failed || closed) {
             return;
         }
         failed = true;
         byte[] r = reason.getBytes(StandardCharsets.UTF_8);
         for (TcpConnection c : allRef) {
-            c.appendAbort(code, r);
+            c.appendAbort(code, r, culprit);
         }
         flushAll(200_000_000L);
         for (TcpConnection c : allRef) {

@@ -14,6 +14,8 @@ final class TcpWork implements Work {
     private final CountDownLatch latch = new CountDownLatch(1);
     private final String description;
     private final Duration defaultTimeout;
+    /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
+    final long timeoutNanos;
     final Runnable body;
     final CommunicatorCore.P2p p2p;
     private volatile JcclException failure;
@@ -21,6 +23,7 @@ final class TcpWork implements Work {
     TcpWork(String description, Duration defaultTimeout, Runnable body, CommunicatorCore.P2p p2p) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
+        this.timeoutNanos = defaultTimeout.toNanos();
         this.body = body;
         this.p2p = p2p;
     }

@@ -1,0 +1,156 @@
+package org.jccl.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.jccl.Communicator;
+import org.jccl.HostBuffer;
+import org.jccl.Jccl;
+import org.jccl.JcclException;
+import org.jccl.Options;
+import org.jccl.PeerFailureException;
+import org.jccl.ReduceOp;
+import org.jccl.bootstrap.Heartbeat;
+import org.jccl.bootstrap.HeartbeatMain;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Procs;
+import org.jccl.bootstrap.Store;
+import org.jccl.bootstrap.TcpStore;
+import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.host.tcp.TcpConfig;
+import org.jccl.spi.Liveness;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The heartbeat alone fails the collectives: the ranks run as threads of this JVM (so no transport
+ * can see anything: the "dead" rank's sockets and shared memory stay alive), while the heartbeats
+ * of rank 1 come from a separate JVM that is killed with SIGKILL. Rank 0, blocked in an all-reduce
+ * at that moment, and the other ranks' next all-reduce must fail with a {@link
+ * PeerFailureException} naming rank 1 within two heartbeat intervals and a second, although the
+ * communicator's deadline is a minute. (Hierarchical: the ranks of the other host learn it from a
+ * leader, or from their own heartbeats, whichever comes first; the error names rank 1 then, in its
+ * rank or in its message.)
+ */
+class HeartbeatFailureTest {
+    static final Duration INTERVAL = Duration.ofMillis(200);
+    static final long BOUND_MS = 2 * INTERVAL.toMillis() + 1000;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"shm", "tcp", "hierarchical"})
+    void aSigkilledRanksHeartbeatFailsThePendingAndTheNextCollective(String kind) throws Exception {
+        boolean hier = kind.equals("hierarchical");
+        int n = hier ? 4 : 3;
+        String job = "hbf" + kind.charAt(0) + ProcessHandle.current().pid();
+        // Jccl.init's scope for the first init of the job; the hierarchical case starts its heartbeats itself
+        String scope = hier ? "hb/" + job + "/" : "jccl/" + job + "/c1/";
+        String[] hosts = {"hostA", "hostA", "hostB", "hostB"};
+        Duration timeout = Duration.ofSeconds(60);
+        if (kind.equals("tcp")) {
+            System.setProperty("jccl.transport", "tcp");
+        }
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
+            Procs.Proc rank1Heart = Procs.start(HeartbeatMain.class, List.of("127.0.0.1", Integer.toString(server.port()),
+                    scope, "1", Long.toString(INTERVAL.toMillis())), Map.of());
+            ExecutorService pool = Executors.newFixedThreadPool(n);
+            try {
+                assertTrue(rank1Heart.await("ready"::equals, 30_000) > 0, rank1Heart.output());
+                CountDownLatch formed = new CountDownLatch(n);
+                CountDownLatch pending = new CountDownLatch(1);
+                CountDownLatch rank0Failed = new CountDownLatch(1);
+                CountDownLatch done = new CountDownLatch(1);
+                long[] failedAt = new long[n];
+                List<Future<Object>> results = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    int rank = r;
+                    results.add(pool.submit(() -> {
+                        Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
+                        Options o = Options.of(rank, n).withJobId(job).withTimeout(timeout).withBackend("host")
+                                .withStore(store).withHeartbeat(rank == 1 ? Duration.ZERO : INTERVAL);
+                        Heartbeat hb = null;
+                        Communicator comm;
+                        if (hier) {
+                            hb = rank == 1 ? null : Heartbeat.start((TcpStore) store, scope, rank, INTERVAL, false);
+                            Liveness l = hb == null ? Liveness.NONE : hb;
+                            comm = HostBackend.create(o, new PrefixStore("c/", store), job, hosts[rank],
+                                    TcpConfig.Transport.AUTO, l.watch(n));
+                        } else {
+                            comm = Jccl.init(o);
+                        }
+                        try (Communicator c = comm) {
+                            float[] a = new float[1000];
+                            c.allReduce(HostBuffer.of(a), ReduceOp.SUM); // everyone connected
+                            formed.countDown();
+                            try {
+                                if (rank == 1) {
+                                    done.await(); // alive, but never calls again
+                                    return "idle";
+                                }
+                                if (rank == 0) {
+                                    pending.countDown();
+                                } else {
+                                    rank0Failed.await(10, TimeUnit.SECONDS); // the next call comes after the death
+                                }
+                                c.allReduce(HostBuffer.of(a), ReduceOp.SUM);
+                                return "no error";
+                            } catch (JcclException e) {
+                                failedAt[rank] = System.nanoTime();
+                                if (rank == 0) {
+                                    rank0Failed.countDown();
+                                }
+                                return e;
+                            }
+                        } finally {
+                            if (hb != null) {
+                                hb.close();
+                            }
+                            store.close();
+                        }
+                    }));
+                }
+                assertTrue(formed.await(60, TimeUnit.SECONDS), "the communicator did not form");
+                assertTrue(pending.await(10, TimeUnit.SECONDS));
+                Thread.sleep(300); // rank 0 is blocked in its all-reduce: rank 1 never comes
+                long t0 = System.nanoTime();
+                rank1Heart.process().destroyForcibly(); // SIGKILL: only the heartbeat connection closes
+                Object r0 = results.get(0).get(30, TimeUnit.SECONDS);
+                double ms = (failedAt[0] - t0) / 1e6;
+                System.out.printf("%s: rank 0's pending all-reduce failed %.0f ms after the SIGKILL of rank 1's heartbeat "
+                        + "process (interval %d ms, bound %d ms): %s%n", kind, ms, INTERVAL.toMillis(), BOUND_MS, r0);
+                PeerFailureException pf = assertInstanceOf(PeerFailureException.class, r0);
+                assertEquals(1, pf.rank(), pf.getMessage());
+                assertTrue(pf.getMessage().contains("heartbeat"), pf.getMessage());
+                assertTrue(ms < BOUND_MS, kind + ": " + ms + " ms");
+                for (int r = 2; r < n; r++) {
+                    Object o = results.get(r).get(30, TimeUnit.SECONDS);
+                    System.out.printf("%s: rank %d's next all-reduce: %s%n", kind, r, o);
+                    JcclException e = assertInstanceOf(JcclException.class, o);
+                    assertTrue(e.getMessage().contains("rank 1"), e.getMessage());
+                    if (!hier) {
+                        assertEquals(1, assertInstanceOf(PeerFailureException.class, e).rank(), e.getMessage());
+                    }
+                    assertTrue((failedAt[r] - t0) / 1e6 < BOUND_MS + 1000, "rank " + r + ": " + (failedAt[r] - t0) / 1e6);
+                }
+                done.countDown();
+                assertEquals("idle", results.get(1).get(30, TimeUnit.SECONDS));
+            } finally {
+                rank1Heart.process().destroyForcibly();
+                pool.shutdownNow();
+                pool.awaitTermination(10, TimeUnit.SECONDS);
+            }
+        } finally {
+            System.clearProperty("jccl.transport");
+        }
+    }
+}

@@ -27,6 +27,7 @@ import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.ReduceOp;
 import org.jccl.internal.Log;
+import org.jccl.spi.Liveness;
 
 /**
  * A communicator over GPUs, run by NCCL. One rank per GPU; the ranks are processes (one GPU
@@ -84,7 +85,10 @@ public final class NcclCommunicator implements Communicator {
     private final long timeoutNanos;
     private final String name;
     private final Arena arena;
-    private final AutoCloseable store;
+    /** The store this communicator and those derived from it release when they close, or null. */
+    private final SharedStore store;
+    /** Deaths the job's heartbeats learned, in this communicator's ranks; null without heartbeats. */
+    private volatile Liveness.Watch watch;
     /** The job's store (for JCCL_CHECK and shrink after a failure), or null. Not closed by this communicator. */
     private final org.jccl.bootstrap.Store jobStore;
     /** JCCL_CHECK's fingerprint exchange, or null when off. */
@@ -115,7 +119,7 @@ public final class NcclCommunicator implements Communicator {
     volatile boolean forceSendRecvFallback;
 
     private NcclCommunicator(CudaDevice device, boolean ownsDevice, long ctl, long comm, int rank, int size,
-                             Duration timeout, String name, Arena arena, AutoCloseable store,
+                             Duration timeout, String name, Arena arena, SharedStore store,
                              org.jccl.bootstrap.Store jobStore, String scope) {
         this.jobStore = jobStore;
         this.scope = scope;
@@ -204,8 +208,8 @@ public final class NcclCommunicator implements Communicator {
                 startDataSplit(c, rank, arena, name, dataOut);
                 data = finishDataSplit(c, dataOut, deadline, timeout, what, scratch);
             }
-            return new NcclCommunicator(device, ownsDevice, c, data, rank, size, timeout, name, arena, store, jobStore,
-                    scope);
+            return new NcclCommunicator(device, ownsDevice, c, data, rank, size, timeout, name, arena,
+                    store == null ? null : new SharedStore(store), jobStore, scope);
         } catch (RuntimeException | Error e) {
             // Abort before the arena goes: NCCL may still write into it while a call is in progress.
             if (data != 0 && data != c) {
@@ -1014,6 +1018,9 @@ public final class NcclCommunicator implements Communicator {
         if (!blocking && group == null && outstanding.get() >= MAX_OUTSTANDING) {
             drainOldest();
         }
+        if (watch != null) {
+            checkLiveness(null, OP_NAMES[kind]);
+        }
         long sp = send == null ? 0 : send.rawPointer();
         long rp = recv == null ? 0 : recv.rawPointer();
         long sh = userStream == null ? streamHandle : userStream.handle();
@@ -1445,6 +1452,10 @@ public final class NcclCommunicator implements Communicator {
             return;
         }
         JcclException f = failure.get();
+        if (f instanceof PeerFailureException pf) {
+            throw new PeerFailureException(pf.rank(), describe() + " failed earlier: " + f.getMessage()
+                    + ": create a new communicator (shrinkExcludingFailed() keeps the survivors)", f);
+        }
         if (s == ABORTED || f != null) {
             throw new AbortedException(describe() + " was aborted" + (f == null ? "" : " (" + f.getMessage() + ")")
                     + ": create a new communicator");
@@ -1494,7 +1505,9 @@ public final class NcclCommunicator implements Communicator {
             return jobStore == null ? "a peer rank is probably dead or stuck (without a store jccl cannot tell which)"
                     : "every rank had reached it: NCCL itself is stuck";
         }
-        return "rank(s) " + missing + " had not reached collective #" + w.collective + " (dead, stuck or elsewhere)";
+        Liveness.Watch lw = watch;
+        return "rank(s) " + missing + " had not reached collective #" + w.collective + " (dead, stuck or elsewhere)"
+                + (lw == null ? "" : lw.silentNote(missing));
     }
 
     /**
@@ -1572,6 +1585,14 @@ public final class NcclCommunicator implements Communicator {
 
     /** Polls ncclCommGetAsyncError (skipped while another thread holds the lock); aborts on an error. */
     void checkAsyncError(NcclWork oldest) {
+        Liveness.Watch lw = watch;
+        if (lw != null && state.get() == OPEN) {
+            int dead = lw.firstDead();
+            if (dead >= 0) {
+                abortWith(lw.failure(dead, (oldest == null ? "pending work" : oldest.describe()) + " on " + describe()));
+                return;
+            }
+        }
         if (state.get() != OPEN || !lock.tryLock()) {
             return;
         }
@@ -1670,6 +1691,13 @@ public final class NcclCommunicator implements Communicator {
         }
         if (oldest != null && now - (oldest.deadline - timeoutNanos) >= YOUNG_NANOS) {
             checkAsyncError(oldest); // not for young work: it would take the lock the enqueuing thread needs
+        } else if (oldest != null && watch != null) {
+            Liveness.Watch lw = watch;
+            int dead = lw.firstDead();
+            if (dead >= 0) {
+                abortWith(lw.failure(dead, oldest.describe() + " on " + describe()));
+                return false;
+            }
         }
         return !pending.isEmpty();
     }
@@ -1850,13 +1878,11 @@ public final class NcclCommunicator implements Communicator {
 
     private java.util.TreeSet<Integer> knownFailed() {
         java.util.TreeSet<Integer> out = new java.util.TreeSet<>(failedRanks);
-        out.addAll(livenessDead());
+        Liveness.Watch w = watch;
+        if (w != null) {
+            out.addAll(w.deadMembers()); // ranks the job's heartbeats declared dead
+        }
         return out;
-    }
-
-    /** Ranks the job's heartbeats declared dead (none when heartbeats are off). */
-    private java.util.Set<Integer> livenessDead() {
-        return java.util.Set.of();
     }
 
     /** Remembers the ranks a failure names, for shrinkExcludingFailed. */
@@ -1925,12 +1951,71 @@ public final class NcclCommunicator implements Communicator {
                 + " becomes " + newRank + " of " + survivors.size());
         CudaDevice d = ownsDevice ? CudaDevice.open(device.ordinal()) : device;
         try {
-            return create(d, ownsDevice, newRank, survivors.size(), uid, timeout, null, jobStore, base + "c");
+            NcclCommunicator c = create(d, ownsDevice, newRank, survivors.size(), uid, timeout, null, jobStore, base + "c");
+            c.adoptStore(store);
+            Liveness.Watch w = watch;
+            c.watch = w == null ? null : w.sub(survivors);
+            return c;
         } catch (RuntimeException | Error e) {
             if (ownsDevice) {
                 d.close();
             }
             throw e;
+        }
+    }
+
+    /** A shrunk child made by {@link #create} shares this parent's store. */
+    private SharedStore adopted;
+
+    private void adoptStore(SharedStore s) {
+        adopted = s == null ? null : s.retain();
+    }
+
+    /**
+     * The heartbeat watch of a communicator derived from this one: its members' ranks here, learned
+     * through the store (each member posts its rank in this communicator under the child's scope).
+     */
+    private Liveness.Watch childWatch(String childScope, int childRank, int childSize) {
+        Liveness.Watch w = watch;
+        if (w == null || jobStore == null) {
+            return null;
+        }
+        try {
+            jobStore.set(childScope + "/member/" + childRank, Integer.toString(rank).getBytes(
+                    java.nio.charset.StandardCharsets.US_ASCII));
+            int[] members = new int[childSize];
+            for (int i = 0; i < childSize; i++) {
+                members[i] = Integer.parseInt(new String(jobStore.get(childScope + "/member/" + i, timeout),
+                        java.nio.charset.StandardCharsets.US_ASCII));
+            }
+            return w.sub(members);
+        } catch (RuntimeException e) {
+            LOG.warn(rank, "the communicator derived from " + describe() + " runs without heartbeat checks: " + e);
+            return null;
+        }
+    }
+
+    /** Heartbeats: fails with a PeerFailureException when a member of this communicator was declared dead. */
+    private void checkLiveness(NcclWork w, String during) {
+        Liveness.Watch lw = watch;
+        if (lw == null) {
+            return;
+        }
+        int dead = lw.firstDead();
+        if (dead >= 0) {
+            PeerFailureException e = lw.failure(dead, during + " on " + describe());
+            abortWith(e);
+            if (w != null) {
+                w.fail(failureFor(w, e));
+            }
+            throw w == null ? e : failureFor(w, e);
+        }
+    }
+
+    /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */
+    void watchLiveness(Liveness liveness) {
+        if (liveness != null && liveness != Liveness.NONE) {
+            watch = liveness.watch(size);
         }
     }
 
@@ -2020,7 +2105,8 @@ public final class NcclCommunicator implements Communicator {
             // A parent that opened its GPU closes it with itself: the child then holds its own handle.
             CudaDevice childDevice = ownsDevice ? CudaDevice.open(device.ordinal()) : device;
             NcclCommunicator c = new NcclCommunicator(childDevice, ownsDevice, child, childData, cr, cn, timeout, childName,
-                    childArena, null, jobStore, scope + "/" + tag);
+                    childArena, store == null ? null : store.retain(), jobStore, scope + "/" + tag);
+            c.watch = childWatch(scope + "/" + tag, cr, cn);
             ok = true;
             return c;
         } catch (RuntimeException | Error e) {
@@ -2213,11 +2299,10 @@ public final class NcclCommunicator implements Communicator {
         eventPool.clear();
         arena.close();
         if (store != null) {
-            try {
-                store.close();
-            } catch (Exception e) {
-                LOG.warn(rank, "closing the store failed: " + e);
-            }
+            store.release(rank);
+        }
+        if (adopted != null) {
+            adopted.release(rank);
         }
         if (ownsDevice) {
             device.close();

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
  * between processes, and the fault case (a rank SIGKILLed mid-job).
  */
 class NcclProcessTest {
+    private static final java.util.concurrent.atomic.AtomicInteger STORE_PORT = new java.util.concurrent.atomic.AtomicInteger();
 
     private static Process start(String mode, int rank, int size, Path dir) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
@@ -30,6 +31,9 @@ class NcclProcessTest {
         pb.environment().put("NCCL_NVLS_ENABLE", "0");
         if (mode.equals("check")) {
             pb.environment().put("JCCL_CHECK", "1");
+        }
+        if (STORE_PORT.get() != 0) {
+            pb.environment().put("JCCL_TEST_STORE_PORT", Integer.toString(STORE_PORT.get()));
         }
         return pb.start();
     }
@@ -151,12 +155,30 @@ class NcclProcessTest {
 
     @Test
     void survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly() throws Exception {
+        shrinkAfterKill("shrink", 8_000 + 4_000);
+    }
+
+    /** With heartbeats through a TCP store, the death is known within 2 heartbeats + 1 s, not at the deadline. */
+    @Test
+    void heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink() throws Exception {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            STORE_PORT.set(s.getLocalPort());
+        }
+        try {
+            String all = shrinkAfterKill("shrink-hb", 2 * 1_000 + 1_000);
+            assertTrue(all.contains("PeerFailureException"), all);
+        } finally {
+            STORE_PORT.set(0);
+        }
+    }
+
+    private String shrinkAfterKill(String mode, long maxFailMillis) throws Exception {
         Gpu.assume(2);
         int size = CudaDevice.count();
-        Path dir = workDir("jccl-shrink");
+        Path dir = workDir("jccl-" + mode);
         List<Process> ps = new ArrayList<>();
         for (int r = 0; r < size; r++) {
-            ps.add(start("shrink", r, size, dir));
+            ps.add(start(mode, r, size, dir));
         }
         try {
             long t0 = System.nanoTime();
@@ -181,9 +203,14 @@ class NcclProcessTest {
                 assertTrue(all.contains("[" + r + "] SHRUNK to rank " + r + " of " + (size - 1)), all);
             }
             Matcher m = Pattern.compile("\\] FAILED after (\\d+) ms").matcher(all);
+            int failed = 0;
             while (m.find()) {
-                assertTrue(Long.parseLong(m.group(1)) < 8_000 + 4_000, "failed after " + m.group(1) + " ms, deadline 8 s");
+                failed++;
+                assertTrue(Long.parseLong(m.group(1)) < maxFailMillis, "failed after " + m.group(1) + " ms, at most "
+                        + maxFailMillis + " ms allowed\n" + all);
             }
+            assertEquals(size - 1, failed, all);
+            return all;
         } finally {
             ps.forEach(Process::destroyForcibly);
         }

@@ -36,7 +36,8 @@ public final class RankMain {
                 case "matrix" -> matrix(rank, size, dir);
                 case "fault" -> fault(rank, size, dir);
                 case "check" -> check(rank, size, dir);
-                case "shrink" -> shrink(rank, size, dir);
+                case "shrink" -> shrink(rank, size, dir, false);
+                case "shrink-hb" -> shrink(rank, size, dir, true);
                 default -> throw new IllegalArgumentException("mode " + mode);
             };
         } catch (Throwable t) {
@@ -232,10 +233,19 @@ public final class RankMain {
      * Every rank all-reduces; the parent SIGKILLs the last rank; the survivors' next all-reduce
      * fails by the deadline, they shrinkExcludingFailed and all-reduce correctly on the rest.
      */
-    private static int shrink(int rank, int size, Path dir) throws Exception {
+    private static int shrink(int rank, int size, Path dir, boolean heartbeats) throws Exception {
         Duration timeout = Duration.ofSeconds(8);
         try (CudaDevice dev = CudaDevice.open(rank); DeviceBuffer b = dev.allocate(DataType.FLOAT32, 4096)) {
-            NcclCommunicator comm = init(rank, size, dir, dev, timeout);
+            NcclCommunicator comm;
+            if (heartbeats) {
+                // A TCP store hosted by rank 0: the store's heartbeat monitor sees a killed rank's connection close.
+                int port = Integer.parseInt(System.getenv("JCCL_TEST_STORE_PORT"));
+                Communicator c = Jccl.init(Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port)
+                        .withTimeout(timeout).withJobId("gpuhb").withHeartbeat(Duration.ofSeconds(1)));
+                comm = (NcclCommunicator) c;
+            } else {
+                comm = init(rank, size, dir, dev, timeout);
+            }
             b.copyFrom(HostBuffer.of(filled(4096, 1)));
             comm.allReduce(b, ReduceOp.SUM);
             Files.writeString(dir.resolve("ready-" + rank), "ok");

@@ -2012,6 +2012,35 @@ public final class NcclCommunicator implements Communicator {
         }
     }
 
+    /**
+     * Called when a work's event fired: null when its result can be trusted, else the failure (the
+     * communicator is aborted with it). An event also fires when NCCL stopped the kernel after a
+     * peer failed or aborted, so the NCCL asynchronous error and the heartbeats are consulted
+     * (ncclCommGetAsyncError is an atomic read inside NCCL, safe without the lock).
+     */
+    JcclException verifyCompletion(NcclWork w) {
+        JcclException f = failure.get();
+        if (f != null) {
+            return f;
+        }
+        int s = NcclLibrary.asyncError(comm, Scratch.get());
+        if (s != NcclLibrary.SUCCESS && s != NcclLibrary.IN_PROGRESS) {
+            NcclException e = new NcclException("NCCL asynchronous error on " + describe() + " when " + w.describe()
+                    + " ended (its result is not valid)", s, NcclLibrary.errorString(s), "");
+            abortWith(e);
+            return failure.get();
+        }
+        Liveness.Watch lw = watch;
+        if (lw != null) {
+            int dead = lw.firstDead();
+            if (dead >= 0) {
+                abortWith(lw.failure(dead, w.describe() + " on " + describe()));
+                return failure.get();
+            }
+        }
+        return null;
+    }
+
     /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */
     void watchLiveness(Liveness liveness) {
         if (liveness != null && liveness != Liveness.NONE) {

@@ -149,6 +149,13 @@ public final class NcclWork implements Work {
             return true;
         }
         if (fired) {
+            // The event also fires when NCCL stopped the kernel because a peer failed or aborted:
+            // only a communicator without an asynchronous error and without a dead member completes it.
+            JcclException bad = comm.verifyCompletion(this);
+            if (bad != null) {
+                fail(comm.failureFor(this, bad));
+                return true;
+            }
             complete();
             // Work issued earlier on the same stream is complete too: settle it now, which returns
             // its event to the pool without a query.

@@ -109,6 +109,7 @@ public final class NcclCommunicator implements Communicator {
     private final List<CudaEvent> allEvents = new ArrayList<>();
     private final ConcurrentLinkedQueue<NcclWork> pending = new ConcurrentLinkedQueue<>();
     private final AtomicInteger state = new AtomicInteger(OPEN);
+    private final java.util.concurrent.atomic.AtomicBoolean nativeAborted = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<JcclException> failure = new AtomicReference<>();
     private final Map<Long, Integer> preMulOps = new HashMap<>();
     private long seq;
@@ -1579,7 +1580,9 @@ public final class NcclCommunicator implements Communicator {
             e = new CollectiveTimeoutException("nccl " + w.describe() + " on " + describe() + " did not complete within "
                     + timeout + "; " + missingText(w, missing) + "; the communicator was aborted", missing);
         }
-        abortWith(e);
+        // NCCL can end the kernels of the other ranks on this rank's abort as if the collective had
+        // completed: give their deadlines (which came up about now) time to fire first.
+        abortWith(e, 2_000_000_000L);
         w.fail(failureFor(w, e));
     }
 
@@ -1589,7 +1592,7 @@ public final class NcclCommunicator implements Communicator {
         if (lw != null && state.get() == OPEN) {
             int dead = lw.firstDead();
             if (dead >= 0) {
-                abortWith(lw.failure(dead, (oldest == null ? "pending work" : oldest.describe()) + " on " + describe()));
+                failByLiveness(lw, dead, (oldest == null ? "pending work" : oldest.describe()) + " on " + describe());
                 return;
             }
         }
@@ -1618,6 +1621,16 @@ public final class NcclCommunicator implements Communicator {
 
     /** Aborts the NCCL communicator once and fails every pending work with {@code cause}. */
     void abortWith(JcclException cause) {
+        abortWith(cause, 0);
+    }
+
+    /**
+     * Fails the communicator with {@code cause} at once and calls ncclCommAbort after {@code
+     * delayNanos}. A delay is for deaths learned from heartbeats: the first rank to learn one must
+     * not abort NCCL before the other survivors have learned it too, because NCCL can end their
+     * kernels on a peer's abort as if the collective had completed.
+     */
+    void abortWith(JcclException cause, long delayNanos) {
         noteFailure(cause);
         if (!failure.compareAndSet(null, cause)) {
             return;
@@ -1625,17 +1638,35 @@ public final class NcclCommunicator implements Communicator {
         boolean wasOpen = state.compareAndSet(OPEN, ABORTED);
         LOG.warn(rank, "aborting " + describe() + ": " + cause.getMessage());
         if (wasOpen) {
-            lock.lock();
-            try {
-                abortQuietly(comm);
-                if (ctl != comm) {
-                    abortQuietly(ctl);
-                }
-            } finally {
-                lock.unlock();
+            if (delayNanos <= 0) {
+                nativeAbort();
+            } else {
+                LateAborts.schedule(this::nativeAbort, delayNanos);
             }
         }
         failPending(cause);
+    }
+
+    /** ncclCommAbort of both NCCL communicators, once. */
+    private void nativeAbort() {
+        if (!nativeAborted.compareAndSet(false, true)) {
+            return;
+        }
+        lock.lock();
+        try {
+            abortQuietly(comm);
+            if (ctl != comm) {
+                abortQuietly(ctl);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A heartbeat-declared death: fail now, abort NCCL once every survivor can have learned it. */
+    private void failByLiveness(Liveness.Watch lw, int dead, String during) {
+        long interval = lw.liveness().interval().toNanos();
+        abortWith(lw.failure(dead, during), 2 * interval + 500_000_000L);
     }
 
     private void failPending(JcclException cause) {
@@ -1695,7 +1726,7 @@ public final class NcclCommunicator implements Communicator {
             Liveness.Watch lw = watch;
             int dead = lw.firstDead();
             if (dead >= 0) {
-                abortWith(lw.failure(dead, oldest.describe() + " on " + describe()));
+                failByLiveness(lw, dead, oldest.describe() + " on " + describe());
                 return false;
             }
         }
@@ -2004,7 +2035,7 @@ public final class NcclCommunicator implements Communicator {
         int dead = lw.firstDead();
         if (dead >= 0) {
             PeerFailureException e = lw.failure(dead, during + " on " + describe());
-            abortWith(e);
+            failByLiveness(lw, dead, during + " on " + describe());
             if (w != null) {
                 w.fail(failureFor(w, e));
             }
@@ -2034,7 +2065,7 @@ public final class NcclCommunicator implements Communicator {
         if (lw != null) {
             int dead = lw.firstDead();
             if (dead >= 0) {
-                abortWith(lw.failure(dead, w.describe() + " on " + describe()));
+                failByLiveness(lw, dead, w.describe() + " on " + describe());
                 return failure.get();
             }
         }
@@ -2181,6 +2212,9 @@ public final class NcclCommunicator implements Communicator {
         }
         Watchdog.unregister(this);
         try {
+            if (prior == ABORTED) {
+                nativeAbort(); // a delayed abort may still be due: it must run before the resources go
+            }
             if (prior == OPEN) {
                 lock.lock();
                 try {

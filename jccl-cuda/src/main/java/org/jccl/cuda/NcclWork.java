@@ -255,6 +255,11 @@ public final class NcclWork implements Work {
             if (now - lastCheck > 1_000_000) {
                 comm.checkAsyncError(this);
                 lastCheck = now;
+                JcclException f = comm.failure();
+                if (f != null) {
+                    fail(comm.failureFor(this, f)); // failed without NCCL's abort yet (a heartbeat-declared death)
+                    continue;
+                }
             }
             if (now - deadline > 0) {
                 comm.onTimeout(this);

@@ -42,7 +42,7 @@ import org.jccl.internal.Log;
  * <p>After a failure (timeout, dead peer, mismatch, abort) the communicator is broken: later
  * calls fail at once with the original cause; create a new communicator to go on.
  */
-public final class HostCommunicator implements Communicator, org.jccl.internal.TimeoutView.Target {
+public final class HostCommunicator implements Communicator {
     private static final Log LOG = Log.get(HostCommunicator.class);
 
     static final int OP_ALLREDUCE = 0, OP_BROADCAST = 1, OP_REDUCE = 2, OP_ALLGATHER = 3, OP_REDUCESCATTER = 4,
@@ -119,12 +119,11 @@ public final class HostCommunicator implements Communicator, org.jccl.internal.T
     @Override
     public Communicator withTimeout(Duration timeout) {
         Checks.timeout(timeout, "timeout");
-        return new org.jccl.internal.TimeoutView(this, timeout);
+        return new org.jccl.internal.TimeoutView(this, this::callTimeout, timeout);
     }
 
-    /** Internal: the deadline of this thread's next calls, set by a {@link #withTimeout} view. */
-    @Override
-    public void callTimeout(Duration t) {
+    /** The deadline of this thread's next calls (null: the default), set by a {@link #withTimeout} view. */
+    private void callTimeout(Duration t) {
         viewTimeout = t;
     }
 

@@ -87,6 +87,27 @@ class EnvDiscoveryTest {
     }
 
     @Test
+    void heartbeats() {
+        assertEquals(Options.DEFAULT_HEARTBEAT, d().heartbeat());
+        assertTrue(d().heartbeatsOn());
+        assertEquals(Duration.ofMillis(200), d("JCCL_HEARTBEAT", "200ms").heartbeat());
+        assertEquals(Duration.ofSeconds(2), d("JCCL_HEARTBEAT", "2").heartbeat());
+        assertEquals(Duration.ofSeconds(5), d("JCCL_HEARTBEAT", "PT5S").heartbeat());
+        for (String off : new String[] {"0", "off", "OFF", "none", "false", "no", "0s", "0ms", "0.0"}) {
+            Options o = d("JCCL_HEARTBEAT", off);
+            assertEquals(Duration.ZERO, o.heartbeat(), off);
+            assertTrue(!o.heartbeatsOn(), off);
+        }
+        fails(env("JCCL_HEARTBEAT", "often"), "JCCL_HEARTBEAT");
+        fails(env("JCCL_HEARTBEAT", "5ms"), "JCCL_HEARTBEAT", "10 ms");
+        fails(env("JCCL_HEARTBEAT", "-1s"), "JCCL_HEARTBEAT");
+        assertThrows(IllegalArgumentException.class, () -> Options.of(0, 1).withHeartbeat(Duration.ofMillis(1)));
+        assertThrows(IllegalArgumentException.class, () -> Options.of(0, 1).withHeartbeat(Duration.ofSeconds(-1)));
+        assertThrows(NullPointerException.class, () -> Options.of(0, 1).withHeartbeat(null));
+        assertTrue(Options.of(0, 1).withHeartbeat(Duration.ZERO).toString().contains("heartbeat=off"));
+    }
+
+    @Test
     void overlaysApplyOnTopOfAnyLauncher() {
         Options o = d("RANK", "1", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "1234",
                 "JCCL_TIMEOUT", "2m", "JCCL_TOKEN", "sec", "JCCL_JOB_ID", "mine", "JCCL_BACKEND", "nccl");

@@ -153,4 +153,52 @@ class HeartbeatFailureTest {
             System.clearProperty("jccl.transport");
         }
     }
+
+    /**
+     * A rank that dies before it reaches the rendezvous (its heartbeats had started, as they do at
+     * the start of Jccl.init): the others, blocked in Jccl.init waiting for its keys with a deadline
+     * of a minute, fail with a PeerFailureException naming it within two intervals and a second.
+     */
+    @org.junit.jupiter.api.Test
+    void aRankThatDiesBeforeTheRendezvousEndsEveryonesInit() throws Exception {
+        String job = "hbinit" + ProcessHandle.current().pid();
+        String scope = "jccl/" + job + "/c1/";
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null);
+             TcpStore probe = TcpStore.connect("127.0.0.1", server.port(), null, Duration.ofSeconds(10))) {
+            List<Procs.Proc> ranks = new ArrayList<>();
+            try {
+                Procs.Proc rank2 = Procs.start(HeartbeatMain.class, List.of("127.0.0.1", Integer.toString(server.port()),
+                        scope, "2", Long.toString(INTERVAL.toMillis())), Map.of());
+                assertTrue(rank2.await("ready"::equals, 30_000) > 0, rank2.output());
+                for (int r = 0; r < 2; r++) {
+                    ranks.add(Procs.start(RankMain.class, List.of("loop"), Map.of("JCCL_RANK", Integer.toString(r),
+                            "JCCL_WORLD_SIZE", "3", "JCCL_STORE", "127.0.0.1:" + server.port(), "JCCL_JOB_ID", job,
+                            "JCCL_TIMEOUT", "60s", "JCCL_HEARTBEAT", INTERVAL.toMillis() + "ms")));
+                }
+                ranks.add(rank2);
+                // ranks 0 and 1 are in the rendezvous once they published where they run
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while ((probe.tryGet(scope + "host/host-of/0") == null || probe.tryGet(scope + "host/host-of/1") == null)
+                        && System.nanoTime() < end) {
+                    Thread.sleep(20);
+                }
+                Thread.sleep(200);
+                long t0 = System.nanoTime();
+                rank2.process().destroyForcibly();
+                for (int r = 0; r < 2; r++) {
+                    Procs.Proc p = ranks.get(r);
+                    long at = p.await(l -> l.contains("PeerFailureException"), 30_000);
+                    assertTrue(at > 0, "rank " + r + " did not fail:\n" + p.output());
+                    double ms = (at - t0) / 1e6;
+                    String line = p.find(l -> l.contains("PeerFailureException"));
+                    System.out.printf("init: rank %d's Jccl.init failed %.0f ms after the SIGKILL of rank 2: %s%n", r, ms, line);
+                    assertTrue(line.contains("rank 2 died"), p.output());
+                    assertTrue(ms < BOUND_MS, "rank " + r + " failed after " + ms + " ms");
+                    assertTrue(p.process().waitFor(20, TimeUnit.SECONDS), p.output());
+                }
+            } finally {
+                ranks.forEach(p -> p.process().destroyForcibly());
+            }
+        }
+    }
 }

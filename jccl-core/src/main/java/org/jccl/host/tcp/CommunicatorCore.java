@@ -28,7 +28,7 @@ import org.jccl.internal.Log;
  * an NCCL group), the one-rank cases, and "broken after the first failure". Subclasses supply the
  * collectives for two or more ranks.
  */
-abstract class CommunicatorCore implements Communicator, org.jccl.internal.TimeoutView.Target {
+abstract class CommunicatorCore implements Communicator {
     private static final Log LOG = Log.get(CommunicatorCore.class);
 
     /** A send or receive the worker progresses together with its neighbours in the queue. */
@@ -158,12 +158,11 @@ abstract class CommunicatorCore implements Communicator, org.jccl.internal.Timeo
     @Override
     public Communicator withTimeout(Duration t) {
         Checks.timeout(t, "timeout");
-        return new org.jccl.internal.TimeoutView(this, t);
+        return new org.jccl.internal.TimeoutView(this, this::callTimeout, t);
     }
 
-    /** Internal: the deadline of this thread's next calls, set by a {@link #withTimeout} view. */
-    @Override
-    public void callTimeout(Duration t) {
+    /** The deadline of this thread's next calls (null: the default), set by a {@link #withTimeout} view. */
+    private void callTimeout(Duration t) {
         viewTimeout = t;
     }
 

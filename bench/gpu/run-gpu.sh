@@ -83,7 +83,27 @@ fi
 if has tests; then
   junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest \
-    --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers'
+    --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink'
+fi
+
+if has faults; then # the fault and JCCL_CHECK process tests alone
+  junit faults 240 --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink'
+fi
+
+if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep)
+  for v in default quiet-watchdog; do
+    extra=()
+    [ "$v" = quiet-watchdog ] && extra=(-Djccl.nccl.watchdogYoungNanos=1000000000)
+    timeout -k 10 150 "${JAVA[@]}" "${extra[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$v.log" 2>&1
+    echo "[overhead $v] exit $? after $(( $(date +%s) - start )) s"
+    sed -n '/^# host time/,$p' "$OUT/overhead-$v.log" | grep -v '^#   '
+  done
 fi
 
 if has tests-nb; then
@@ -111,9 +131,9 @@ fi
 for f in bench torch; do
   [ -f "$OUT/$f.log" ] || continue
   echo "== $f: 8 B, 16 MiB, 1 GiB rows; host overhead"
-  awk '/^# [a-z]/ {op=$2} /^# host overhead/ {ov=1}
+  awk '/^# [a-z]/ {op=$2} /^# host time/ {ov=1}
        !ov && ($1=="8" || $1=="16777216" || $1=="1073741824") {print op, $0}
-       ov && NF==6 && $1 ~ /^[0-9]+$/ {print "overhead", $0}
-       /^# torch|^# jccl|^# breakdown/ {print}' "$OUT/$f.log"
+       ov && !/^#   / {print}
+       /^# torch|^# jccl NcclBench/ {print}' "$OUT/$f.log"
 done
 echo "done after $(( $(date +%s) - start )) s"

@@ -233,7 +233,10 @@ public final class CudaDevice implements Device, AutoCloseable {
     /** Makes this device's primary context current on the calling thread (for interop with other CUDA code). */
     public void makeCurrent() {
         ensureOpen();
-        CudaDriver.setCurrent(context);
+        // Reading the current context costs less than setting it, and it is nearly always ours already.
+        if (!CudaDriver.isCurrent(context)) {
+            CudaDriver.setCurrent(context);
+        }
     }
 
     /**

@@ -104,6 +104,8 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuCtxSetCurrent");
     private static final MethodHandle cuCtxGetCurrent = LIB.required(
             FunctionDescriptor.of(JAVA_INT, ADDRESS), "cuCtxGetCurrent");
+    private static final MethodHandle cuCtxGetCurrentCritical = LIB.requiredCritical(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS), "cuCtxGetCurrent");
     private static final MethodHandle cuCtxSynchronize = LIB.required(
             FunctionDescriptor.of(JAVA_INT), "cuCtxSynchronize");
     private static final MethodHandle cuCtxEnablePeerAccess = LIB.required(
@@ -416,6 +418,17 @@ final class CudaDriver {
         }
         if (r != SUCCESS) {
             throw error(r, "cuCtxSetCurrent");
+        }
+    }
+
+    /** Whether {@code ctx} is this thread's current context (a read of the driver's thread state). */
+    static boolean isCurrent(long ctx) {
+        try {
+            MemorySegment s = Scratch.get();
+            int r = (int) cuCtxGetCurrentCritical.invokeExact(s);
+            return r == SUCCESS && s.get(JAVA_LONG, 0) == ctx;
+        } catch (Throwable t) {
+            throw rethrow(t);
         }
     }
 

@@ -5,6 +5,7 @@ import org.jccl.Device;
 import org.jccl.Options;
 import org.jccl.bootstrap.Store;
 import org.jccl.spi.Backend;
+import org.jccl.spi.Liveness;
 
 /**
  * The "nccl" backend: GPU communicators through NCCL. Chosen automatically when
@@ -48,6 +49,16 @@ public final class NcclBackend implements Backend {
 
     @Override
     public Communicator create(Options options, Store store) {
+        return create(options, store, Liveness.NONE);
+    }
+
+    /**
+     * As {@link #create(Options, Store)}; with heartbeats, pending and later operations fail with a
+     * {@link org.jccl.PeerFailureException} naming a rank the store declared dead (checked by the
+     * watchdog, by blocking waits every millisecond, and before each launch).
+     */
+    @Override
+    public Communicator create(Options options, Store store, Liveness liveness) {
         try {
             Nccl.requireAvailable();
             Device d = options.device();
@@ -75,7 +86,10 @@ public final class NcclBackend implements Backend {
                 } else {
                     uid = store.get(UID_KEY, options.timeout());
                 }
-                return NcclCommunicator.create(device, owns, options.rank(), options.size(), uid, options.timeout(), store);
+                NcclCommunicator c = NcclCommunicator.create(device, owns, options.rank(), options.size(), uid,
+                        options.timeout(), store, store, "nccl");
+                c.watchLiveness(liveness);
+                return c;
             } catch (RuntimeException | Error e) {
                 if (owns) {
                     device.close();

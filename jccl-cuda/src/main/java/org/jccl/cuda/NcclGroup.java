@@ -29,6 +29,7 @@ public final class NcclGroup implements AutoCloseable {
     private final Thread owner = Thread.currentThread();
     private final List<NcclWork> works = new ArrayList<>();
     private final List<NcclCommunicator> workComms = new ArrayList<>();
+    private final List<Checked> checked = new ArrayList<>();
     private boolean closed;
 
     private NcclGroup(NcclGroup parent) {
@@ -67,6 +68,37 @@ public final class NcclGroup implements AutoCloseable {
         r.workComms.add(comm);
     }
 
+    /** A JCCL_CHECK operation: its fingerprint is verified, then its native call made, when the group closes. */
+    private record Checked(NcclCommunicator comm, NcclWork work, long seq, byte[] fp, Runnable call) {
+    }
+
+    /** Registers a checked operation whose native call waits for the outermost close. */
+    void addChecked(NcclCommunicator comm, NcclWork work, long seq, byte[] fp, Runnable call) {
+        NcclGroup r = root();
+        r.checked.add(new Checked(comm, work, seq, fp, call));
+        r.works.add(work);
+        r.workComms.add(comm);
+    }
+
+    /**
+     * JCCL_CHECK: verifies every checked operation's fingerprint (all were posted when issued, so
+     * one thread driving several communicators cannot deadlock here), then makes their native
+     * calls inside the still open NCCL group. Returns the first failure, or null.
+     */
+    private JcclException runChecked() {
+        try {
+            for (Checked c : checked) {
+                c.comm().verifyCheck(c.seq(), c.fp(), c.work().kind());
+            }
+            for (Checked c : checked) {
+                c.call().run();
+            }
+            return null;
+        } catch (JcclException e) {
+            return e;
+        }
+    }
+
     /**
      * Ends the group (ncclGroupEnd). The outermost close launches every operation of the group,
      * waits (with the communicators' deadlines) until NCCL has enqueued them, and arms each
@@ -93,7 +125,14 @@ public final class NcclGroup implements AutoCloseable {
         } else {
             CURRENT.set(parent);
         }
+        JcclException checkFailure = parent == null && !checked.isEmpty() ? runChecked() : null;
         int r = NcclLibrary.groupEnd();
+        if (checkFailure != null) {
+            for (NcclWork w : works) {
+                w.fail(checkFailure);
+            }
+            throw checkFailure;
+        }
         if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
             NcclException e = new NcclException("ncclGroupEnd", r, NcclLibrary.errorString(r), NcclLibrary.lastError(0));
             for (NcclWork w : root().works) {

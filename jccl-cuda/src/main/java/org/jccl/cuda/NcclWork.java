@@ -2,7 +2,8 @@ package org.jccl.cuda;
 
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import org.jccl.DataType;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
@@ -36,7 +37,23 @@ public final class NcclWork implements Work {
     private final long count;
     private final long streamHandle;
     final long deadline;
-    private final AtomicInteger state = new AtomicInteger(PENDING);
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(NcclWork.class, "stateField", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** PENDING, DONE or FAILED; read and written through STATE (volatile, no extra object per work). */
+    @SuppressWarnings("unused")
+    private volatile int stateField;
+    /** 1-based index among this communicator's collectives (0 for a send or receive); set before publication. */
+    long collective;
+    /** The peer of a send or receive (the root of a rooted collective). */
+    int peer;
     private volatile CudaEvent event;
     private volatile JcclException failure;
     /** Counted in the communicator's outstanding works (asynchronous works only). */
@@ -57,6 +74,10 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         event = e;
+    }
+
+    int kind() {
+        return kind;
     }
 
     /** The operation, e.g. "allReduce". */
@@ -84,7 +105,7 @@ public final class NcclWork implements Work {
     public CudaEvent event() {
         CudaEvent e = event;
         if (e == null) {
-            if (state.get() == FAILED) {
+            if (stateField == FAILED) {
                 throw failure;
             }
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
@@ -99,26 +120,26 @@ public final class NcclWork implements Work {
     }
 
     boolean isFinished() {
-        return state.get() != PENDING;
+        return stateField != PENDING;
     }
 
     @Override
     public boolean isDone() {
-        if (state.get() == PENDING) {
+        if (stateField == PENDING) {
             CudaEvent e = event;
             if (e != null) {
                 comm.device().makeCurrent();
                 pollEvent();
             }
         }
-        return state.get() != PENDING;
+        return stateField != PENDING;
     }
 
     /** Queries the event once; completes the work when it fired. The context must be current. */
     boolean pollEvent() {
         CudaEvent e = event;
-        if (e == null || state.get() != PENDING) {
-            return state.get() != PENDING;
+        if (e == null || stateField != PENDING) {
+            return stateField != PENDING;
         }
         boolean fired;
         try {
@@ -128,17 +149,24 @@ public final class NcclWork implements Work {
             return true;
         }
         if (fired) {
+            // The event also fires when NCCL stopped the kernel because a peer failed or aborted:
+            // only a communicator without an asynchronous error and without a dead member completes it.
+            JcclException bad = comm.verifyCompletion(this);
+            if (bad != null) {
+                fail(comm.failureFor(this, bad));
+                return true;
+            }
             complete();
             // Work issued earlier on the same stream is complete too: settle it now, which returns
             // its event to the pool without a query.
             comm.completedThrough(this);
         }
-        return fired || state.get() != PENDING;
+        return fired || stateField != PENDING;
     }
 
     /** Completes this work because a later work on the same stream completed. */
     void completeInOrder() {
-        if (event != null && state.get() == PENDING) {
+        if (event != null && stateField == PENDING) {
             complete();
         }
     }
@@ -153,7 +181,7 @@ public final class NcclWork implements Work {
             fail(comm.failureFor(this, abortCause));
             return;
         }
-        if (state.compareAndSet(PENDING, DONE)) {
+        if (STATE.compareAndSet(this, PENDING, DONE)) {
             uncount();
             CudaEvent e = event;
             if (e != null) {
@@ -166,11 +194,11 @@ public final class NcclWork implements Work {
     void fail(JcclException e) {
         Objects.requireNonNull(e);
         synchronized (this) {
-            if (state.get() != PENDING) {
+            if (stateField != PENDING) {
                 return;
             }
             failure = e; // written before the state, which readers check first
-            if (!state.compareAndSet(PENDING, FAILED)) {
+            if (!STATE.compareAndSet(this, PENDING, FAILED)) {
                 return;
             }
         }
@@ -203,17 +231,17 @@ public final class NcclWork implements Work {
     }
 
     private boolean waitUntil(long until, boolean untilIsDeadline) {
-        if (event == null && state.get() == PENDING) {
+        if (event == null && stateField == PENDING) {
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
                     + "(which launches it) before waiting for it");
         }
-        if (state.get() == PENDING) {
+        if (stateField == PENDING) {
             comm.device().makeCurrent();
         }
         Backoff b = new Backoff();
         long lastCheck = System.nanoTime();
         while (true) {
-            int s = state.get();
+            int s = stateField;
             if (s == DONE) {
                 return true;
             }
@@ -227,6 +255,11 @@ public final class NcclWork implements Work {
             if (now - lastCheck > 1_000_000) {
                 comm.checkAsyncError(this);
                 lastCheck = now;
+                JcclException f = comm.failure();
+                if (f != null) {
+                    fail(comm.failureFor(this, f)); // failed without NCCL's abort yet (a heartbeat-declared death)
+                    continue;
+                }
             }
             if (now - deadline > 0) {
                 comm.onTimeout(this);
@@ -241,12 +274,12 @@ public final class NcclWork implements Work {
 
     @Override
     public JcclException exception() {
-        return state.get() == FAILED ? failure : null;
+        return stateField == FAILED ? failure : null;
     }
 
     @Override
     public String toString() {
-        String s = switch (state.get()) {
+        String s = switch (stateField) {
             case DONE -> "done";
             case FAILED -> "failed";
             default -> "pending";

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
  * between processes, and the fault case (a rank SIGKILLed mid-job).
  */
 class NcclProcessTest {
+    private static final java.util.concurrent.atomic.AtomicInteger STORE_PORT = new java.util.concurrent.atomic.AtomicInteger();
 
     private static Process start(String mode, int rank, int size, Path dir) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
@@ -28,6 +29,12 @@ class NcclProcessTest {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("rank" + rank + ".log").toFile());
         pb.environment().put("NCCL_NVLS_ENABLE", "0");
+        if (mode.equals("check")) {
+            pb.environment().put("JCCL_CHECK", "1");
+        }
+        if (STORE_PORT.get() != 0) {
+            pb.environment().put("JCCL_TEST_STORE_PORT", Integer.toString(STORE_PORT.get()));
+        }
         return pb.start();
     }
 
@@ -107,6 +114,105 @@ class NcclProcessTest {
         } finally {
             p0.destroyForcibly();
             p1.destroyForcibly();
+        }
+    }
+
+    @Test
+    void jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank() throws Exception {
+        Gpu.assume(2);
+        int size = CudaDevice.count();
+        Path dir = workDir("jccl-check");
+        List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            ps.add(start("check", r, size, dir));
+        }
+        try {
+            for (int r = 0; r < size; r++) {
+                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "rank " + r + " hung\n" + logs(dir, size));
+            }
+            String all = logs(dir, size);
+            System.out.println(all);
+            for (int r = 0; r < size; r++) {
+                assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
+                assertTrue(all.contains("[" + r + "] MISMATCH_COUNT collective mismatch at collective #2 (JCCL_CHECK): "
+                        + "rank 0 called allReduce(FLOAT32 x 1024, SUM); rank 1 called allReduce(FLOAT32 x 1000, SUM)"), all);
+                assertTrue(all.contains("[" + r + "] MISMATCH_OP collective mismatch at collective #3 (JCCL_CHECK): "
+                        + "rank 0 called broadcast(FLOAT32 x 1024, root 0); rank 1 called allReduce(FLOAT32 x 1024, MAX)"), all);
+                assertTrue(all.contains("[" + r + "] AFTER_MISMATCH ok"), all);
+            }
+            Matcher m = Pattern.compile("MISSING \\[(\\d+)\\] after (\\d+) ms").matcher(all);
+            int named = 0;
+            while (m.find()) {
+                named++;
+                assertEquals(size - 1, Integer.parseInt(m.group(1)), all);
+                assertTrue(Long.parseLong(m.group(2)) < 6_000 + 3_000, "named after " + m.group(2) + " ms, deadline 6 s");
+            }
+            assertEquals(size - 1, named, all);
+        } finally {
+            ps.forEach(Process::destroyForcibly);
+        }
+    }
+
+    @Test
+    void survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly() throws Exception {
+        shrinkAfterKill("shrink", 8_000 + 4_000);
+    }
+
+    /** With heartbeats through a TCP store, the death is known within 2 heartbeats + 1 s, not at the deadline. */
+    @Test
+    void heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink() throws Exception {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            STORE_PORT.set(s.getLocalPort());
+        }
+        try {
+            String all = shrinkAfterKill("shrink-hb", 2 * 1_000 + 1_000);
+            assertTrue(all.contains("PeerFailureException"), all);
+        } finally {
+            STORE_PORT.set(0);
+        }
+    }
+
+    private String shrinkAfterKill(String mode, long maxFailMillis) throws Exception {
+        Gpu.assume(2);
+        int size = CudaDevice.count();
+        Path dir = workDir("jccl-" + mode);
+        List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            ps.add(start(mode, r, size, dir));
+        }
+        try {
+            long t0 = System.nanoTime();
+            for (int r = 0; r < size; r++) {
+                while (!Files.exists(dir.resolve("ready-" + r))) {
+                    assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + logs(dir, size));
+                    assertTrue(ps.get(r).isAlive(), "rank " + r + " died early\n" + logs(dir, size));
+                    Thread.sleep(20);
+                }
+            }
+            Process victim = ps.get(size - 1);
+            victim.destroyForcibly(); // SIGKILL
+            assertTrue(victim.waitFor(30, TimeUnit.SECONDS));
+            Files.writeString(dir.resolve("killed"), "yes");
+            for (int r = 0; r < size - 1; r++) {
+                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "survivor " + r + " hung\n" + logs(dir, size));
+            }
+            String all = logs(dir, size);
+            System.out.println(all);
+            for (int r = 0; r < size - 1; r++) {
+                assertEquals(0, ps.get(r).exitValue(), "survivor " + r + " failed\n" + all);
+                assertTrue(all.contains("[" + r + "] SHRUNK to rank " + r + " of " + (size - 1)), all);
+            }
+            Matcher m = Pattern.compile("\\] FAILED after (\\d+) ms").matcher(all);
+            int failed = 0;
+            while (m.find()) {
+                failed++;
+                assertTrue(Long.parseLong(m.group(1)) < maxFailMillis, "failed after " + m.group(1) + " ms, at most "
+                        + maxFailMillis + " ms allowed\n" + all);
+            }
+            assertEquals(size - 1, failed, all);
+            return all;
+        } finally {
+            ps.forEach(Process::destroyForcibly);
         }
     }
 }

@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.jccl.Communicator;
+import org.jccl.CollectiveTimeoutException;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.Jccl;
@@ -34,6 +35,9 @@ public final class RankMain {
             code = switch (mode) {
                 case "matrix" -> matrix(rank, size, dir);
                 case "fault" -> fault(rank, size, dir);
+                case "check" -> check(rank, size, dir);
+                case "shrink" -> shrink(rank, size, dir, false);
+                case "shrink-hb" -> shrink(rank, size, dir, true);
                 default -> throw new IllegalArgumentException("mode " + mode);
             };
         } catch (Throwable t) {
@@ -159,6 +163,121 @@ public final class RankMain {
                 b.copyTo(HostBuffer.of(out));
                 System.out.println("[0] RECOVERED new communicator, all-reduce gave " + out[123]);
                 return out[123] == 5f ? 0 : 1;
+            }
+        }
+    }
+
+    /**
+     * Under JCCL_CHECK=1: a correct all-reduce; a count mismatch and an op mismatch that fail on
+     * every rank before anything is launched (the communicator stays usable); then the last rank
+     * skips a collective and the others' timeout names it.
+     */
+    private static int check(int rank, int size, Path dir) throws Exception {
+        try (CudaDevice dev = CudaDevice.open(rank); DeviceBuffer b = dev.allocate(DataType.FLOAT32, 1024)) {
+            NcclCommunicator comm = init(rank, size, dir, dev, Duration.ofSeconds(6));
+            b.copyFrom(HostBuffer.of(filled(1024, rank + 1)));
+            comm.allReduce(b, ReduceOp.SUM);
+            float[] out = new float[1024];
+            b.copyTo(HostBuffer.of(out));
+            float want = size * (size + 1) / 2f;
+            if (out[1023] != want) {
+                System.out.println("[" + rank + "] first all-reduce gave " + out[1023] + ", want " + want);
+                return 1;
+            }
+            try {
+                comm.allReduce(rank == 0 ? b : b.slice(0, 1000), ReduceOp.SUM);
+                System.out.println("[" + rank + "] a count mismatch went through");
+                return 1;
+            } catch (org.jccl.CollectiveMismatchException e) {
+                System.out.println("[" + rank + "] MISMATCH_COUNT " + e.getMessage());
+            }
+            try {
+                if (rank == 0) {
+                    comm.broadcast(b, 0);
+                } else {
+                    comm.allReduce(b, ReduceOp.MAX);
+                }
+                System.out.println("[" + rank + "] an op mismatch went through");
+                return 1;
+            } catch (org.jccl.CollectiveMismatchException e) {
+                System.out.println("[" + rank + "] MISMATCH_OP " + e.getMessage());
+            }
+            b.copyFrom(HostBuffer.of(filled(1024, 2)));
+            comm.allReduce(b, ReduceOp.SUM);
+            b.copyTo(HostBuffer.of(out));
+            System.out.println("[" + rank + "] AFTER_MISMATCH " + (out[7] == 2f * size ? "ok" : "WRONG " + out[7]));
+            if (out[7] != 2f * size) {
+                return 1;
+            }
+            if (rank == size - 1) {
+                Thread.sleep(9_000); // skips the next collective until the others gave up
+                return 0;
+            }
+            long t0 = System.nanoTime();
+            try {
+                comm.allReduce(b, ReduceOp.SUM);
+                System.out.println("[" + rank + "] the skipped collective completed");
+                return 1;
+            } catch (CollectiveTimeoutException e) {
+                System.out.println("[" + rank + "] MISSING " + e.missingRanks() + " after "
+                        + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e.getMessage());
+                return e.missingRanks().equals(List.of(size - 1)) ? 0 : 1;
+            } finally {
+                comm.abort();
+                comm.close();
+            }
+        }
+    }
+
+    /**
+     * Every rank all-reduces; the parent SIGKILLs the last rank; the survivors' next all-reduce
+     * fails by the deadline, they shrinkExcludingFailed and all-reduce correctly on the rest.
+     */
+    private static int shrink(int rank, int size, Path dir, boolean heartbeats) throws Exception {
+        Duration timeout = Duration.ofSeconds(8);
+        try (CudaDevice dev = CudaDevice.open(rank); DeviceBuffer b = dev.allocate(DataType.FLOAT32, 4096)) {
+            NcclCommunicator comm;
+            if (heartbeats) {
+                // A TCP store hosted by rank 0: the store's heartbeat monitor sees a killed rank's connection close.
+                int port = Integer.parseInt(System.getenv("JCCL_TEST_STORE_PORT"));
+                Communicator c = Jccl.init(Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port)
+                        .withTimeout(timeout).withJobId("gpuhb").withHeartbeat(Duration.ofSeconds(1)));
+                comm = (NcclCommunicator) c;
+            } else {
+                comm = init(rank, size, dir, dev, timeout);
+            }
+            b.copyFrom(HostBuffer.of(filled(4096, 1)));
+            comm.allReduce(b, ReduceOp.SUM);
+            Files.writeString(dir.resolve("ready-" + rank), "ok");
+            if (rank == size - 1) {
+                Thread.sleep(600_000); // waits to be killed
+                return 1;
+            }
+            while (!Files.exists(dir.resolve("killed"))) {
+                Thread.sleep(10);
+            }
+            long t0 = System.nanoTime();
+            try {
+                comm.allReduce(b, ReduceOp.SUM);
+                System.out.println("[" + rank + "] the all-reduce with a dead rank completed");
+                return 1;
+            } catch (JcclException e) {
+                System.out.println("[" + rank + "] FAILED after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
+                        + e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            long t1 = System.nanoTime();
+            try (NcclCommunicator small = comm.shrinkExcludingFailed()) {
+                System.out.println("[" + rank + "] SHRUNK to rank " + small.rank() + " of " + small.size() + " in "
+                        + (System.nanoTime() - t1) / 1_000_000 + " ms, failed " + comm.failedRanks());
+                comm.close();
+                b.copyFrom(HostBuffer.of(filled(4096, small.rank() + 1)));
+                small.allReduce(b, ReduceOp.SUM);
+                float[] out = new float[4096];
+                b.copyTo(HostBuffer.of(out));
+                int n = small.size();
+                float want = n * (n + 1) / 2f;
+                System.out.println("[" + rank + "] AFTER_SHRINK sum " + out[4095] + " want " + want);
+                return small.size() == size - 1 && out[4095] == want && out[0] == want ? 0 : 1;
             }
         }
     }

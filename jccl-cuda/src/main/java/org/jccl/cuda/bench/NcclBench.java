@@ -116,7 +116,7 @@ public final class NcclBench {
                 sendBufs.getLast().clear();
                 recvBufs.getLast().clear();
             }
-            for (String op : ops.split(",")) {
+            for (String op : ops.equals("none") ? new String[0] : ops.split(",")) {
                 sweep(op.trim(), comms, sendBufs, recvBufs, minBytes, maxBytes, factor, warmup, pool);
             }
             if (overhead) {
@@ -229,6 +229,78 @@ public final class NcclBench {
                     FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
         }
 
+        static final MethodHandle EVENT_RECORD;
+        static final MethodHandle EVENT_CREATE;
+        static final MethodHandle EVENT_DESTROY;
+        static final MethodHandle CTX_SET;
+        static final MethodHandle CTX_GET;
+
+        static {
+            SymbolLookup cu = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
+            Linker linker = Linker.nativeLinker();
+            EVENT_RECORD = linker.downcallHandle(cu.find("cuEventRecord").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+            EVENT_CREATE = linker.downcallHandle(cu.find("cuEventCreate").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+            EVENT_DESTROY = linker.downcallHandle(cu.find("cuEventDestroy_v2").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+            CTX_SET = linker.downcallHandle(cu.find("cuCtxSetCurrent").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+            CTX_GET = linker.downcallHandle(cu.find("cuCtxGetCurrent").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        }
+
+        static long currentContext(NcclCommunicator c) {
+            c.device().makeCurrent();
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment s = a.allocate(8);
+                check((int) CTX_GET.invokeExact(s), "cuCtxGetCurrent");
+                return s.get(JAVA_LONG, 0);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        static void setCurrent(long ctx) {
+            try {
+                check((int) CTX_SET.invokeExact(ctx), "cuCtxSetCurrent");
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        static long eventCreate() {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment s = a.allocate(8);
+                check((int) EVENT_CREATE.invokeExact(s, 2), "cuEventCreate"); // CU_EVENT_DISABLE_TIMING
+                return s.get(JAVA_LONG, 0);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        static void eventDestroy(long e) {
+            try {
+                check((int) EVENT_DESTROY.invokeExact(e), "cuEventDestroy");
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        static void eventRecord(long e, long stream) {
+            try {
+                check((int) EVENT_RECORD.invokeExact(e, stream), "cuEventRecord");
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        private static void check(int r, String what) {
+            if (r != 0) {
+                throw new IllegalStateException(what + " returned " + r);
+            }
+        }
+
         static int allReduce(long send, long recv, long count, int type, int op, long comm, long stream) {
             try {
                 return (int) ALL_REDUCE.invokeExact(send, recv, count, type, op, comm, stream);
@@ -250,10 +322,14 @@ public final class NcclBench {
     private static void overhead(List<NcclCommunicator> comms, List<DeviceBuffer> sends, ExecutorService pool)
             throws Exception {
         int n = comms.size();
-        int batches = 50;
+        int batches = 60;
         int batch = 200;
-        System.out.printf("%n# host overhead per 8-byte all-reduce enqueue (%d x %d calls per rank, no sync inside a batch)%n",
-                batches, batch);
+        System.out.printf("%n# host time per 8-byte all-reduce enqueue, median over %d batches of %d calls per rank "
+                + "(no sync inside a batch; the four variants interleave batch by batch)%n", batches, batch);
+        System.out.println("#   raw        ncclAllReduce downcall (bound here, independently of jccl)");
+        System.out.println("#   +event     raw + cuEventRecord of a pooled event (what completion tracking needs)");
+        System.out.println("#   +ctx+event cuCtxSetCurrent + raw + cuEventRecord (the native calls jccl makes)");
+        System.out.println("#   jccl       NcclCommunicator.allReduceAsync (checks, bookkeeping, Work)");
         CyclicBarrier bar = new CyclicBarrier(n);
         List<Future<double[]>> fs = new ArrayList<>();
         for (int r = 0; r < n; r++) {
@@ -263,91 +339,94 @@ public final class NcclBench {
                 long comm = c.handle();
                 long stream = c.stream().handle();
                 long ptr = buf.pointer();
+                long ctx = Raw.currentContext(c);
                 MemorySegment st = Arena.ofAuto().allocate(8);
-                double[] res = new double[6];
+                long[] events = new long[batch];
+                for (int i = 0; i < batch; i++) {
+                    events[i] = Raw.eventCreate();
+                }
+                double[] res = new double[8];
+                long[][] t = new long[4][batches];
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
-                    long raw = 0;
-                    long ours = 0;
                     for (int k = 0; k < batches; k++) {
-                        bar.await();
-                        c.device().makeCurrent();
-                        long t0 = System.nanoTime();
-                        for (int i = 0; i < batch; i++) {
-                            int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
-                            while (rr == 7) { // ncclInProgress on a nonblocking communicator
-                                rr = Raw.asyncError(comm, st);
-                            }
-                            if (rr != 0) {
-                                throw new IllegalStateException("raw ncclAllReduce returned " + rr);
-                            }
-                        }
-                        raw += System.nanoTime() - t0;
-                        c.stream().synchronize(Duration.ofMinutes(1));
-                        bar.await();
-                        NcclWork last = null;
-                        long t1 = System.nanoTime();
-                        for (int i = 0; i < batch; i++) {
-                            last = c.allReduceAsync(buf, buf, ReduceOp.SUM);
-                        }
-                        ours += System.nanoTime() - t1;
-                        last.await();
-                    }
-                    res[0] = (double) raw / batches / batch;
-                    res[1] = (double) ours / batches / batch;
-                }
-                // Blocking latency: one 8-byte all-reduce at a time, host waits for each.
-                int lat = 2000;
-                bar.await();
-                long t2 = System.nanoTime();
-                for (int i = 0; i < lat; i++) {
-                    c.allReduce(buf, buf, ReduceOp.SUM);
-                }
-                res[2] = (System.nanoTime() - t2) / 1e3 / lat;
-                bar.await();
-                long t3 = System.nanoTime();
-                for (int i = 0; i < lat; i++) {
-                    int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
-                    while (rr == 7) {
-                        rr = Raw.asyncError(comm, st);
-                    }
-                    if (rr != 0) {
-                        throw new IllegalStateException("raw ncclAllReduce returned " + rr);
-                    }
-                    c.stream().synchronize(Duration.ofMinutes(1));
-                }
-                res[3] = (System.nanoTime() - t3) / 1e3 / lat;
-                // Where jccl's own time goes: the context switch every entry point makes, and the
-                // completion event recorded after each enqueue.
-                int reps = 100_000;
-                try (org.jccl.cuda.CudaEvent ev = c.device().createEvent()) {
-                    for (int round = 0; round < 2; round++) {
-                        long t4 = System.nanoTime();
-                        for (int i = 0; i < reps; i++) {
+                        for (int v = 0; v < 4; v++) {
+                            bar.await();
                             c.device().makeCurrent();
+                            long t0 = System.nanoTime();
+                            if (v == 3) {
+                                NcclWork last = null;
+                                for (int i = 0; i < batch; i++) {
+                                    last = c.allReduceAsync(buf, buf, ReduceOp.SUM);
+                                }
+                                t[v][k] = System.nanoTime() - t0;
+                                last.await();
+                                continue;
+                            }
+                            for (int i = 0; i < batch; i++) {
+                                if (v == 2) {
+                                    Raw.setCurrent(ctx);
+                                }
+                                int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+                                while (rr == 7) { // ncclInProgress on a nonblocking communicator
+                                    rr = Raw.asyncError(comm, st);
+                                }
+                                if (rr != 0) {
+                                    throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+                                }
+                                if (v >= 1) {
+                                    Raw.eventRecord(events[i], stream);
+                                }
+                            }
+                            t[v][k] = System.nanoTime() - t0;
+                            c.stream().synchronize(Duration.ofMinutes(1));
                         }
-                        res[4] = (double) (System.nanoTime() - t4) / reps;
-                        long t5 = System.nanoTime();
-                        for (int i = 0; i < reps; i++) {
-                            ev.record(c.stream()); // makeCurrent + cuEventRecord
-                        }
-                        res[5] = (double) (System.nanoTime() - t5) / reps - res[4];
                     }
-                    c.stream().synchronize(Duration.ofMinutes(1));
+                }
+                for (int v = 0; v < 4; v++) {
+                    long[] x = t[v].clone();
+                    java.util.Arrays.sort(x);
+                    res[v] = (double) x[batches / 2] / batch;
+                }
+                // Blocking latency: one 8-byte all-reduce at a time, host waits for each; interleaved.
+                int lat = 500;
+                long jb = 0;
+                long rb = 0;
+                for (int round = 0; round < 4; round++) {
+                    bar.await();
+                    long t2 = System.nanoTime();
+                    for (int i = 0; i < lat; i++) {
+                        c.allReduce(buf, buf, ReduceOp.SUM);
+                    }
+                    jb += System.nanoTime() - t2;
+                    bar.await();
+                    long t3 = System.nanoTime();
+                    for (int i = 0; i < lat; i++) {
+                        int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+                        while (rr == 7) {
+                            rr = Raw.asyncError(comm, st);
+                        }
+                        if (rr != 0) {
+                            throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+                        }
+                        c.stream().synchronize(Duration.ofMinutes(1));
+                    }
+                    rb += System.nanoTime() - t3;
+                }
+                res[4] = jb / 1e3 / lat / 4;
+                res[5] = rb / 1e3 / lat / 4;
+                for (long e : events) {
+                    Raw.eventDestroy(e);
                 }
                 return res;
             }));
         }
-        System.out.printf("# %4s %14s %14s %14s %16s %16s%n", "rank", "raw(ns/call)", "jccl(ns/call)", "overhead(ns)",
-                "jccl blocking(us)", "raw+sync(us)");
-        List<double[]> all = new ArrayList<>();
+        System.out.printf("# %4s %10s %10s %12s %10s | %10s %12s | %14s %14s%n", "rank", "raw(ns)", "+event", "+ctx+event",
+                "jccl(ns)", "jccl-raw", "jccl-native", "blocking(us)", "raw+sync(us)");
         for (int r = 0; r < n; r++) {
             double[] v = fs.get(r).get();
-            all.add(v);
-            System.out.printf("  %4d %14.0f %14.0f %14.0f %16.2f %16.2f%n", r, v[0], v[1], v[1] - v[0], v[2], v[3]);
+            System.out.printf("  %4d %10.0f %10.0f %12.0f %10.0f | %10.0f %12.0f | %14.2f %14.2f%n", r, v[0], v[1], v[2],
+                    v[3], v[3] - v[0], v[3] - v[2], v[4], v[5]);
         }
-        for (int r = 0; r < n; r++) {
-            System.out.printf("# breakdown rank %d: cuCtxSetCurrent %.0f ns, cuEventRecord %.0f ns per call%n", r,
-                    all.get(r)[4], all.get(r)[5]);
-        }
+        System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone");
     }
 }

@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Timeout;
  * is only silent, never dead, and heartbeats again after SIGCONT.
  */
 class HeartbeatProcessTest {
-    static final int INTERVAL_MS = 200;
+    /** 200 ms keeps the test fast; {@code -Djccl.test.heartbeatMs=1000} measures the default interval. */
+    static final int INTERVAL_MS = Integer.getInteger("jccl.test.heartbeatMs", 200);
     static final long BOUND_MS = 2L * INTERVAL_MS + 1000;
 
     @Test
@@ -34,7 +35,7 @@ class HeartbeatProcessTest {
                 for (Procs.Proc p : ranks) {
                     assertTrue(p.await("ready"::equals, 30_000) > 0, "rank never got ready:\n" + p.output());
                 }
-                Thread.sleep(3L * INTERVAL_MS);
+                Thread.sleep(3L * INTERVAL_MS + 100);
 
                 // SIGKILL rank 1: ranks 0, 2 and 3 hear of it within 2 intervals + 1 s
                 long t0 = System.nanoTime();
@@ -57,7 +58,7 @@ class HeartbeatProcessTest {
                 Procs.Proc stopped = ranks.get(2);
                 stopped.signal("STOP");
                 long s0 = System.nanoTime();
-                long silentAt = ranks.get(0).await(l -> silent(l).contains(2), 5_000);
+                long silentAt = ranks.get(0).await(l -> silent(l).contains(2), 5_000 + 3L * INTERVAL_MS);
                 assertTrue(silentAt > 0, "rank 0 never saw rank 2 silent:\n" + ranks.get(0).output());
                 System.out.printf("heartbeat: rank 2 reported silent %.0f ms after SIGSTOP%n", (silentAt - s0) / 1e6);
                 Thread.sleep(BOUND_MS); // well past the SIGKILL bound: still not dead
@@ -69,7 +70,7 @@ class HeartbeatProcessTest {
                 stopped.signal("CONT");
                 long c0 = System.nanoTime();
                 long backAt = ranks.get(0).await(l -> l.startsWith("SILENT ") && !silent(l).contains(2)
-                        && arrivedAfter(ranks.get(0), l, silentAt), 5_000);
+                        && arrivedAfter(ranks.get(0), l, silentAt), 5_000 + 3L * INTERVAL_MS);
                 assertTrue(backAt > 0, "rank 2 never heartbeat again:\n" + ranks.get(0).output());
                 System.out.printf("heartbeat: rank 2 heard again %.0f ms after SIGCONT%n", (backAt - c0) / 1e6);
                 assertTrue(stopped.process().isAlive());

@@ -12,7 +12,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -105,9 +104,10 @@ public final class NcclCommunicator implements Communicator {
     private final MemorySegment lockedScratch;
     private final MemorySegment watchScratch;
     private final ReentrantLock lock = new ReentrantLock();
-    private final ConcurrentLinkedQueue<CudaEvent> eventPool = new ConcurrentLinkedQueue<>();
+    /** Events of completed works, for reuse; guarded by its own monitor (see {@link WorkQueue} for why not a CLQ). */
+    private final java.util.ArrayDeque<CudaEvent> eventPool = new java.util.ArrayDeque<>();
     private final List<CudaEvent> allEvents = new ArrayList<>();
-    private final ConcurrentLinkedQueue<NcclWork> pending = new ConcurrentLinkedQueue<>();
+    private final WorkQueue pending = new WorkQueue();
     private final AtomicInteger state = new AtomicInteger(OPEN);
     private final java.util.concurrent.atomic.AtomicBoolean nativeAborted = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<JcclException> failure = new AtomicReference<>();
@@ -1428,7 +1428,10 @@ public final class NcclCommunicator implements Communicator {
     }
 
     private CudaEvent takeEvent() {
-        CudaEvent e = eventPool.poll();
+        CudaEvent e;
+        synchronized (eventPool) {
+            e = eventPool.pollFirst();
+        }
         if (e == null) {
             e = CudaEvent.pooled(device);
             synchronized (allEvents) {
@@ -1441,7 +1444,9 @@ public final class NcclCommunicator implements Communicator {
     /** Returns a completed work's event to the pool. */
     void recycle(CudaEvent e) {
         if (state.get() == OPEN) {
-            eventPool.offer(e);
+            synchronized (eventPool) {
+                eventPool.addLast(e);
+            }
         }
     }
 
@@ -1688,10 +1693,14 @@ public final class NcclCommunicator implements Communicator {
         if (pending.isEmpty()) {
             return false;
         }
+        List<NcclWork> head = pending.head(5);
+        if (head.isEmpty()) {
+            return false;
+        }
         device.makeCurrent();
         NcclWork oldest = null;
         int polled = 0;
-        for (NcclWork w : pending) {
+        for (NcclWork w : head) {
             if (w.isFinished()) {
                 pending.remove(w);
                 continue;
@@ -1735,14 +1744,7 @@ public final class NcclCommunicator implements Communicator {
 
     /** {@code done} completed: so did every earlier work on its stream (streams run in order). */
     void completedThrough(NcclWork done) {
-        for (NcclWork p : pending) {
-            if (p.sequence() >= done.sequence()) {
-                break;
-            }
-            if (p.streamHandle() == done.streamHandle()) {
-                p.completeInOrder();
-            }
-        }
+        pending.completeThrough(done);
     }
 
     boolean hasPending() {
@@ -2279,7 +2281,7 @@ public final class NcclCommunicator implements Communicator {
     /** Waits (polling, until {@code deadline}) for every pending work; false when some did not finish. */
     private boolean drainPending(long deadline) {
         Backoff b = new Backoff();
-        for (NcclWork w : pending) {
+        for (NcclWork w : pending.snapshot()) {
             while (!w.isFinished() && !w.pollEvent()) {
                 if (System.nanoTime() - deadline > 0) {
                     return false;
@@ -2359,7 +2361,9 @@ public final class NcclCommunicator implements Communicator {
             }
             allEvents.clear();
         }
-        eventPool.clear();
+        synchronized (eventPool) {
+            eventPool.clear();
+        }
         arena.close();
         if (store != null) {
             store.release(rank);

@@ -347,6 +347,15 @@ public final class NcclBench {
                 }
                 double[] res = new double[8];
                 long[][] t = new long[4][batches];
+                // For a profiler: jccl's enqueue path alone, this many batches (the same count on every rank).
+                long profileBatches = Long.getLong("jccl.bench.profileBatches", 0);
+                for (long p0 = 0; p0 < profileBatches; p0++) {
+                    NcclWork last = null;
+                    for (int i = 0; i < batch; i++) {
+                        last = c.allReduceAsync(buf, buf, ReduceOp.SUM);
+                    }
+                    last.await();
+                }
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                     for (int k = 0; k < batches; k++) {
                         for (int v = 0; v < 4; v++) {

@@ -1040,7 +1040,9 @@ public final class NcclCommunicator implements Communicator {
                 throw new NcclException("nccl " + OP_NAMES[kind] + " #" + s + " (" + type + " x " + count + ") on "
                         + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
             }
-            w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + timeoutNanos);
+            long budget = callBudgetNanos();
+            w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + budget);
+            w.budgetNanos = budget;
             w.peer = root;
             if (kind != SEND && kind != RECV) {
                 w.collective = ++collIssued;
@@ -1090,7 +1092,9 @@ public final class NcclCommunicator implements Communicator {
         try {
             ensureOpen();
             long s = ++seq;
-            w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + timeoutNanos);
+            long budget = callBudgetNanos();
+            w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + budget);
+            w.budgetNanos = budget;
             w.collective = cs;
             if (group != null) {
                 group.addChecked(this, w, cs, fp, () -> deferredCall(w, kind, sp, rp, count, type, op, root, sh));
@@ -1499,8 +1503,8 @@ public final class NcclCommunicator implements Communicator {
             last = NcclLibrary.lastError(comm);
         }
         return new CollectiveTimeoutException("nccl " + w.describe() + " on " + describe() + " did not complete within "
-                + timeout + " (" + detail + "); " + missingText(w, missing) + "; NCCL state " + NcclLibrary.resultName(async)
-                + (last.isBlank() ? "" : ", last NCCL error: " + last.strip()) + "; the communicator was aborted", missing);
+                + Duration.ofNanos(w.budgetNanos) + " (" + detail + "); " + missingText(w, missing) + "; NCCL state "
+                + NcclLibrary.resultName(async) + (last.isBlank() ? "" : ", last NCCL error: " + last.strip()) + "; the communicator was aborted", missing);
     }
 
     private String missingText(NcclWork w, List<Integer> missing) {
@@ -1583,7 +1587,8 @@ public final class NcclCommunicator implements Communicator {
             }
         } else {
             e = new CollectiveTimeoutException("nccl " + w.describe() + " on " + describe() + " did not complete within "
-                    + timeout + "; " + missingText(w, missing) + "; the communicator was aborted", missing);
+                    + Duration.ofNanos(w.budgetNanos) + "; " + missingText(w, missing) + "; the communicator was aborted",
+                    missing);
         }
         // NCCL can end the kernels of the other ranks on this rank's abort as if the collective had
         // completed: give their deadlines (which came up about now) time to fire first.
@@ -1711,7 +1716,7 @@ public final class NcclCommunicator implements Communicator {
             if (polled >= 4) {
                 break; // later work is younger: its deadline is later, and streams complete in order
             }
-            if (now - (w.deadline - timeoutNanos) < YOUNG_NANOS && now - w.deadline <= 0) {
+            if (now - (w.deadline - w.budgetNanos) < YOUNG_NANOS && now - w.deadline <= 0) {
                 // Work issued less than a millisecond ago is rarely done, and querying its event takes
                 // the driver lock the enqueuing thread needs: leave it (and all younger work) alone.
                 break;
@@ -1729,7 +1734,7 @@ public final class NcclCommunicator implements Communicator {
                 return false;
             }
         }
-        if (oldest != null && now - (oldest.deadline - timeoutNanos) >= YOUNG_NANOS) {
+        if (oldest != null && now - (oldest.deadline - oldest.budgetNanos) >= YOUNG_NANOS) {
             checkAsyncError(oldest); // not for young work: it would take the lock the enqueuing thread needs
         } else if (oldest != null && watch != null) {
             Liveness.Watch lw = watch;
@@ -2072,6 +2077,33 @@ public final class NcclCommunicator implements Communicator {
             }
         }
         return null;
+    }
+
+    /** The deadline a {@link #withTimeout} view set for the calling thread's current call; null: the default. */
+    private Duration callTimeout;
+
+    private long callBudgetNanos() {
+        Duration t = callTimeout;
+        return t == null ? timeoutNanos : t.toNanos();
+    }
+
+    /**
+     * A view of this communicator whose calls (blocking, and the works of asynchronous ones) have
+     * deadline {@code timeout} instead of the communicator's; it shares everything else (sequence
+     * numbers, stream, state) and its {@code close()} does nothing. The stream-taking methods of
+     * this class are not on the view: call them here and wait with {@link NcclWork#await(Duration)}.
+     * NCCL cannot cancel one operation: past the view's deadline the communicator is aborted, as
+     * past its own.
+     *
+     * @throws IllegalArgumentException when {@code timeout} is null, zero or negative
+     */
+    @Override
+    public Communicator withTimeout(Duration timeout) {
+        if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+            throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration, e.g. "
+                    + "Duration.ofSeconds(30)");
+        }
+        return new org.jccl.internal.TimeoutView(this, t -> callTimeout = t, timeout);
     }
 
     /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */

@@ -54,6 +54,8 @@ public final class NcclWork implements Work {
     long collective;
     /** The peer of a send or receive (the root of a rooted collective). */
     int peer;
+    /** How long this work may take (the communicator's timeout, or a withTimeout view's); set before publication. */
+    long budgetNanos;
     private volatile CudaEvent event;
     private volatile JcclException failure;
     /** Counted in the communicator's outstanding works (asynchronous works only). */

@@ -382,6 +382,31 @@ class NcclFeaturesTest {
     }
 
     @Test
+    void aWithTimeoutViewGivesOneCallItsOwnDeadline() {
+        List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofMinutes(2));
+        List<DeviceBuffer> bufs = warmUp(fresh, 1024);
+        try {
+            assertThrows(IllegalArgumentException.class, () -> fresh.get(0).withTimeout(Duration.ZERO));
+            assertThrows(IllegalArgumentException.class, () -> fresh.get(0).withTimeout(null));
+            org.jccl.Communicator view = fresh.get(0).withTimeout(Duration.ofMillis(500));
+            assertEquals(Duration.ofMillis(500), view.timeout());
+            long t0 = System.nanoTime();
+            // Rank 1 never calls: only the view's deadline can end the wait (the communicator's is 2 minutes).
+            CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class,
+                    () -> view.allReduce(bufs.get(0), ReduceOp.SUM));
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertTrue(ms >= 450 && ms < 10_000, "failed after " + ms + " ms");
+            assertTrue(e.getMessage().contains("PT0.5S"), e.getMessage());
+        } finally {
+            for (NcclCommunicator c : fresh) {
+                c.abort();
+                c.close();
+            }
+            bufs.forEach(DeviceBuffer::close);
+        }
+    }
+
+    @Test
     void watchdogFailsWorkPastItsDeadline() {
         List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofSeconds(3));
         List<DeviceBuffer> bufs = warmUp(fresh, 1024);

@@ -190,6 +190,33 @@ final class MpiCommunicator implements Communicator {
     }
 
     /** The timeout in nanoseconds (computed once: the wait of every blocking call reads it). */
+    /** The deadline a {@link #withTimeout} view set for the calling thread's current call; null: the default. */
+    private Duration callTimeout;
+
+    /**
+     * A view whose calls (blocking, and the works of asynchronous ones) have deadline {@code
+     * timeout} instead of the communicator's; it shares everything else and its {@code close()}
+     * does nothing. MPI cannot cancel a started operation: past the view's deadline the
+     * communicator is unusable, as past its own (with {@code JCCL_MPI_BLOCKING=native} the
+     * watchdog ends the job).
+     *
+     * @throws IllegalArgumentException when {@code timeout} is null, zero or negative
+     */
+    @Override
+    public Communicator withTimeout(Duration timeout) {
+        if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+            throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration, e.g. "
+                    + "Duration.ofSeconds(30)");
+        }
+        return new org.jccl.internal.TimeoutView(this, t -> callTimeout = t, timeout);
+    }
+
+    /** The deadline of the call being made now: a view's, or the communicator's. */
+    long callBudgetNanos() {
+        Duration t = callTimeout;
+        return t == null ? timeoutNanos : t.toNanos();
+    }
+
     long timeoutNanos() {
         return timeoutNanos;
     }
@@ -334,7 +361,7 @@ final class MpiCommunicator implements Communicator {
         } else if (seq != watchSeq) {
             watchSeq = seq;
             watchSince = now;
-        } else if (now - watchSince >= timeout.toNanos() && (long) NATIVE_CALLS.getAcquire(this) == seq) {
+        } else if (now - watchSince >= blocking.budgetNanos() && (long) NATIVE_CALLS.getAcquire(this) == seq) {
             nativeTimeout();
         }
     }
@@ -344,8 +371,8 @@ final class MpiCommunicator implements Communicator {
      * it, so, as JCCL_MPI_BLOCKING=native asks, MPI_Abort ends the job after saying why.
      */
     void nativeTimeout() {
-        System.err.println("[" + rank + "] jccl ERROR: " + blocking.describe() + " did not complete within " + timeout
-                + " (the communicator's timeout) and a blocking MPI call cannot be given up "
+        System.err.println("[" + rank + "] jccl ERROR: " + blocking.describe() + " did not complete within "
+                + Duration.ofNanos(blocking.budgetNanos()) + " and a blocking MPI call cannot be given up "
                 + "(JCCL_MPI_BLOCKING=native): MPI_Abort ends the job");
         System.err.flush();
         MpiLibrary.abort(comm, 124);
@@ -367,8 +394,9 @@ final class MpiCommunicator implements Communicator {
 
     /** The exception of a work that passed the communicator's deadline; the communicator is broken after it. */
     CollectiveTimeoutException timedOut(MpiWork w) {
-        CollectiveTimeoutException e = new CollectiveTimeoutException(w.describe() + " did not complete within " + timeout
-                + " (the communicator's timeout): another rank is not taking part (a different collective, a different "
+        CollectiveTimeoutException e = new CollectiveTimeoutException(w.describe() + " did not complete within "
+                + Duration.ofNanos(w.budgetNanos()) + (w.budgetNanos() == timeoutNanos ? " (the communicator's timeout)"
+                : " (a withTimeout view's deadline)") + ": another rank is not taking part (a different collective, a different "
                 + "order, or stuck). MPI cannot cancel a started operation: this communicator is unusable; abort() ends "
                 + "the MPI job", List.of());
         failed(e);

@@ -91,7 +91,15 @@ final class MpiWork implements Work {
     }
 
     /** Prepares this (reused) instance for the next operation. */
+    /** The deadline of the current operation (the communicator's timeout, or a withTimeout view's). */
+    private volatile long budgetNanos;
+
+    long budgetNanos() {
+        return budgetNanos;
+    }
+
     MpiWork reset(String name, DataType type, long count, ReduceOp op, int peer) {
+        this.budgetNanos = comm.callBudgetNanos();
         this.name = name;
         this.type = type;
         this.count = count;
@@ -376,7 +384,7 @@ final class MpiWork implements Work {
 
     @Override
     public void await() {
-        if (!waitFor(comm.timeoutNanos())) {
+        if (!waitFor(budgetNanos)) {
             throw comm.timedOut(this);
         }
         JcclException f = failure;

@@ -87,6 +87,7 @@ class MpiCollectivesTest {
                 120, "timeout");
         assertAllOk(r, 3);
         assertTrue(r.output().contains("timed out after"), r.output());
+        assertTrue(r.output().contains("view timed out after"), r.output());
     }
 
     /**

@@ -516,9 +516,25 @@ public final class MpiRankMain {
     }
 
     static void timeout(Communicator comm, List<String> failures) throws Exception {
+        // Also: a withTimeout view's deadline (300 ms) ends rank 0's lonely call well before the communicator's.
         int r = comm.rank();
-        try (Communicator lonely = comm.split(0, r)) {
+        try (Communicator lonely = comm.split(0, r); Communicator lonelier = comm.split(0, r)) {
             if (r == 0) {
+                // A withTimeout view's deadline ends one call long before the communicator's.
+                long v0 = System.nanoTime();
+                try {
+                    lonelier.withTimeout(Duration.ofMillis(300)).allReduce(HostBuffer.of(new float[16]), ReduceOp.SUM);
+                    failures.add("a lonely allReduce through a view completed");
+                } catch (CollectiveTimeoutException e) {
+                    double s = (System.nanoTime() - v0) / 1e9;
+                    System.out.println("view timed out after " + s + " s: " + e.getMessage());
+                    if (s > 1.5) {
+                        failures.add("the view's 300 ms deadline took " + s + " s");
+                    }
+                    if (!e.getMessage().contains("PT0.3S")) {
+                        failures.add("view timeout message: " + e.getMessage());
+                    }
+                }
                 long t0 = System.nanoTime();
                 try {
                     lonely.allReduce(HostBuffer.of(new float[16]), ReduceOp.SUM);
@@ -552,6 +568,7 @@ public final class MpiRankMain {
                 comm.barrier();
                 comm.barrier();
                 lonely.allReduce(HostBuffer.of(new float[16]), ReduceOp.SUM);
+                lonelier.allReduce(HostBuffer.of(new float[16]), ReduceOp.SUM);
             }
         }
     }

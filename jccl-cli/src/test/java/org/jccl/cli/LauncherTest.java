@@ -168,8 +168,15 @@ class LauncherTest {
     void ctrlCStopsEveryRank(@TempDir Path dir) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
         String script = "echo $$ > " + dir + "/pid.$JCCL_RANK; sleep 300 & echo $! > " + dir + "/child.$JCCL_RANK; wait";
-        Process launcher = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), Main.class.getName(),
-                "run", "-n", "2", "--grace", "1", "--", "sh", "-c", script)
+        // A JVM that starts with SIGINT ignored keeps ignoring it, and a shell's background job (`mvn ... &`)
+        // may hand it down that way: in case, start the launcher with the default disposition.
+        List<String> cmd = new ArrayList<>();
+        if (new ProcessBuilder("env", "--default-signal=INT", "true").start().waitFor() == 0) {
+            cmd.addAll(List.of("env", "--default-signal=INT"));
+        }
+        cmd.addAll(List.of(java, "-cp", System.getProperty("java.class.path"), Main.class.getName(),
+                "run", "-n", "2", "--grace", "1", "--", "sh", "-c", script));
+        Process launcher = new ProcessBuilder(cmd)
                 .redirectErrorStream(true).redirectOutput(dir.resolve("launcher.log").toFile()).start();
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -86,14 +86,16 @@ if has tests; then
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
-    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink'
+    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
 fi
 
 if has faults; then # the fault and JCCL_CHECK process tests alone
   junit faults 240 --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
-    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink'
+    --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
+    --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
 fi
 
 if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep)

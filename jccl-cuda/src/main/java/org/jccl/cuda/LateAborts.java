@@ -4,7 +4,10 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
-/** One daemon thread that runs the ncclCommAborts jccl delays (see NcclCommunicator#abortWith). */
+/**
+ * One daemon thread that runs the ncclCommAborts jccl delays and the failure reports it posts in
+ * the store (see NcclCommunicator#abortWith): a report is written before the abort it precedes.
+ */
 final class LateAborts {
     private static final ScheduledExecutorService EXEC;
 
@@ -19,6 +22,11 @@ final class LateAborts {
     }
 
     private LateAborts() {
+    }
+
+    /** Runs {@code task} soon on the same thread (store writes that must not delay the caller). */
+    static java.util.concurrent.Future<?> execute(Runnable task) {
+        return EXEC.submit(task);
     }
 
     static void schedule(Runnable abort, long delayNanos) {

@@ -141,6 +141,9 @@ public final class NcclCommunicator implements Communicator {
         this.stream = device.createStream();
         this.streamHandle = stream.handle();
         Watchdog.register(this);
+        if (jobStore != null) {
+            FailureWatch.register(this);
+        }
         LOG.info(rank, () -> "NCCL communicator " + name + " ready: rank " + rank + " of " + size + " on " + device
                 + ", NCCL " + Nccl.versionString() + " from " + Nccl.libraryPath());
     }
@@ -1592,7 +1595,7 @@ public final class NcclCommunicator implements Communicator {
         }
         // NCCL can end the kernels of the other ranks on this rank's abort as if the collective had
         // completed: give their deadlines (which came up about now) time to fire first.
-        abortWith(e, 2_000_000_000L);
+        abortWith(e, 2_000_000_000L, true);
         w.fail(failureFor(w, e));
     }
 
@@ -1641,20 +1644,131 @@ public final class NcclCommunicator implements Communicator {
      * kernels on a peer's abort as if the collective had completed.
      */
     void abortWith(JcclException cause, long delayNanos) {
+        abortWith(cause, delayNanos, false);
+    }
+
+    /**
+     * As {@link #abortWith(JcclException, long)}; with {@code post}, the failure is also posted in
+     * the job's store for the other ranks (their {@link FailureWatch} fails their pending work with
+     * it), and NCCL's abort waits at least {@link #POST_DELAY_NANOS} so that they have read it
+     * before this rank's abort can end their kernels.
+     */
+    void abortWith(JcclException cause, long delayNanos, boolean post) {
         noteFailure(cause);
         if (!failure.compareAndSet(null, cause)) {
             return;
         }
         boolean wasOpen = state.compareAndSet(OPEN, ABORTED);
         LOG.warn(rank, "aborting " + describe() + ": " + cause.getMessage());
+        if (post && jobStore != null && wasOpen) {
+            posted = LateAborts.execute(() -> postFailure(cause));
+            delayNanos = Math.max(delayNanos, POST_DELAY_NANOS);
+        }
         if (wasOpen) {
             if (delayNanos <= 0) {
                 nativeAbort();
             } else {
+                nativeAbortAt = System.nanoTime() + delayNanos;
                 LateAborts.schedule(this::nativeAbort, delayNanos);
             }
         }
         failPending(cause);
+    }
+
+    /** How long a posting rank waits before NCCL's abort: ten periods of the peers' FailureWatch. */
+    static final long POST_DELAY_NANOS = 10 * FailureWatch.PERIOD_NANOS;
+
+    /** When a delayed ncclCommAbort is due (System.nanoTime), for close(); 0 when none. */
+    private volatile long nativeAbortAt;
+    /** This rank's failure report being written to the store, or null. */
+    private volatile java.util.concurrent.Future<?> posted;
+
+    /**
+     * close() of an aborted communicator keeps the delays abortWith set: the report reaches the
+     * store and NCCL's abort waits for its time (at most a few seconds), then happens.
+     */
+    private void awaitDelayedAbort() {
+        java.util.concurrent.Future<?> p = posted;
+        if (p != null) {
+            try {
+                p.get(2, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (Exception e) {
+                LOG.warn(rank, "the failure report of " + describe() + " did not reach the store in 2 s: " + e);
+            }
+        }
+        long wait = nativeAbortAt - System.nanoTime();
+        if (nativeAbortAt != 0 && wait > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(Math.min(wait, 5_000_000_000L));
+        }
+    }
+
+    /** Failures counted under {@code <scope>/failures} that this rank has read. */
+    private long seenPostedFailures;
+    private volatile boolean postedFailuresOff;
+    /** Threads waiting in a blocking call of this communicator (the FailureWatch reads the store only then). */
+    final AtomicInteger waiters = new AtomicInteger();
+
+    /**
+     * Posts this rank's failure for the others: {@code <scope>/failure/<rank>} = kind, culprit and
+     * reason; then bumps {@code <scope>/failures}. The culprit is the rank to blame: a dead or
+     * missing peer when known, else this rank.
+     */
+    private void postFailure(JcclException cause) {
+        try {
+            int culprit = rank;
+            char kind = 'F';
+            if (cause instanceof PeerFailureException pf && pf.rank() >= 0 && pf.rank() < size) {
+                culprit = pf.rank();
+            } else if (cause instanceof CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
+                culprit = te.missingRanks().get(0);
+                kind = 'T';
+            } else if (cause instanceof AbortedException) {
+                kind = 'A';
+            }
+            String v = kind + "|" + culprit + "|" + cause.getMessage();
+            jobStore.set(scope + "/failure/" + rank, v.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            jobStore.add(scope + "/failures", 1);
+        } catch (RuntimeException e) {
+            LOG.warn(rank, "could not tell the other ranks through the store why " + describe() + " failed: " + e);
+        }
+    }
+
+    /** FailureWatch: reads the failure counter while this communicator waits for work; fails it on news. */
+    void checkPostedFailures() {
+        if (jobStore == null || postedFailuresOff || state.get() != OPEN || (waiters.get() == 0 && pending.isEmpty())) {
+            return;
+        }
+        long n = jobStore.add(scope + "/failures", 0);
+        if (n <= seenPostedFailures) {
+            return;
+        }
+        seenPostedFailures = n;
+        for (int r = 0; r < size; r++) {
+            if (r == rank) {
+                continue;
+            }
+            byte[] v = jobStore.tryGet(scope + "/failure/" + r);
+            if (v == null) {
+                continue;
+            }
+            String[] p = new String(v, java.nio.charset.StandardCharsets.UTF_8).split("\\|", 3);
+            int culprit = p.length == 3 ? Integer.parseInt(p[1]) : r;
+            String reason = p.length == 3 ? p[2] : "";
+            String msg = "rank " + culprit + " failed (reported by rank " + r + "): " + reason;
+            JcclException e = p[0].equals("A") && culprit == r
+                    ? new AbortedException("rank " + r + " aborted the communicator: " + reason)
+                    : new PeerFailureException(culprit, msg);
+            // Learned, not posted again; NCCL's abort waits as the poster's does, for the others to read it too.
+            abortWith(e, POST_DELAY_NANOS, false);
+            return;
+        }
+    }
+
+    void postedFailuresUnavailable(Throwable t) {
+        if (!postedFailuresOff) {
+            postedFailuresOff = true;
+            LOG.warn(rank, "reading the failures other ranks post in the store stopped for " + describe() + ": " + t);
+        }
     }
 
     /** ncclCommAbort of both NCCL communicators, once. */
@@ -2230,7 +2344,7 @@ public final class NcclCommunicator implements Communicator {
      */
     @Override
     public void abort() {
-        abortWith(new AbortedException(describe() + " was aborted by abort()"));
+        abortWith(new AbortedException(describe() + " was aborted by abort()"), 0, true);
     }
 
     /**
@@ -2245,8 +2359,10 @@ public final class NcclCommunicator implements Communicator {
             return;
         }
         Watchdog.unregister(this);
+        FailureWatch.unregister(this);
         try {
             if (prior == ABORTED) {
+                awaitDelayedAbort();
                 nativeAbort(); // a delayed abort may still be due: it must run before the resources go
             }
             if (prior == OPEN) {

@@ -240,6 +240,15 @@ public final class NcclWork implements Work {
         if (stateField == PENDING) {
             comm.device().makeCurrent();
         }
+        comm.waiters.incrementAndGet();
+        try {
+            return waitLoop(until, untilIsDeadline);
+        } finally {
+            comm.waiters.decrementAndGet();
+        }
+    }
+
+    private boolean waitLoop(long until, boolean untilIsDeadline) {
         Backoff b = new Backoff();
         long lastCheck = System.nanoTime();
         while (true) {

@@ -172,6 +172,40 @@ class NcclProcessTest {
         }
     }
 
+    /** abort() on one rank reaches the others through the store: they fail naming it, not complete. */
+    @Test
+    void abortOnOneRankFailsTheOthersWaitNamingIt() throws Exception {
+        Gpu.assume(2);
+        int size = CudaDevice.count();
+        Path dir = workDir("jccl-abort");
+        List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            ps.add(start("abort", r, size, dir));
+        }
+        try {
+            for (int r = 0; r < size; r++) {
+                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "rank " + r + " hung\n" + logs(dir, size));
+            }
+            String all = logs(dir, size);
+            System.out.println(all);
+            for (int r = 0; r < size; r++) {
+                assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
+            }
+            Matcher m = Pattern.compile("ABORT_SEEN after (\\d+) ms").matcher(all);
+            int seen = 0;
+            while (m.find()) {
+                seen++;
+                // rank 1 aborts about 1 s after everyone is ready; the news travels in 50 ms store polls
+                assertTrue(Long.parseLong(m.group(1)) < 1_000 + 2_000, "seen after " + m.group(1) + " ms\n" + all);
+            }
+            assertEquals(size - 1, seen, all);
+            Matcher a = Pattern.compile("ABORT returned after (\\d+) ms").matcher(all);
+            assertTrue(a.find() && Long.parseLong(a.group(1)) < 1_000, "abort() must return within 1 s\n" + all);
+        } finally {
+            ps.forEach(Process::destroyForcibly);
+        }
+    }
+
     private String shrinkAfterKill(String mode, long maxFailMillis) throws Exception {
         Gpu.assume(2);
         int size = CudaDevice.count();

@@ -36,6 +36,7 @@ public final class RankMain {
                 case "matrix" -> matrix(rank, size, dir);
                 case "fault" -> fault(rank, size, dir);
                 case "check" -> check(rank, size, dir);
+                case "abort" -> abortPropagates(rank, size, dir);
                 case "shrink" -> shrink(rank, size, dir, false);
                 case "shrink-hb" -> shrink(rank, size, dir, true);
                 default -> throw new IllegalArgumentException("mode " + mode);
@@ -278,6 +279,44 @@ public final class RankMain {
                 float want = n * (n + 1) / 2f;
                 System.out.println("[" + rank + "] AFTER_SHRINK sum " + out[4095] + " want " + want);
                 return small.size() == size - 1 && out[4095] == want && out[0] == want ? 0 : 1;
+            }
+        }
+    }
+
+    /**
+     * Rank 1 calls abort() while the others wait in an all-reduce it never joins: they must fail
+     * with the abort's reason, learned through the store, within about a second (never "complete").
+     */
+    private static int abortPropagates(int rank, int size, Path dir) throws Exception {
+        try (CudaDevice dev = CudaDevice.open(rank); DeviceBuffer b = dev.allocate(DataType.FLOAT32, 4096)) {
+            NcclCommunicator comm = init(rank, size, dir, dev, Duration.ofSeconds(60));
+            b.copyFrom(HostBuffer.of(filled(4096, 1)));
+            comm.allReduce(b, ReduceOp.SUM);
+            Files.writeString(dir.resolve("ready-" + rank), "ok");
+            if (rank == 1) {
+                for (int r = 0; r < size; r++) {
+                    while (!Files.exists(dir.resolve("ready-" + r))) {
+                        Thread.sleep(5);
+                    }
+                }
+                Thread.sleep(1000);
+                long t0 = System.nanoTime();
+                comm.abort();
+                System.out.println("[1] ABORT returned after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+                comm.close();
+                return 0;
+            }
+            long t0 = System.nanoTime();
+            try {
+                comm.allReduce(b, ReduceOp.SUM);
+                System.out.println("[" + rank + "] the all-reduce without rank 1 completed");
+                return 1;
+            } catch (JcclException e) {
+                System.out.println("[" + rank + "] ABORT_SEEN after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
+                        + e.getClass().getSimpleName() + ": " + e.getMessage());
+                return e instanceof org.jccl.AbortedException && e.getMessage().contains("rank 1 aborted") ? 0 : 1;
+            } finally {
+                comm.close();
             }
         }
     }

@@ -1050,6 +1050,7 @@ public final class NcclCommunicator implements Communicator {
             if (kind != SEND && kind != RECV) {
                 w.collective = ++collIssued;
             }
+            traceLaunch(w, kind, type, count, op, root);
             if (group != null) {
                 group.add(this, w);
                 return w;
@@ -1099,6 +1100,7 @@ public final class NcclCommunicator implements Communicator {
             w = new NcclWork(this, kind, s, type, count, sh, System.nanoTime() + budget);
             w.budgetNanos = budget;
             w.collective = cs;
+            traceLaunch(w, kind, type, count, op, root);
             if (group != null) {
                 group.addChecked(this, w, cs, fp, () -> deferredCall(w, kind, sp, rp, count, type, op, root, sh));
                 return w;
@@ -1660,6 +1662,9 @@ public final class NcclCommunicator implements Communicator {
         }
         boolean wasOpen = state.compareAndSet(OPEN, ABORTED);
         LOG.warn(rank, "aborting " + describe() + ": " + cause.getMessage());
+        if (wasOpen) {
+            autoDump(cause.getMessage());
+        }
         if (post && jobStore != null && wasOpen) {
             posted = LateAborts.execute(() -> postFailure(cause));
             delayNanos = Math.max(delayNanos, POST_DELAY_NANOS);
@@ -1677,6 +1682,68 @@ public final class NcclCommunicator implements Communicator {
 
     /** How long a posting rank waits before NCCL's abort: ten periods of the peers' FailureWatch. */
     static final long POST_DELAY_NANOS = 10 * FailureWatch.PERIOD_NANOS;
+
+    /** The last JCCL_TRACE_BUFFER operations; guarded by its own monitor (launches and completions run on different threads). */
+    private final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(OP_NAMES);
+    private final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
+
+    private void traceLaunch(NcclWork w, int kind, DataType type, long count, ReduceOp op, int root) {
+        boolean p2p = kind == SEND || kind == RECV;
+        boolean rooted = kind == BROADCAST || kind == REDUCE || kind == GATHER || kind == SCATTER;
+        synchronized (recorder) {
+            w.trace = recorder.schedule(w.collective, kind, type == null ? -1 : type.ordinal(), count,
+                    op == null ? -1 : op.kind().ordinal(), rooted ? root : -1, p2p ? root : -1);
+            recorder.started(w.trace);
+        }
+    }
+
+    void traceEnd(NcclWork w, boolean ok) {
+        synchronized (recorder) {
+            if (ok) {
+                recorder.completed(w.trace);
+            } else {
+                recorder.failed(w.trace);
+            }
+        }
+    }
+
+    /** The name of this communicator in dumps: the same on every rank, so that jccl doctor lines them up. */
+    private String traceName() {
+        return "nccl-" + scope;
+    }
+
+    private void autoDump(String reason) {
+        if (traceDir == null) {
+            return;
+        }
+        try {
+            java.nio.file.Path f;
+            synchronized (recorder) {
+                f = recorder.dump(traceDir, traceName(), rank, size, reason);
+            }
+            LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Writes this rank's flight recorder (the last {@code JCCL_TRACE_BUFFER} operations: collective
+     * index, op, type, count, root/peer, state, times) as {@code dir/jccl-trace-nccl-...-rank<r>.json};
+     * {@code jccl doctor dir} reads every rank's. Dumps also happen by themselves on a failure or
+     * abort when {@code JCCL_TRACE_DIR} is set.
+     */
+    @Override
+    public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+        Objects.requireNonNull(dir, "dir");
+        try {
+            synchronized (recorder) {
+                return recorder.dump(dir, traceName(), rank, size, "dumpFlightRecord() called");
+            }
+        } catch (java.io.IOException e) {
+            throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
+        }
+    }
 
     /** When a delayed ncclCommAbort is due (System.nanoTime), for close(); 0 when none. */
     private volatile long nativeAbortAt;

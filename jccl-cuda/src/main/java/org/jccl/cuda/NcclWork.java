@@ -54,6 +54,8 @@ public final class NcclWork implements Work {
     long collective;
     /** The peer of a send or receive (the root of a rooted collective). */
     int peer;
+    /** Its entry in the communicator's flight recorder (-1: none). */
+    long trace = -1;
     /** How long this work may take (the communicator's timeout, or a withTimeout view's); set before publication. */
     long budgetNanos;
     private volatile CudaEvent event;
@@ -184,6 +186,7 @@ public final class NcclWork implements Work {
             return;
         }
         if (STATE.compareAndSet(this, PENDING, DONE)) {
+            comm.traceEnd(this, true);
             uncount();
             CudaEvent e = event;
             if (e != null) {
@@ -204,6 +207,7 @@ public final class NcclWork implements Work {
                 return;
             }
         }
+        comm.traceEnd(this, false);
         uncount();
     }
 

@@ -32,6 +32,9 @@ class NcclProcessTest {
         if (mode.equals("check")) {
             pb.environment().put("JCCL_CHECK", "1");
         }
+        if (mode.equals("shrink")) {
+            pb.environment().put("JCCL_TRACE_DIR", dir.resolve("traces").toString());
+        }
         if (STORE_PORT.get() != 0) {
             pb.environment().put("JCCL_TEST_STORE_PORT", Integer.toString(STORE_PORT.get()));
         }
@@ -156,7 +159,17 @@ class NcclProcessTest {
     @Test
     void survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly() throws Exception {
         shrinkAfterKill("shrink", 8_000 + 4_000);
+        // JCCL_TRACE_DIR: every survivor dumped its flight recorder when the all-reduce failed.
+        Path traces = lastDir.resolve("traces");
+        String verdict = org.jccl.diag.Doctor.diagnose(traces);
+        System.out.println("doctor: " + verdict);
+        int size = CudaDevice.count();
+        assertTrue(verdict.contains((size - 1) + " of " + size + " ranks dumped"), verdict);
+        assertTrue(verdict.contains("no dump from rank(s) [" + (size - 1) + "]"), verdict);
+        assertTrue(verdict.contains("allReduce"), verdict);
     }
+
+    private Path lastDir;
 
     /** With heartbeats through a TCP store, the death is known within 2 heartbeats + 1 s, not at the deadline. */
     @Test
@@ -210,6 +223,7 @@ class NcclProcessTest {
         Gpu.assume(2);
         int size = CudaDevice.count();
         Path dir = workDir("jccl-" + mode);
+        lastDir = dir;
         List<Process> ps = new ArrayList<>();
         for (int r = 0; r < size; r++) {
             ps.add(start(mode, r, size, dir));

@@ -287,9 +287,12 @@ final class MpiCommunicator implements Communicator {
         try {
             checkOpen();
             if (async) {
-                return new MpiWork(this, staging, false).reset(name, type, n, op, peer);
+                MpiWork w = new MpiWork(this, staging, false).reset(name, type, n, op, peer);
+                w.trace = traceStart(name, type, n, op, peer);
+                return w;
             }
             blocking.reset(name, type, n, op, peer);
+            blocking.trace = traceStart(name, type, n, op, peer);
             if (rt.nativeBlocking) {
                 // After the reset: the watchdog reads the description after it sees this.
                 NATIVE_CALLS.setRelease(this, nativeCalls + 1);
@@ -388,8 +391,76 @@ final class MpiCommunicator implements Communicator {
         if (broken == null) {
             broken = e;
             LOG.warn(rank, e.getMessage());
+            autoDump(e.getMessage());
         }
         return e;
+    }
+
+    // ------------------------------------------------------------------ flight recorder
+
+    /** Operation names as the flight recorder and jccl doctor show them. */
+    private static final String[] TRACE_OPS = {"allReduce", "broadcast", "reduce", "allGather", "gather",
+        "reduceScatter", "allToAll", "scatter", "send", "recv", "barrier"};
+    /** The last JCCL_TRACE_BUFFER operations; its monitor guards it (works complete on other threads). */
+    private final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(TRACE_OPS);
+    private final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
+    /** Collectives issued (sends and receives are not counted: they need not pair up across ranks). */
+    private long collectives;
+
+    /** Records an operation as started; called under the communicator's lock. */
+    private long traceStart(String name, DataType type, long n, ReduceOp op, int peer) {
+        int code = java.util.Arrays.asList(TRACE_OPS).indexOf(name);
+        boolean p2p = name.equals("send") || name.equals("recv");
+        long index = p2p ? 0 : ++collectives;
+        synchronized (recorder) {
+            long h = recorder.schedule(index, code, type == null ? -1 : type.ordinal(), n,
+                    op == null ? -1 : op.kind().ordinal(), p2p ? -1 : peer, p2p ? peer : -1);
+            recorder.started(h);
+            return h;
+        }
+    }
+
+    /** Records an operation's end. */
+    void traceEnd(long handle, boolean ok) {
+        synchronized (recorder) {
+            if (ok) {
+                recorder.completed(handle);
+            } else {
+                recorder.failed(handle);
+            }
+        }
+    }
+
+    private void autoDump(String reason) {
+        if (traceDir == null) {
+            return;
+        }
+        try {
+            java.nio.file.Path f;
+            synchronized (recorder) {
+                f = recorder.dump(traceDir, id, rank, size, reason);
+            }
+            LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Writes this rank's flight recorder as {@code dir/jccl-trace-<comm>-rank<r>.json}; {@code jccl
+     * doctor dir} reads every rank's. Dumps also happen by themselves on a failure when {@code
+     * JCCL_TRACE_DIR} is set.
+     */
+    @Override
+    public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+        Checks.notNull(dir, "dir");
+        try {
+            synchronized (recorder) {
+                return recorder.dump(dir, id, rank, size, "dumpFlightRecord() called");
+            }
+        } catch (java.io.IOException e) {
+            throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
+        }
     }
 
     /** The exception of a work that passed the communicator's deadline; the communicator is broken after it. */

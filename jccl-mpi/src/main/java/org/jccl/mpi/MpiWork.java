@@ -91,6 +91,9 @@ final class MpiWork implements Work {
     }
 
     /** Prepares this (reused) instance for the next operation. */
+    /** Its entry in the communicator's flight recorder (-1: none). */
+    long trace = -1;
+
     /** The deadline of the current operation (the communicator's timeout, or a withTimeout view's). */
     private volatile long budgetNanos;
 
@@ -181,6 +184,7 @@ final class MpiWork implements Work {
 
     /** MPI did not start the operation: frees what it took. */
     void abandon() {
+        comm.traceEnd(trace, false);
         release();
         if (!reusable) {
             staging.giveControl(control);
@@ -275,6 +279,7 @@ final class MpiWork implements Work {
     private void complete(JcclException f) {
         release();
         failure = f;
+        comm.traceEnd(trace, f == null);
         DONE.setRelease(this, true);
         if (!reusable) {
             // MPI_Test has freed the request: nothing touches the control block any more.
@@ -288,6 +293,7 @@ final class MpiWork implements Work {
         if (!isDoneLocally()) {
             nStaged = 0;
             failure = e;
+            comm.traceEnd(trace, false);
             DONE.setRelease(this, true);
         }
     }

@@ -82,11 +82,15 @@ class MpiCollectivesTest {
 
     /** A collective another rank never joins fails at the deadline, naming itself; the job still ends cleanly. */
     @Test
-    void aLonelyCollectiveTimesOut() throws Exception {
-        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s"),
-                120, "timeout");
+    void aLonelyCollectiveTimesOut(@org.junit.jupiter.api.io.TempDir java.nio.file.Path traces) throws Exception {
+        MpiJob.Result r = MpiJob.run(3, MpiRankMain.class, List.of(), Map.of("JCCL_BACKEND", "mpi", "JCCL_TIMEOUT", "2s",
+                "JCCL_TRACE_DIR", traces.toString()), 120, "timeout");
         assertAllOk(r, 3);
         assertTrue(r.output().contains("timed out after"), r.output());
+        // Rank 0 dumped its flight recorder when its lonely calls timed out; the doctor reads it.
+        String verdict = org.jccl.diag.Doctor.diagnose(traces);
+        assertTrue(verdict.contains("1 of 3 ranks dumped"), verdict);
+        assertTrue(verdict.contains("started allReduce(FLOAT32 x 16, SUM)"), verdict);
         assertTrue(r.output().contains("view timed out after"), r.output());
     }
 

@@ -204,10 +204,7 @@ final class MpiCommunicator implements Communicator {
      */
     @Override
     public Communicator withTimeout(Duration timeout) {
-        if (timeout == null || timeout.isZero() || timeout.isNegative()) {
-            throw new IllegalArgumentException("timeout is " + timeout + ": give a positive duration, e.g. "
-                    + "Duration.ofSeconds(30)");
-        }
+        org.jccl.Checks.timeout(timeout, "timeout");
         return new org.jccl.internal.TimeoutView(this, t -> callTimeout = t, timeout);
     }
 

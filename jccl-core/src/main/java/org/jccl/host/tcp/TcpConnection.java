@@ -387,7 +387,7 @@ final class TcpConnection {
                     }
                     byte[] r = new byte[len];
                     MemorySegment.copy(inSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, inRead + Frame.HEADER_BYTES, r, 0, len);
-                    abortReason = new String(r, StandardCharsets.UTF_8);
+                    abortReason = printable(new String(r, StandardCharsets.UTF_8));
                     long code = Frame.word(inSeg, inRead, Frame.TAG);
                     abortCode = code == 0 ? Frame.ABORT_FAILED : code;
                     inRead += Frame.HEADER_BYTES + len;
@@ -446,6 +446,23 @@ final class TcpConnection {
             }
         }
         return moved;
+    }
+
+    /** The reason a peer sent, with control characters (terminal escapes, line breaks in logs) replaced. */
+    static String printable(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isISOControl(c)) {
+                if (b == null) {
+                    b = new StringBuilder(s.substring(0, i));
+                }
+                b.append('?');
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? s : b.toString();
     }
 
     private void nextRecvFrame(TcpOp op) {

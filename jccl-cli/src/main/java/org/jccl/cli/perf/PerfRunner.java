@@ -142,18 +142,28 @@ public final class PerfRunner {
             String what = c.cliName() + " " + t.shortName() + (op == null ? "" : " " + op.shortName())
                     + (root >= 0 ? " root " + root : "");
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
-                Launch w = new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root);
+                Launch[] w = {new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root),
+                    new Launch(c, c.counts(warmBytes, ts, ranks), true, send, recv, op, root)};
                 for (int i = 0; i < cfg.warmup(); i++) {
-                    // Warm up the way the timed loop runs (-z 1: the blocking calls), so the JIT has
-                    // compiled that path before the clock starts.
+                    // Warm up the way the timed loop runs (-z 1: the blocking calls), both placements,
+                    // with the barriers that start each timed loop: a JIT compiles what it saw, and a
+                    // path first taken after the warm-up (another buffer, the barrier's empty
+                    // messages) throws compiled code away in the middle of a measurement.
+                    Launch l = w[i & 1];
                     if (cfg.blocking()) {
-                        w.run();
+                        l.run();
                     } else {
-                        w.start(pending);
+                        l.start(pending);
+                    }
+                    if ((i & 7) == 7) {
+                        awaitPending();
+                        comm.barrier();
                     }
                 }
                 awaitPending();
+                comm.barrier();
             }
+            gather(new double[4], stats, staging); // and the exchange of the results, once
             for (int i = 0; i < sizes.size(); i++) {
                 long bytes = sizes.get(i);
                 Collective.Counts k = c.counts(bytes, ts, ranks);

@@ -128,7 +128,7 @@ final class TcpConnection {
                     sendMidFrame = false;
                 }
                 int len = op.frameLength(sendFrame, chunk);
-                ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : t.view(op.seg);
+                ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : op.view;
                 if (!sendMidFrame && capacity - outFill >= Frame.HEADER_BYTES + (direct != null ? DIRECT_PREFIX_BYTES : 0)) {
                     Frame.put(outSeg, outFill, Frame.DATA, len, t.commId(), op.seq, op.call, op.count, op.tag,
                             op.frameOffset(sendFrame, chunk), op.bytes);
@@ -147,7 +147,7 @@ final class TcpConnection {
                 if (sendMidFrame && sendDirect != null) {
                     // Single-buffer writes: a gathering write allocates per call for segment views.
                     if (outFill == outFlush) {
-                        long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
+                        long at = op.viewAt + op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
                         sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
                         int n = ch.write(sendDirect);
                         if (n > 0) {
@@ -313,7 +313,7 @@ final class TcpConnection {
                 // the frame: the next header comes through the staging buffer).
                 TcpOp op = recvQ.peek();
                 int len = op.frameLength(recvFrame, t.chunkBytes());
-                long at = op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
+                long at = op.viewAt + op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
                 recvDirect.limit((int) (at + len - recvGot)).position((int) at);
                 int n;
                 try {
@@ -427,7 +427,7 @@ final class TcpConnection {
                 inRead += Frame.HEADER_BYTES;
                 recvInFrame = true;
                 recvGot = 0;
-                recvDirect = len >= DIRECT_MIN_BYTES ? t.view(op.seg) : null;
+                recvDirect = len >= DIRECT_MIN_BYTES ? op.view : null;
                 moved = true;
             }
             TcpOp op = recvQ.peek();

@@ -4,6 +4,8 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,9 +19,10 @@ import org.jccl.Work;
 /**
  * Runs the sweep of a {@link PerfConfig} on one rank of a communicator, as nccl-tests does: for
  * each collective, type, operator and root, warm up at the largest and the smallest size, then
- * for each size and each placement (out of place, in place) run one untimed collective, a
- * barrier, {@code iters} timed collectives, and with {@code -c 1} one checked collective on fresh
- * data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
+ * for each size and each placement (out of place, in place) run untimed collectives until the
+ * JIT has compiled them ({@link #settle}: a JVM measured right after a change of size measures
+ * its recompilation), a barrier, {@code iters} timed collectives, and with {@code -c 1} one
+ * checked collective on fresh data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
  * every rank ends with the same rows: the time of a cell is the largest of the ranks' means and
  * its wrong count the sum over ranks.
  *
@@ -173,7 +176,7 @@ public final class PerfRunner {
                 for (int placement = 0; placement < 2; placement++) {
                     boolean inPlace = placement == 1;
                     Launch launch = new Launch(c, k, inPlace, send, recv, op, root);
-                    mine[placement * 2] = time(launch, data, staging);
+                    mine[placement * 2] = time(launch, data, staging, stats);
                     mine[placement * 2 + 1] = data == null ? Measurement.NOT_CHECKED
                             : check(launch, data, staging);
                 }
@@ -197,7 +200,7 @@ public final class PerfRunner {
     }
 
     /** Mean seconds of one collective on this rank. */
-    private double time(Launch launch, TestData data, MemorySegment staging) {
+    private double time(Launch launch, TestData data, MemorySegment staging, Buffer stats) {
         if (data != null) {
             launch.initialize(data, staging);
         }
@@ -207,6 +210,7 @@ public final class PerfRunner {
         for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
             runOnce(launch);
         }
+        settle(launch, stats, staging);
         comm.barrier();
         long t0 = System.nanoTime();
         if (cfg.blocking()) {
@@ -222,6 +226,41 @@ public final class PerfRunner {
             awaitPending();
         }
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /** Longest untimed warm-up of one size and placement while the JIT keeps compiling. */
+    static final double SETTLE_MAX_SECONDS = 2;
+    /** Length of one block of that warm-up. */
+    static final double SETTLE_BLOCK_SECONDS = 0.02;
+
+    /**
+     * Untimed calls of this size and placement until the JIT has compiled what they run: blocks of
+     * about {@value #SETTLE_BLOCK_SECONDS} s until one in which no rank's JIT compiled anything,
+     * for at most {@value #SETTLE_MAX_SECONDS} s. A size or placement that takes a path the
+     * compiled code had not seen sends those methods back to the interpreter until they are
+     * recompiled (on 2 busy cores that took up to a second), and a short timed loop would measure
+     * that instead of the collective. The ranks agree on every block (they exchange their
+     * compilation activity), so all run the same number of calls.
+     */
+    private void settle(Launch launch, Buffer stats, MemorySegment staging) {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
+        long t0 = System.nanoTime();
+        runOnce(launch);
+        double[] g = gather(new double[] {(System.nanoTime() - t0) / 1e9, 0, 0, 0}, stats, staging);
+        int block = (int) Math.max(1, Math.min(100_000, Math.ceil(SETTLE_BLOCK_SECONDS / Math.max(g[0], 1e-9))));
+        long start = System.nanoTime();
+        while (true) {
+            long before = watch ? jit.getTotalCompilationTime() : 0;
+            for (int i = 0; i < block; i++) {
+                runOnce(launch);
+            }
+            boolean busy = watch && jit.getTotalCompilationTime() != before;
+            double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
+            if (r[1] == 0 || r[0] > SETTLE_MAX_SECONDS) {
+                return;
+            }
+        }
     }
 
     /**

@@ -19,9 +19,9 @@ import org.jccl.Work;
 /**
  * Runs the sweep of a {@link PerfConfig} on one rank of a communicator, as nccl-tests does: for
  * each collective, type, operator and root, warm up at the largest and the smallest size, then
- * for each size and each placement (out of place, in place) run untimed collectives until the
- * JIT has compiled them ({@link #settle}: a JVM measured right after a change of size measures
- * its recompilation), a barrier, {@code iters} timed collectives, and with {@code -c 1} one
+ * for each size and each placement (out of place, in place) run one untimed collective (with
+ * {@link #settle(double)}: untimed collectives until the JIT has compiled them; a JVM measured
+ * right after a change of size can measure its recompilation), a barrier, {@code iters} timed collectives, and with {@code -c 1} one
  * checked collective on fresh data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
  * every rank ends with the same rows: the time of a cell is the largest of the ranks' means and
  * its wrong count the sum over ranks.
@@ -67,6 +67,18 @@ public final class PerfRunner {
             throw new IllegalArgumentException("-r " + cfg.root() + " is not a rank of this job: it has " + ranks
                     + " ranks (0.." + (ranks - 1) + "); give -r 0.." + (ranks - 1) + " or -r all");
         }
+    }
+
+    private double settleSeconds;
+
+    /**
+     * Before timing each size and placement, runs it untimed until the JIT has compiled it, for at
+     * most {@code seconds} (0, the default: no such wait; see {@link #settle(Launch, Buffer,
+     * MemorySegment)}). Returns this runner.
+     */
+    public PerfRunner settle(double seconds) {
+        this.settleSeconds = seconds;
+        return this;
     }
 
     /**
@@ -228,21 +240,22 @@ public final class PerfRunner {
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
     }
 
-    /** Longest untimed warm-up of one size and placement while the JIT keeps compiling. */
-    static final double SETTLE_MAX_SECONDS = 2;
-    /** Length of one block of that warm-up. */
+    /** Length of one block of the warm-up that waits for the JIT. */
     static final double SETTLE_BLOCK_SECONDS = 0.02;
 
     /**
      * Untimed calls of this size and placement until the JIT has compiled what they run: blocks of
      * about {@value #SETTLE_BLOCK_SECONDS} s until one in which no rank's JIT compiled anything,
-     * for at most {@value #SETTLE_MAX_SECONDS} s. A size or placement that takes a path the
+     * for at most {@link #settle(double)} seconds (0: not at all). A size or placement that takes a path the
      * compiled code had not seen sends those methods back to the interpreter until they are
      * recompiled (on 2 busy cores that took up to a second), and a short timed loop would measure
      * that instead of the collective. The ranks agree on every block (they exchange their
      * compilation activity), so all run the same number of calls.
      */
     private void settle(Launch launch, Buffer stats, MemorySegment staging) {
+        if (settleSeconds <= 0) {
+            return;
+        }
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         long t0 = System.nanoTime();
@@ -257,7 +270,7 @@ public final class PerfRunner {
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
             double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
-            if (r[1] == 0 || r[0] > SETTLE_MAX_SECONDS) {
+            if (r[1] == 0 || r[0] > settleSeconds) {
                 return;
             }
         }

@@ -62,10 +62,9 @@ public final class TcpTransport implements AutoCloseable {
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
     private static final long GRACE_NANOS = 100_000_000L;
-    /** Waits with more bytes than this in flight sleep in the selector at once instead of polling. */
-    /** Polls of a wait yield the core after this long. */
     /** Handshakes the listener runs at once during setup; one more closes the oldest. */
     static final int ACCEPT_MAX_PENDING = 64;
+    /** Polls of a wait yield the core after this long. */
     private static final long YIELD_AFTER_NANOS = 20_000;
 
     private final String name;
@@ -382,9 +381,11 @@ public final class TcpTransport implements AutoCloseable {
             ByteBuffer out;
             SelectionKey key;
             String who;
-            /** Set when the result is decided: the result byte, and the key of an accepted connection (or -1). */
+            /** Set once the hello is in: then {@link #out} holds the result byte to send (or null: close at once). */
             boolean decided;
+            /** The accepted connection's slot (peer * (sockets + 1) + index), or -1. */
             int slot = -1;
+            /** Why the caller is refused, or null. */
             String refusal;
 
             Pending(SocketChannel ch) {
@@ -465,7 +466,8 @@ public final class TcpTransport implements AutoCloseable {
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
                 if (pending.size() >= MAX_PENDING) {
-                    drop(pending.peekFirst(), "was closed: more than " + MAX_PENDING + " handshakes at once");
+                    drop(pending.peekFirst(), "had not completed its handshake when " + MAX_PENDING
+                            + " more callers were waiting (the oldest handshake makes room)");
                 }
                 pending.addLast(p);
                 p.out = ByteBuffer.wrap(Handshake.welcome(token != null, p.nonce));

@@ -346,8 +346,21 @@ final class TcpConnection {
             if (inWrite == capacity || eof || ioError != null || (!any && recvQ.isEmpty())) {
                 return moved;
             }
+            int room = capacity;
+            if (!recvInFrame && inWrite - inRead < Frame.HEADER_BYTES && nextFrameDirect()) {
+                // The next frame's payload goes straight into place: read its header alone (one
+                // small read more per frame), else the staging read takes in up to a whole frame
+                // of payload and copies it once more (measured: over 90% of the bytes of 256 KiB
+                // frames went that way).
+                if (inRead > 0) {
+                    MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
+                    inWrite -= inRead;
+                    inRead = 0;
+                }
+                room = Frame.HEADER_BYTES;
+            }
             int n;
-            in.limit(capacity).position(inWrite);
+            in.limit(room).position(inWrite);
             try {
                 n = rch.read(in);
             } catch (IOException e) {
@@ -364,6 +377,16 @@ final class TcpConnection {
             inWrite += n;
             moved = true;
         }
+    }
+
+    /** True when the next frame expected on this socket is read straight into the receiver's memory. */
+    private boolean nextFrameDirect() {
+        TcpOp op = recvQ.peek();
+        if (op == null || op.view == null) {
+            return false;
+        }
+        int f = recvFrame >= 0 ? recvFrame : op.firstFrameOn(Math.max(index, 0));
+        return f < op.frames && op.frameLength(f, t.chunkBytes()) >= DIRECT_MIN_BYTES;
     }
 
     /** Parses buffered frames into the posted receives. */

@@ -299,13 +299,26 @@ class TcpTransportFuzzTest {
                     byte[] nonce = welcomeNonce(socks[i]);
                     socks[i].getOutputStream().write(hello(comm, 1, i, 0, cfg, token, nonce));
                     assertEquals(Handshake.R_OK, socks[i].getInputStream().read(), "the test's own hello was refused");
+                    // take in whatever rank 0 sends (its half of the all-reduce, ABORT and CLOSE frames)
+                    InputStream drain = socks[i].getInputStream();
+                    VT.execute(() -> {
+                        byte[] sink = new byte[1 << 16];
+                        try {
+                            while (drain.read(sink) >= 0) {
+                                // discard
+                            }
+                        } catch (IOException ignored) {
+                            // closed
+                        }
+                    });
                 }
                 try (Communicator c0 = r0.get(20, TimeUnit.SECONDS)) {
-                    float[] mine = new float[16];
+                    // a small frame (staged), or a 128 KiB one (one-shot still; its payload is read in place)
+                    float[] mine = new float[rnd.nextInt(3) == 0 ? 32768 : 16];
                     for (int i = 0; i < mine.length; i++) {
                         mine[i] = i;
                     }
-                    // rank 0 runs one small all-reduce (one-shot: a single 64-byte frame each way)
+                    // rank 0 runs one all-reduce (one-shot: a single frame each way)
                     Future<Object> call = VT.submit(() -> {
                         long tid = Thread.currentThread().threadId();
                         long before = mx.getThreadAllocatedBytes(tid);
@@ -322,6 +335,9 @@ class TcpTransportFuzzTest {
                     FuzzFrame f = fuzzFrame(rnd, comm, mine.length, silentRound);
                     OutputStream o = socks[f.socket % (k + 1)].getOutputStream();
                     writeQuietly(o, f.bytes);
+                    if (f.valid) {
+                        call.get(20, TimeUnit.SECONDS); // a well-formed frame: the call completes before the hang-up
+                    }
                     if (!f.holdOpen) {
                         Thread.sleep(20);
                         for (Socket s : socks) {
@@ -331,21 +347,22 @@ class TcpTransportFuzzTest {
                     Object[] out = (Object[]) call.get(20, TimeUnit.SECONDS);
                     long allocated = (Long) out[1];
                     assertTrue(allocated < 8 << 20, f.what + ": the call allocated " + allocated + " bytes");
+                    String what = f.what + " (" + mine.length * 4 + "-byte all-reduce)";
                     if (out[0] instanceof float[] got) {
                         // only a well-formed frame may complete the call: the sum of both inputs
-                        assertTrue(f.valid, f.what + ": a malformed frame completed the call");
+                        assertTrue(f.valid, what + ": a malformed frame completed the call");
                         for (int i = 0; i < got.length; i++) {
-                            assertEquals(i + f.payload[i], got[i], f.what + ": element " + i);
+                            assertEquals(i + f.payload[i], got[i], what + ": element " + i);
                         }
                         completed++;
                         outcomes.merge("completed", 1, Integer::sum);
                     } else {
                         Throwable e = (Throwable) out[0];
-                        assertInstanceOf(JcclException.class, e, f.what + ": " + e);
+                        assertInstanceOf(JcclException.class, e, what + ": " + e);
                         for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
-                            assertInstanceOf(IOException.class, c, f.what + ": unexpected cause " + c + " of " + e);
+                            assertInstanceOf(IOException.class, c, what + ": unexpected cause " + c + " of " + e);
                         }
-                        assertTrue(!f.valid, f.what + ": a well-formed frame failed the call: " + e);
+                        assertTrue(!f.valid, what + ": a well-formed frame failed the call: " + e);
                         if (f.holdOpen) {
                             assertInstanceOf(org.jccl.CollectiveTimeoutException.class, e, f.what);
                         }

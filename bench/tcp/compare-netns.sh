@@ -3,7 +3,7 @@
 # namespaces joined by veth pairs on a bridge, one run, same sizes, ratios in a markdown table.
 #
 #   bench/tcp/compare-netns.sh [-c allreduce,allgather,...|all] [-b 8] [-e 64M] [-f 2] [-p 1]
-#                              [-r 1] [-T 0.2] [-x jccl,mpi] [-t 1800] [-o DIR]
+#                              [-r 1] [-T 0.2] [-S 2] [-x jccl,mpi] [-t 1800] [-o DIR]
 #
 # Needs root, iproute2, Open MPI (apt-get install -y openmpi-bin libopenmpi-dev) and JDK 25.
 # jccl: ./jccl perf -z 1 (back-to-back blocking calls, timed as bench/mpi/mpi_coll times Open MPI)
@@ -13,25 +13,26 @@
 # over eth0 (the veth), the remote daemon started through a launch agent that does `ip netns
 # exec` instead of ssh. -r R runs both libraries R times, alternating, and keeps each one's best
 # time per size (on a shared machine the other load only ever adds time). Namespaces are removed
-# on exit, also on failure or Ctrl-C. Results and raw tables stay in DIR (default
-# bench/results/netns-<UTC date>); DIR/compare.md has the tables.
+# on exit, also on failure or Ctrl-C. -S: jccl perf --settle S (each size is timed once the JIT
+# compiled it, waiting at most S seconds; 0: right after its warm-up calls). Results and raw
+# tables stay in DIR (default bench/results/netns-<UTC date>); DIR/compare.md has the tables.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 colls="allreduce,allgather,reducescatter,broadcast,alltoall" minb="8" maxb="64M" factor="2" per="1" repeats="1"
-target="0.2" skip="" limit="1800"
+target="0.2" skip="" limit="1800" settle="2"
 out="$root/bench/results/netns-$(date -u +%Y%m%d-%H%M%S)"
 
 usage() {
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
-while getopts "c:b:e:f:p:r:T:x:t:o:h" opt; do
+while getopts "c:b:e:f:p:r:T:S:x:t:o:h" opt; do
     case "$opt" in
         c) colls="$OPTARG" ;; b) minb="$OPTARG" ;; e) maxb="$OPTARG" ;; f) factor="$OPTARG" ;; p) per="$OPTARG" ;;
         r) repeats="$OPTARG" ;;
-        T) target="$OPTARG" ;; x) skip="$OPTARG" ;; t) limit="$OPTARG" ;; o) out="$OPTARG" ;; h) usage 0 ;; *) usage 2 ;;
+        T) target="$OPTARG" ;; S) settle="$OPTARG" ;; x) skip="$OPTARG" ;; t) limit="$OPTARG" ;; o) out="$OPTARG" ;; h) usage 0 ;; *) usage 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -96,7 +97,7 @@ header="$out/header.md"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine may be shared: numbers are only as good as its quietness)"
     echo "- jccl: commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown), JCCL_* transport settings at their defaults"
     echo "- Open MPI: $(mpirun --version 2>/dev/null | head -1 | sed 's/^mpirun (Open MPI) /Open MPI /' || echo 'not installed'), --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0"
-    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf -z 1 (back-to-back blocking calls, as mpi_coll times), warm-up/iterations per size band: <= 64 KiB 20000/50000, <= 1 MiB 20000/200, larger 50/20 (each band a fresh JVM: the JIT needs tens of thousands of calls to settle on 2 busy cores)"
+    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf -z 1 (back-to-back blocking calls, as mpi_coll times), warm-up/iterations per size band: <= 64 KiB 20000/50000, <= 1 MiB 20000/200, larger 50/20 (each band a fresh JVM: the JIT needs tens of thousands of calls to settle on 2 busy cores), --settle $settle (each size and placement timed once no rank's JIT compiled anything in a ~20 ms block of untimed calls, waiting at most $settle s)"
     echo "- repeats: $repeats, libraries alternating; each cell is the library's best mean over the repeats"
 } > "$header"
 cat "$header" | tee -a "$out/run.log"
@@ -138,14 +139,14 @@ run_jccl() { # $1: repeat number
             read -r bmin bmax warm iters <<< "$band"
             k=$((k + 1))
             port=$((29600 + RANDOM % 1000))
-            log "\$ jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0, $n ranks in $pfx-h0/h1"
+            log "\$ jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0 --settle $settle, $n ranks in $pfx-h0/h1"
             pids=()
             for ((r = 0; r < n; r++)); do
                 h=$((r / per))
                 ip netns exec "$pfx-h$h" env -u RANK -u WORLD_SIZE JCCL_RANK=$r JCCL_WORLD_SIZE=$n \
                     JCCL_LOCAL_RANK=$((r % per)) JCCL_LOCAL_WORLD_SIZE=$per JCCL_STORE=10.77.0.1:$port \
                     JCCL_JOB_ID="netns$$-$c-$k-$rep" JCCL_HOST_ID="host$h" \
-                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0 --json '$out/raw/jccl-$c-$k-$rep.json'" \
+                    bash -c "cd '$root' && exec timeout $limit ./jccl perf $c -b $bmin -e $bmax -f $factor -w $warm -n $iters -z 1 -c 0 --settle $settle --json '$out/raw/jccl-$c-$k-$rep.json'" \
                     > "$out/raw/jccl-$c-$k-$rep-r$r.txt" 2>&1 &
                 pids+=($!)
             done

@@ -19,6 +19,10 @@ public final class HostBuffer implements Buffer {
     /** The heap array under the segment, or null for native memory (cached: overlap checks allocate nothing). */
     private final Object heapBase;
 
+    static {
+        JitStability.loadSegmentKinds();
+    }
+
     private HostBuffer(MemorySegment segment, DataType type, long count) {
         this.segment = segment;
         this.type = type;

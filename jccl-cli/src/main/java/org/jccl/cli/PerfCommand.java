@@ -120,6 +120,12 @@ final class PerfCommand implements Callable<Integer> {
                     + "(default: ${DEFAULT-VALUE}).")
     int blocking;
 
+    @Option(names = "--settle", paramLabel = "SECONDS", defaultValue = "0",
+            description = "Before timing each size and placement, run it untimed until the JIT has compiled it (until a "
+                    + "~20 ms block in which no rank's JIT compiled anything), for at most SECONDS (default: ${DEFAULT-VALUE}, "
+                    + "off). A JVM timed right after a change of size can measure its recompilation.")
+    double settle;
+
     @Option(names = "--ranks", paramLabel = "N",
             description = "Start N local ranks (outside a job); inside a job, the job's size (checked).")
     Integer ranks;
@@ -209,6 +215,9 @@ final class PerfCommand implements Callable<Integer> {
         }
         if (blocking != 0 && blocking != 1) {
             throw bad("-z", Integer.toString(blocking), "use 0 (asynchronous) or 1 (blocking)");
+        }
+        if (!(settle >= 0 && settle <= 600)) {
+            throw bad("--settle", Double.toString(settle), "give 0 (off) to 600 seconds");
         }
         List<ReduceOp> ops = ops();
         List<DataType> types = types();
@@ -477,7 +486,7 @@ final class PerfCommand implements Callable<Integer> {
             boolean reporting = comm.rank() == 0;
             java.io.PrintStream out = reporting ? parent.out : null;
             Progress progress = new Progress(parent.err, reporting && Progress.stderrIsTerminal());
-            PerfRunner runner = new PerfRunner(comm, mem, cfg, out, progress);
+            PerfRunner runner = new PerfRunner(comm, mem, cfg, out, progress).settle(settle);
             String host = hostname();
             String devices = runner.devices(String.format(Locale.ROOT, "Pid %6d on %10s device %s",
                     ProcessHandle.current().pid(), host, mem.device()));

@@ -94,8 +94,8 @@ class PerfEndToEndTest {
                 + "{\"collective\":\"allreduce\",\"dtype\":\"float\",\"op\":\"sum\",\"root\":-1,\"bytes\":65536,\"count\":16384,"
                 + "\"oop\":{\"time_us\":50,\"algbw\":1.3,\"busbw\":1.3,\"wrong\":0},\"ip\":null}]}]}");
         MainTest.Result r = MainTest.main("perf", "allreduce", "--ranks", "2", "-b", "1K", "-e", "64K", "-f", "4",
-                "-n", "5", "-w", "2", "-z", "1", "--json", json.toString(), "--csv", csv.toString(), "--svg", svg.toString(),
-                "--compare", mpi.toString(), "--label", "jccl test");
+                "-n", "5", "-w", "2", "-z", "1", "--settle", "0.3", "--json", json.toString(), "--csv", csv.toString(),
+                "--svg", svg.toString(), "--compare", mpi.toString(), "--label", "jccl test");
         assertEquals(0, r.code(), r.err());
         String[] lines = r.out().split("\n");
         assertTrue(lines[0].startsWith("# jccl perf " + Jccl.VERSION + ": allreduce | backend host | 2 ranks | JDK "), lines[0]);

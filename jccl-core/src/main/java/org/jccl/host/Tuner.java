@@ -7,8 +7,8 @@ import java.util.Locale;
  * The threshold comes from measurements on 2-16 ranks (docs/BENCHMARKS.md): one-shot reads n
  * times the data but synchronises once, so it wins while the message is small.
  *
- * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes (four
- * times that with 2 ranks: it sends no more than the others then), recursive halving-doubling up
+ * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes ({@value
+ * #TCP_ONESHOT_MAX_BYTES_2} with 2 ranks: it sends no more than the others then), recursive halving-doubling up
  * to {@value #TCP_RHD_MAX_BYTES} bytes on more than 2 ranks of distinct hosts (2 log2 n rounds
  * instead of the ring's 2(n-1)), the pipelined ring above (and whenever several ranks share a
  * host, where ring neighbours mostly talk over loopback). A forced {@code rsag} means the ring over
@@ -29,6 +29,13 @@ public final class Tuner {
 
     /** Largest TCP all-reduce the tuner sends one-shot (more than 2 ranks). */
     public static final long TCP_ONESHOT_MAX_BYTES = 16 << 10;
+    /**
+     * Largest TCP all-reduce the tuner sends one-shot with 2 ranks: it sends as many bytes as the
+     * ring then (the whole vector each way) in one step instead of two dependent ones (measured
+     * on 2 cores over veth at 128 KiB: 30-42 us against 42-54 us for the ring; the ring wins from
+     * 256 KiB, where one-shot's reduction of the whole vector costs more than the step saves).
+     */
+    public static final long TCP_ONESHOT_MAX_BYTES_2 = 128 << 10;
     /** Largest TCP all-reduce the tuner gives to recursive halving-doubling. */
     public static final long TCP_RHD_MAX_BYTES = 1 << 20;
 
@@ -87,7 +94,7 @@ public final class Tuner {
             return forced == AllReduceAlgo.ONESHOT ? AllReduceAlgo.ONESHOT
                     : forced == AllReduceAlgo.RHD ? AllReduceAlgo.RHD : AllReduceAlgo.RING;
         }
-        if (bytes <= (ranks <= 2 ? 4 * TCP_ONESHOT_MAX_BYTES : TCP_ONESHOT_MAX_BYTES)) {
+        if (bytes <= (ranks <= 2 ? TCP_ONESHOT_MAX_BYTES_2 : TCP_ONESHOT_MAX_BYTES)) {
             return AllReduceAlgo.ONESHOT;
         }
         if (ranks > 2 && bytes <= TCP_RHD_MAX_BYTES && hosts >= ranks) {

@@ -4,6 +4,8 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,9 +19,10 @@ import org.jccl.Work;
 /**
  * Runs the sweep of a {@link PerfConfig} on one rank of a communicator, as nccl-tests does: for
  * each collective, type, operator and root, warm up at the largest and the smallest size, then
- * for each size and each placement (out of place, in place) run one untimed collective, a
- * barrier, {@code iters} timed collectives, and with {@code -c 1} one checked collective on fresh
- * data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
+ * for each size and each placement (out of place, in place) run one untimed collective (with
+ * {@link #settle(double)}: untimed collectives until the JIT has compiled them; a JVM measured
+ * right after a change of size can measure its recompilation), a barrier, {@code iters} timed collectives, and with {@code -c 1} one
+ * checked collective on fresh data. Each rank's mean time and wrong count are gathered (through the communicator itself) so
  * every rank ends with the same rows: the time of a cell is the largest of the ranks' means and
  * its wrong count the sum over ranks.
  *
@@ -64,6 +67,18 @@ public final class PerfRunner {
             throw new IllegalArgumentException("-r " + cfg.root() + " is not a rank of this job: it has " + ranks
                     + " ranks (0.." + (ranks - 1) + "); give -r 0.." + (ranks - 1) + " or -r all");
         }
+    }
+
+    private double settleSeconds;
+
+    /**
+     * Before timing each size and placement, runs it untimed until the JIT has compiled it, for at
+     * most {@code seconds} (0, the default: no such wait; see {@link #settle(Launch, Buffer,
+     * MemorySegment)}). Returns this runner.
+     */
+    public PerfRunner settle(double seconds) {
+        this.settleSeconds = seconds;
+        return this;
     }
 
     /**
@@ -142,18 +157,28 @@ public final class PerfRunner {
             String what = c.cliName() + " " + t.shortName() + (op == null ? "" : " " + op.shortName())
                     + (root >= 0 ? " root " + root : "");
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
-                Launch w = new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root);
+                Launch[] w = {new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root),
+                    new Launch(c, c.counts(warmBytes, ts, ranks), true, send, recv, op, root)};
                 for (int i = 0; i < cfg.warmup(); i++) {
-                    // Warm up the way the timed loop runs (-z 1: the blocking calls), so the JIT has
-                    // compiled that path before the clock starts.
+                    // Warm up the way the timed loop runs (-z 1: the blocking calls), both placements,
+                    // with the barriers that start each timed loop: a JIT compiles what it saw, and a
+                    // path first taken after the warm-up (another buffer, the barrier's empty
+                    // messages) throws compiled code away in the middle of a measurement.
+                    Launch l = w[i & 1];
                     if (cfg.blocking()) {
-                        w.run();
+                        l.run();
                     } else {
-                        w.start(pending);
+                        l.start(pending);
+                    }
+                    if ((i & 7) == 7) {
+                        awaitPending();
+                        comm.barrier();
                     }
                 }
                 awaitPending();
+                comm.barrier();
             }
+            gather(new double[4], stats, staging); // and the exchange of the results, once
             for (int i = 0; i < sizes.size(); i++) {
                 long bytes = sizes.get(i);
                 Collective.Counts k = c.counts(bytes, ts, ranks);
@@ -163,7 +188,7 @@ public final class PerfRunner {
                 for (int placement = 0; placement < 2; placement++) {
                     boolean inPlace = placement == 1;
                     Launch launch = new Launch(c, k, inPlace, send, recv, op, root);
-                    mine[placement * 2] = time(launch, data, staging);
+                    mine[placement * 2] = time(launch, data, staging, stats);
                     mine[placement * 2 + 1] = data == null ? Measurement.NOT_CHECKED
                             : check(launch, data, staging);
                 }
@@ -187,7 +212,7 @@ public final class PerfRunner {
     }
 
     /** Mean seconds of one collective on this rank. */
-    private double time(Launch launch, TestData data, MemorySegment staging) {
+    private double time(Launch launch, TestData data, MemorySegment staging, Buffer stats) {
         if (data != null) {
             launch.initialize(data, staging);
         }
@@ -197,6 +222,7 @@ public final class PerfRunner {
         for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
             runOnce(launch);
         }
+        settle(launch, stats, staging);
         comm.barrier();
         long t0 = System.nanoTime();
         if (cfg.blocking()) {
@@ -212,6 +238,42 @@ public final class PerfRunner {
             awaitPending();
         }
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /** Length of one block of the warm-up that waits for the JIT. */
+    static final double SETTLE_BLOCK_SECONDS = 0.02;
+
+    /**
+     * Untimed calls of this size and placement until the JIT has compiled what they run: blocks of
+     * about {@value #SETTLE_BLOCK_SECONDS} s until one in which no rank's JIT compiled anything,
+     * for at most {@link #settle(double)} seconds (0: not at all). A size or placement that takes a path the
+     * compiled code had not seen sends those methods back to the interpreter until they are
+     * recompiled (on 2 busy cores that took up to a second), and a short timed loop would measure
+     * that instead of the collective. The ranks agree on every block (they exchange their
+     * compilation activity), so all run the same number of calls.
+     */
+    private void settle(Launch launch, Buffer stats, MemorySegment staging) {
+        if (settleSeconds <= 0) {
+            return;
+        }
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
+        long t0 = System.nanoTime();
+        runOnce(launch);
+        double[] g = gather(new double[] {(System.nanoTime() - t0) / 1e9, 0, 0, 0}, stats, staging);
+        int block = (int) Math.max(1, Math.min(100_000, Math.ceil(SETTLE_BLOCK_SECONDS / Math.max(g[0], 1e-9))));
+        long start = System.nanoTime();
+        while (true) {
+            long before = watch ? jit.getTotalCompilationTime() : 0;
+            for (int i = 0; i < block; i++) {
+                runOnce(launch);
+            }
+            boolean busy = watch && jit.getTotalCompilationTime() != before;
+            double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
+            if (r[1] == 0 || r[0] > settleSeconds) {
+                return;
+            }
+        }
     }
 
     /**

@@ -1,9 +1,7 @@
 package org.jccl.host.tcp;
 
-import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -85,9 +83,11 @@ final class Handshake {
         d.flush();
     }
 
-    static Hello readHello(InputStream in) throws IOException {
-        byte[] a = new byte[HELLO_BYTES];
-        new DataInputStream(in).readFully(a);
+    /** Parses the {@value #HELLO_BYTES} bytes of a hello (nothing in it sizes an allocation). */
+    static Hello parseHello(byte[] a) throws IOException {
+        if (a.length != HELLO_BYTES) {
+            throw new IOException("a hello has " + HELLO_BYTES + " bytes, not " + a.length);
+        }
         ByteBuffer b = ByteBuffer.wrap(a);
         if (b.getInt() != MAGIC) {
             throw new IOException("not a jccl transport connection (wrong magic)");

@@ -130,7 +130,7 @@ final class TcpConnection {
                     sendMidFrame = false;
                 }
                 int len = op.frameLength(sendFrame, chunk);
-                ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : t.view(op.seg);
+                ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : op.view;
                 if (!sendMidFrame && capacity - outFill >= Frame.HEADER_BYTES + (direct != null ? DIRECT_PREFIX_BYTES : 0)) {
                     Frame.put(outSeg, outFill, Frame.DATA, len, t.commId(), op.seq, op.call, op.count, op.tag,
                             op.frameOffset(sendFrame, chunk), op.bytes);
@@ -149,7 +149,7 @@ final class TcpConnection {
                 if (sendMidFrame && sendDirect != null) {
                     // Single-buffer writes: a gathering write allocates per call for segment views.
                     if (outFill == outFlush) {
-                        long at = op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
+                        long at = op.viewAt + op.off + op.frameOffset(sendFrame, chunk) + sendCopied;
                         sendDirect.limit((int) (at + len - sendCopied)).position((int) at);
                         int n = ch.write(sendDirect);
                         if (n > 0) {
@@ -315,7 +315,7 @@ final class TcpConnection {
                 // the frame: the next header comes through the staging buffer).
                 TcpOp op = recvQ.peek();
                 int len = op.frameLength(recvFrame, t.chunkBytes());
-                long at = op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
+                long at = op.viewAt + op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
                 recvDirect.limit((int) (at + len - recvGot)).position((int) at);
                 int n;
                 try {
@@ -348,8 +348,21 @@ final class TcpConnection {
             if (inWrite == capacity || eof || ioError != null || (!any && recvQ.isEmpty())) {
                 return moved;
             }
+            int room = capacity;
+            if (!recvInFrame && inWrite - inRead < Frame.HEADER_BYTES && nextFrameDirect()) {
+                // The next frame's payload goes straight into place: read its header alone (one
+                // small read more per frame), else the staging read takes in up to a whole frame
+                // of payload and copies it once more (measured: over 90% of the bytes of 256 KiB
+                // frames went that way).
+                if (inRead > 0) {
+                    MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
+                    inWrite -= inRead;
+                    inRead = 0;
+                }
+                room = Frame.HEADER_BYTES;
+            }
             int n;
-            in.limit(capacity).position(inWrite);
+            in.limit(room).position(inWrite);
             try {
                 n = rch.read(in);
             } catch (IOException e) {
@@ -366,6 +379,16 @@ final class TcpConnection {
             inWrite += n;
             moved = true;
         }
+    }
+
+    /** True when the next frame expected on this socket is read straight into the receiver's memory. */
+    private boolean nextFrameDirect() {
+        TcpOp op = recvQ.peek();
+        if (op == null || op.view == null) {
+            return false;
+        }
+        int f = recvFrame >= 0 ? recvFrame : op.firstFrameOn(Math.max(index, 0));
+        return f < op.frames && op.frameLength(f, t.chunkBytes()) >= DIRECT_MIN_BYTES;
     }
 
     /** Parses buffered frames into the posted receives. */
@@ -389,7 +412,7 @@ final class TcpConnection {
                     }
                     byte[] r = new byte[len];
                     MemorySegment.copy(inSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, inRead + Frame.HEADER_BYTES, r, 0, len);
-                    abortReason = new String(r, StandardCharsets.UTF_8);
+                    abortReason = printable(new String(r, StandardCharsets.UTF_8));
                     long code = Frame.word(inSeg, inRead, Frame.TAG);
                     long blamed = Frame.word(inSeg, inRead, Frame.OFFSET) - 1;
                     abortCulprit = blamed >= 0 && blamed < Integer.MAX_VALUE ? (int) blamed : -1;
@@ -431,7 +454,7 @@ final class TcpConnection {
                 inRead += Frame.HEADER_BYTES;
                 recvInFrame = true;
                 recvGot = 0;
-                recvDirect = len >= DIRECT_MIN_BYTES ? t.view(op.seg) : null;
+                recvDirect = len >= DIRECT_MIN_BYTES ? op.view : null;
                 moved = true;
             }
             TcpOp op = recvQ.peek();
@@ -450,6 +473,23 @@ final class TcpConnection {
             }
         }
         return moved;
+    }
+
+    /** The reason a peer sent, with control characters (terminal escapes, line breaks in logs) replaced. */
+    static String printable(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isISOControl(c)) {
+                if (b == null) {
+                    b = new StringBuilder(s.substring(0, i));
+                }
+                b.append('?');
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? s : b.toString();
     }
 
     private void nextRecvFrame(TcpOp op) {

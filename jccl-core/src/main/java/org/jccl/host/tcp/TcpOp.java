@@ -20,6 +20,12 @@ final class TcpOp {
     long seq, call, count, tag;
     /** Frames of the message; frames not yet flushed to the kernel (send) or copied in (recv). */
     int frames, framesLeft;
+    /**
+     * A buffer over native memory containing the message's segment, for payloads read or written
+     * in place (null: through the staging buffers), and the position of the segment's byte 0 in it.
+     */
+    java.nio.ByteBuffer view;
+    long viewAt;
     /** Global index (per peer and direction) of frame 0, and the sockets it is spread over. */
     long base;
     int sockets;

@@ -46,8 +46,9 @@ import org.jccl.internal.Log;
  * sequence number and fingerprint: the receiver checks them and a difference is a {@link
  * CollectiveMismatchException}.
  *
- * <p>Every wait with little in flight polls for {@code JCCL_TCP_SPIN_US} (yielding the core between
- * polls after 20 microseconds), then sleeps in a selector that also watches
+ * <p>Every wait polls for {@code JCCL_TCP_SPIN_US} after the last byte moved (yielding the core
+ * between polls after 20 microseconds), large transfers included, then sleeps in a selector that
+ * also watches
  * every other socket, so a peer's ABORT frame, a closed or reset connection ({@link
  * PeerFailureException} naming the rank) and {@link #abort} end it at once; the call's deadline
  * ({@link CollectiveTimeoutException} naming the ranks that did not send) ends it at the latest.
@@ -61,8 +62,8 @@ public final class TcpTransport implements AutoCloseable {
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
     private static final long GRACE_NANOS = 100_000_000L;
-    /** Waits with more bytes than this in flight sleep in the selector at once instead of polling. */
-    private static final long POLL_MAX_INFLIGHT_BYTES = 64 << 10;
+    /** Handshakes the listener runs at once during setup; one more closes the oldest. */
+    static final int ACCEPT_MAX_PENDING = 64;
     /** Polls of a wait yield the core after this long. */
     private static final long YIELD_AFTER_NANOS = 20_000;
 
@@ -342,8 +343,23 @@ public final class TcpTransport implements AutoCloseable {
         }
     }
 
-    /** Accepts and checks the connections of the higher ranks during setup. */
+    /**
+     * Accepts and checks the connections of the higher ranks during setup, all handshakes at once
+     * on one selector (non-blocking): a caller that sends nothing, too little, too slowly or
+     * garbage holds no one else up. Every handshake must complete within {@link
+     * #HANDSHAKE_NANOS}; at most {@link #MAX_PENDING} run at once (a new one closes the oldest);
+     * the hello is a fixed 64 bytes, so nothing a caller sends allocates more. A caller that does
+     * not speak the protocol, is not expected, or (with a job token) does not prove the token is
+     * closed with the reason logged; the listener keeps serving the others and closes with the
+     * setup, so a communicator never listens after it is created.
+     */
     private static final class Acceptor implements Runnable {
+        /** Time a caller has for its whole handshake (slow callers cannot hold a slot longer). */
+        static final long HANDSHAKE_NANOS = 10_000_000_000L;
+        static final int MAX_PENDING = ACCEPT_MAX_PENDING;
+        /** Refusals logged one by one; later ones are counted and summed up at the end. */
+        static final int LOGGED_REFUSALS = 8;
+
         final ServerSocketChannel server;
         final String name;
         final long comm;
@@ -352,9 +368,32 @@ public final class TcpTransport implements AutoCloseable {
         final long deadline;
         final IntPredicate collPeer, p2pPeer;
         final ConcurrentHashMap<Integer, SocketChannel> accepted = new ConcurrentHashMap<>();
+        final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
         volatile Throwable error;
         volatile boolean stop;
         Thread thread;
+        int refused;
+
+        /** One caller's handshake: the welcome goes out, 64 hello bytes come in, one result byte goes out. */
+        static final class Pending {
+            final SocketChannel ch;
+            final long start = System.nanoTime();
+            final byte[] nonce = Handshake.nonce();
+            final ByteBuffer in = ByteBuffer.allocate(Handshake.HELLO_BYTES);
+            ByteBuffer out;
+            SelectionKey key;
+            String who;
+            /** Set once the hello is in: then {@link #out} holds the result byte to send (or null: close at once). */
+            boolean decided;
+            /** The accepted connection's slot (peer * (sockets + 1) + index), or -1. */
+            int slot = -1;
+            /** Why the caller is refused, or null. */
+            String refusal;
+
+            Pending(SocketChannel ch) {
+                this.ch = ch;
+            }
+        }
 
         Acceptor(ServerSocketChannel server, String name, long comm, int rank, int size, int k, int chunk, String token,
                  int expected, long deadline, IntPredicate collPeer, IntPredicate p2pPeer) {
@@ -378,73 +417,172 @@ public final class TcpTransport implements AutoCloseable {
                 server.configureBlocking(false);
                 server.register(sel, SelectionKey.OP_ACCEPT);
                 while (accepted.size() < expected && !stop) {
-                    long left = deadline - System.nanoTime();
+                    long now = System.nanoTime();
+                    long left = deadline - now;
                     if (left <= 0) {
                         return;
                     }
-                    sel.select(Math.max(1, Math.min(200, left / 1_000_000)));
+                    long wait = Math.min(200_000_000L, left);
+                    Pending oldest = pending.peekFirst();
+                    if (oldest != null) {
+                        wait = Math.min(wait, oldest.start + HANDSHAKE_NANOS - now);
+                    }
+                    sel.select(Math.max(1, wait / 1_000_000));
+                    for (SelectionKey key : sel.selectedKeys()) {
+                        if (key.attachment() instanceof Pending p) {
+                            if (key.isValid()) {
+                                step(p);
+                            }
+                        } else {
+                            SocketChannel ch;
+                            while ((ch = server.accept()) != null) {
+                                begin(ch, sel);
+                            }
+                        }
+                    }
                     sel.selectedKeys().clear();
-                    SocketChannel ch;
-                    while ((ch = server.accept()) != null) {
-                        handshake(ch);
+                    now = System.nanoTime();
+                    while (!pending.isEmpty() && now - pending.peekFirst().start > HANDSHAKE_NANOS) {
+                        drop(pending.peekFirst(), "did not complete the handshake within "
+                                + HANDSHAKE_NANOS / 1_000_000_000L + " s");
                     }
                 }
             } catch (IOException | RuntimeException e) {
                 error = e;
+            } finally {
+                for (Pending p : List.copyOf(pending)) {
+                    drop(p, null);
+                }
+                if (refused > LOGGED_REFUSALS) {
+                    LOG.warn(rank, "communicator " + name + ": refused " + (refused - LOGGED_REFUSALS)
+                            + " more connection attempt(s) during setup (the first " + LOGGED_REFUSALS + " are logged above)");
+                }
             }
         }
 
-        private void handshake(SocketChannel ch) {
-            boolean ok = false;
+        private void begin(SocketChannel ch, Selector sel) {
+            Pending p = new Pending(ch);
             try {
-                ch.configureBlocking(true);
+                p.who = String.valueOf(ch.getRemoteAddress());
+                ch.configureBlocking(false);
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
-                // A silent caller must not hold setup beyond 30 s (or the deadline).
-                ch.socket().setSoTimeout((int) Math.max(1, Math.min(30_000, (deadline - System.nanoTime()) / 1_000_000)));
-                OutputStream out = ch.socket().getOutputStream();
-                byte[] nonce = Handshake.nonce();
-                out.write(Handshake.welcome(token != null, nonce));
-                out.flush();
-                Handshake.Hello h;
-                try {
-                    h = Handshake.readHello(ch.socket().getInputStream());
-                } catch (Handshake.VersionException e) {
-                    out.write(Handshake.R_VERSION);
-                    return;
+                if (pending.size() >= MAX_PENDING) {
+                    drop(pending.peekFirst(), "had not completed its handshake when " + MAX_PENDING
+                            + " more callers were waiting (the oldest handshake makes room)");
                 }
-                byte result = Handshake.R_OK;
-                boolean little = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
-                int key = h.from() * (k + 1) + h.index();
-                if (h.comm() != comm) {
-                    result = Handshake.R_COMM;
-                } else if (h.littleEndian() != little) {
-                    result = Handshake.R_BYTE_ORDER;
-                } else if (h.sockets() != k || h.chunk() != chunk) {
-                    result = Handshake.R_SETTINGS;
-                } else if (h.to() != rank || h.from() < rank || h.from() >= size || h.index() > k
-                        || (h.index() < k ? h.from() == rank || !collPeer.test(h.from()) : !p2pPeer.test(h.from()))
-                        || accepted.containsKey(key)) {
-                    result = Handshake.R_PEER;
-                } else if (token != null && (!h.hasToken() || !Handshake.proofValid(token, nonce, h))) {
-                    result = Handshake.R_AUTH;
-                }
-                out.write(result);
-                out.flush();
-                if (result != Handshake.R_OK) {
-                    LOG.warn(rank, "communicator " + name + ": refused a connection from " + ch.getRemoteAddress()
-                            + " claiming rank " + h.from() + ": it " + Handshake.describeResult(result));
-                    return;
-                }
-                ch.socket().setSoTimeout(0);
-                accepted.put(key, ch);
-                ok = true;
+                pending.addLast(p);
+                p.out = ByteBuffer.wrap(Handshake.welcome(token != null, p.nonce));
+                p.key = ch.register(sel, SelectionKey.OP_READ, p);
+                step(p);
             } catch (IOException | RuntimeException e) {
-                LOG.warn(rank, "communicator " + name + ": a connection attempt failed during its handshake: " + e);
-            } finally {
-                if (!ok) {
-                    closeQuietly(ch);
+                drop(p, "failed during its handshake: " + e);
+            }
+        }
+
+        /** Moves one handshake on: writes what is due, reads the hello, decides, finishes. */
+        private void step(Pending p) {
+            try {
+                if (p.out.hasRemaining()) {
+                    p.ch.write(p.out);
                 }
+                if (!p.decided) {
+                    int n = p.ch.read(p.in);
+                    if (n < 0) {
+                        drop(p, "closed the connection after " + p.in.position() + " of the " + Handshake.HELLO_BYTES
+                                + " hello bytes");
+                        return;
+                    }
+                    if (!p.in.hasRemaining()) {
+                        decide(p);
+                        if (p.refusal != null && p.out == null) {
+                            drop(p, p.refusal);
+                            return;
+                        }
+                        p.ch.write(p.out);
+                    }
+                }
+                if (p.decided && !p.out.hasRemaining()) {
+                    pending.remove(p);
+                    if (p.refusal != null) {
+                        drop(p, p.refusal);
+                        return;
+                    }
+                    p.key.cancel();
+                    accepted.put(p.slot, p.ch);
+                    return;
+                }
+                int ops = p.decided ? 0 : SelectionKey.OP_READ;
+                if (p.out.hasRemaining()) {
+                    ops |= SelectionKey.OP_WRITE;
+                }
+                p.key.interestOps(ops);
+            } catch (IOException | RuntimeException e) {
+                drop(p, "failed during its handshake: " + e);
+            }
+        }
+
+        /** Checks a complete hello: sets the result to send (or a refusal without one: not our protocol). */
+        private void decide(Pending p) {
+            p.decided = true;
+            Handshake.Hello h;
+            try {
+                h = Handshake.parseHello(p.in.array());
+            } catch (Handshake.VersionException e) {
+                refuse(p, Handshake.R_VERSION, "speaks " + e.getMessage());
+                return;
+            } catch (IOException e) {
+                p.refusal = "is not a jccl transport endpoint (" + e.getMessage() + ")";
+                p.out = null;
+                return;
+            }
+            boolean little = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+            byte result = Handshake.R_OK;
+            // With a token, the proof comes first: a caller that cannot prove it learns nothing
+            // about the communicator (its id, the ranks and sockets still expected, the settings).
+            if (token != null && (!h.hasToken() || !Handshake.proofValid(token, p.nonce, h))) {
+                result = Handshake.R_AUTH;
+            } else if (h.comm() != comm) {
+                result = Handshake.R_COMM;
+            } else if (h.littleEndian() != little) {
+                result = Handshake.R_BYTE_ORDER;
+            } else if (h.sockets() != k || h.chunk() != chunk) {
+                result = Handshake.R_SETTINGS;
+            } else if (h.to() != rank || h.from() < rank || h.from() >= size || h.index() > k
+                    || (h.index() < k ? h.from() == rank || !collPeer.test(h.from()) : !p2pPeer.test(h.from()))
+                    || accepted.containsKey(h.from() * (k + 1) + h.index())) {
+                result = Handshake.R_PEER;
+            }
+            if (result != Handshake.R_OK) {
+                String claim = "claims to be rank " + h.from() + " (socket " + h.index() + " of " + h.sockets() + ") and ";
+                refuse(p, result, claim + switch (result) {
+                    case Handshake.R_COMM -> "names another communicator (id " + Long.toHexString(h.comm()) + ")";
+                    case Handshake.R_BYTE_ORDER -> "has another byte order";
+                    case Handshake.R_SETTINGS -> "has other transport settings (" + h.sockets() + " sockets per peer, "
+                            + h.chunk() + "-byte chunks; here " + k + " and " + chunk + ")";
+                    case Handshake.R_PEER -> "is not a connection this rank expects (to rank " + h.to() + ", or already connected)";
+                    default -> h.hasToken() ? "failed the job token proof" : "has no job token (this job requires one)";
+                });
+                return;
+            }
+            p.slot = h.from() * (k + 1) + h.index();
+            p.out = ByteBuffer.wrap(new byte[] {Handshake.R_OK});
+        }
+
+        private static void refuse(Pending p, byte code, String why) {
+            p.refusal = why;
+            p.out = ByteBuffer.wrap(new byte[] {code});
+        }
+
+        /** Closes a handshake; logs the reason (null: setup is over, nothing to log). */
+        private void drop(Pending p, String why) {
+            pending.remove(p);
+            if (p.key != null) {
+                p.key.cancel();
+            }
+            closeQuietly(p.ch);
+            if (why != null && ++refused <= LOGGED_REFUSALS) {
+                LOG.warn(rank, "communicator " + name + ": closed a connection from " + p.who + " during setup: it " + why);
             }
         }
 
@@ -547,30 +685,52 @@ public final class TcpTransport implements AutoCloseable {
         return s;
     }
 
-    private final MemorySegment[] viewSegs = new MemorySegment[8];
-    private final ByteBuffer[] views = new ByteBuffer[8];
+    private static final int VIEWS = 8;
+    private final MemorySegment[] viewSegs = new MemorySegment[VIEWS];
+    private final long[] viewStart = new long[VIEWS];
+    private final long[] viewEnd = new long[VIEWS];
+    private final ByteBuffer[] views = new ByteBuffer[VIEWS];
     private int viewNext;
 
     /**
-     * A ByteBuffer over the whole of a native segment, for reading and writing large payloads in
-     * place; null for heap segments and segments over 2 GiB (those go through the staging
-     * buffers). Views are kept for the last 8 segments by identity, so a caller that reuses its
-     * buffers allocates nothing per call.
+     * Sets {@code op.view} to a ByteBuffer over native memory that contains the whole of {@code
+     * seg}, and {@code op.viewAt} to the position of {@code seg}'s first byte in it, for reading
+     * and writing large payloads in place; null for heap segments and segments over 2 GiB (those go
+     * through the staging buffers). Once per message, not per frame. Views are kept for the last 8
+     * segments and found by address range, not identity: a slice of a buffer seen before (another
+     * size, in place, a part) reuses its view, so a caller allocates nothing per call and a new
+     * slice takes no path the JIT has not seen. A view is reused only while its segment is alive
+     * and accessible by this thread.
      */
-    ByteBuffer view(MemorySegment seg) {
-        for (int i = 0; i < views.length; i++) {
-            if (viewSegs[i] == seg) {
-                return views[i];
+    private void resolveView(TcpOp op, MemorySegment seg) {
+        long a = seg.address();
+        long e = a + seg.byteSize();
+        Thread me = Thread.currentThread();
+        for (int i = 0; i < VIEWS; i++) {
+            MemorySegment v = viewSegs[i];
+            if (v != null && viewStart[i] <= a && e <= viewEnd[i] && v.scope().isAlive() && v.isAccessibleBy(me)) {
+                op.view = views[i];
+                op.viewAt = a - viewStart[i];
+                return;
             }
         }
+        newView(op, seg);
+    }
+
+    private void newView(TcpOp op, MemorySegment seg) {
+        op.viewAt = 0;
         if (!seg.isNative() || seg.byteSize() > Integer.MAX_VALUE) {
-            return null;
+            op.view = null;
+            return;
         }
         ByteBuffer b = seg.asByteBuffer();
-        viewSegs[viewNext] = seg;
-        views[viewNext] = b;
-        viewNext = (viewNext + 1) % views.length;
-        return b;
+        int i = viewNext;
+        viewNext = (viewNext + 1) % VIEWS;
+        viewSegs[i] = seg;
+        viewStart[i] = seg.address();
+        viewEnd[i] = seg.address() + seg.byteSize();
+        views[i] = b;
+        op.view = b;
     }
 
     // ------------------------------------------------------------------ posting
@@ -597,6 +757,7 @@ public final class TcpTransport implements AutoCloseable {
         if (op.inUse) {
             op.inUse = false;
             op.seg = null;
+            op.view = null;
             free[freeTop++] = id;
         }
     }
@@ -653,10 +814,14 @@ public final class TcpTransport implements AutoCloseable {
         op.call = packed;
         op.count = count;
         op.tag = tag;
-        op.frames = bytes == 0 ? 1 : (int) ((bytes + chunk - 1) / chunk);
+        op.frames = (int) Math.max(1, (bytes + chunk - 1) / chunk); // an empty message is one empty frame
+        if (bytes >= TcpConnection.DIRECT_MIN_BYTES) {
+            resolveView(op, seg);
+        } else {
+            op.view = null;
+        }
         op.framesLeft = op.frames;
         incomplete++;
-        inflightBytes += bytes;
         if (isP2p) {
             op.base = 0;
             op.sockets = 1;
@@ -730,12 +895,10 @@ public final class TcpTransport implements AutoCloseable {
     void frameDone(TcpOp op) {
         if (--op.framesLeft == 0) {
             incomplete--;
-            inflightBytes -= op.bytes;
         }
     }
 
     private int incomplete;
-    private long inflightBytes;
     private int[] idsA = new int[64];
     private long[] longsA = new long[64];
 
@@ -815,9 +978,13 @@ public final class TcpTransport implements AutoCloseable {
             checkDeadline(now);
         }
         long idleFor = now - idleStart;
-        // Poll only while little is in flight: a large transfer takes long anyway, and a rank that
-        // polls takes the CPU the kernel needs to move the bytes (on few cores it halves throughput).
-        if (idleFor < spinNanos && inflightBytes < POLL_MAX_INFLIGHT_BYTES) {
+        // Poll also while a large transfer is in flight (as Open MPI does): a rank that sleeps in
+        // the selector is woken by the softirq of the peer's send, on the peer's core, and the
+        // scheduler tends to run it there (wake-affine), so on few cores the two ranks end up
+        // taking turns on one core (measured on 2 cores over veth: 128 KiB-32 MiB all-reduce
+        // up to 1.3x slower, bimodal from run to run). A rank whose core is shared polls only for
+        // the short spin time (see TcpConfig) and then sleeps.
+        if (idleFor < spinNanos) {
             // Poll with PAUSE first; then yield between polls, so that a peer rank or the JIT
             // waiting for this core gets it (a pure spin would hold it for the whole poll time).
             if (idleFor < YIELD_AFTER_NANOS) {

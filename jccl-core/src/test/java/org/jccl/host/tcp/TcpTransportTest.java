@@ -172,6 +172,60 @@ class TcpTransportTest {
         assertEquals(7000, TcpConfig.fromEnv(java.util.Map.of("JCCL_TCP_SPIN_US", "7")).spinNanos(1000));
     }
 
+    /**
+     * Large payloads go straight from and into the caller's native memory through ByteBuffer views
+     * found by address range: slices at any offset of a buffer seen before, the same memory after
+     * its arena closed and a new one took its place, a confined arena of this thread: every byte
+     * lands where it belongs.
+     */
+    @Test
+    void payloadsReadAndWrittenInPlaceLandWhereTheyBelongWhateverTheSlice() throws Exception {
+        int total = 1 << 20;
+        long[][] cuts = {{0, total}, {4096, 65536}, {12345, 300_000}, {total - 70_000, 70_000}, {0, 16384}, {777, 16384}};
+        List<Object> out = ranks(2, (r, s) -> {
+            try (TcpTransport t = open(r, 2, s, null, Duration.ofSeconds(20))) {
+                long seq = 0;
+                for (int round = 0; round < 3; round++) {
+                    // round 0: one shared arena; round 1: a new arena (the old one closed: maybe the same
+                    // addresses); round 2: a confined arena of this thread
+                    try (Arena a = round == 2 ? Arena.ofConfined() : Arena.ofShared()) {
+                        MemorySegment buf = a.allocate(total, 64);
+                        for (long[] cut : cuts) {
+                            t.call.set(++seq, TcpCall.OP_BROADCAST, DataType.UINT8, null, 0, cut[1],
+                                    Duration.ofSeconds(20).toNanos());
+                            MemorySegment part = buf.asSlice(cut[0], cut[1]);
+                            if (r == 0) {
+                                for (long i = 0; i < cut[1]; i++) {
+                                    part.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + seq));
+                                }
+                                // the whole slice, then its second half at an offset of the same slice
+                                t.await(t.send(1, part, 0, cut[1], 1));
+                                t.await(t.send(1, part, cut[1] / 2, cut[1] - cut[1] / 2, 2));
+                            } else {
+                                buf.fill((byte) 0);
+                                t.await(t.recv(0, part, 0, cut[1], 1));
+                                for (long i = 0; i < cut[1]; i++) {
+                                    assertEquals((byte) (i * 31 + seq), part.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i),
+                                            "round " + round + " cut " + cut[0] + "+" + cut[1] + " byte " + i);
+                                }
+                                assertEquals(-1L, buf.asSlice(0, cut[0]).mismatch(MemorySegment.ofArray(new byte[(int) cut[0]])),
+                                        "bytes before the slice were written");
+                                long half = cut[1] - cut[1] / 2;
+                                MemorySegment other = buf.asSlice(total - half, half); // lands at the end of the buffer
+                                t.await(t.recv(0, other, 0, half, 2));
+                                for (long i = 0; i < half; i++) {
+                                    assertEquals((byte) ((i + cut[1] / 2) * 31 + seq), other.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i));
+                                }
+                            }
+                        }
+                    }
+                }
+                return "ok";
+            }
+        });
+        assertEquals(List.of("ok", "ok"), out);
+    }
+
     @Test
     void theTunerKnowsTheTcpAlgorithmsAndListsThemAll() {
         assertEquals(Tuner.AllReduceAlgo.RING, new Tuner("ring", 0).tcpAllReduce(8, 4, 4));
@@ -186,5 +240,10 @@ class TcpTransportTest {
         assertEquals(Tuner.AllReduceAlgo.RHD, auto.tcpAllReduce(256 << 10, 8, 8));
         assertEquals(Tuner.AllReduceAlgo.RING, auto.tcpAllReduce(256 << 10, 8, 2)); // ranks share hosts
         assertEquals(Tuner.AllReduceAlgo.RING, auto.tcpAllReduce(64 << 20, 8, 8));
+        // two ranks: one-shot sends no more than the ring, in one step instead of two, up to 128 KiB
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, auto.tcpAllReduce(128 << 10, 2, 2));
+        assertEquals(Tuner.AllReduceAlgo.RING, auto.tcpAllReduce((128 << 10) + 4, 2, 2));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, auto.tcpAllReduce(16 << 10, 4, 4));
+        assertEquals(Tuner.AllReduceAlgo.RHD, auto.tcpAllReduce(64 << 10, 4, 4));
     }
 }

@@ -240,13 +240,21 @@ public final class PerfRunner {
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
     }
 
+    /**
+     * Shortest untimed run of one size and placement before it is timed (with {@link
+     * #settle(double)}): after a change of size the JIT, the TCP stacks and the scheduler all
+     * adapt (measured on 2 cores: the first tens of milliseconds at a new size ran up to 3x
+     * slower even once no compilation finished any more).
+     */
+    static final double SETTLE_MIN_SECONDS = 0.25;
     /** Length of one block of the warm-up that waits for the JIT. */
     static final double SETTLE_BLOCK_SECONDS = 0.02;
 
     /**
      * Untimed calls of this size and placement until the JIT has compiled what they run: blocks of
-     * about {@value #SETTLE_BLOCK_SECONDS} s until one in which no rank's JIT compiled anything,
-     * for at most {@link #settle(double)} seconds (0: not at all). A size or placement that takes a path the
+     * about {@value #SETTLE_BLOCK_SECONDS} s, at least {@value #SETTLE_MIN_SECONDS} s, until one in
+     * which no rank's JIT compiled anything, for at most {@link #settle(double)} seconds (0: not
+     * at all). A size or placement that takes a path the
      * compiled code had not seen sends those methods back to the interpreter until they are
      * recompiled (on 2 busy cores that took up to a second), and a short timed loop would measure
      * that instead of the collective. The ranks agree on every block (they exchange their
@@ -270,7 +278,7 @@ public final class PerfRunner {
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
             double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
-            if (r[1] == 0 || r[0] > settleSeconds) {
+            if (r[1] == 0 && r[0] >= Math.min(SETTLE_MIN_SECONDS, settleSeconds) || r[0] > settleSeconds) {
                 return;
             }
         }

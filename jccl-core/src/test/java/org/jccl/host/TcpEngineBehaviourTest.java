@@ -51,6 +51,47 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
         }
     }
 
+    @Override
+    boolean rootDisagreementFailsInTheBroadcast() {
+        return false;
+    }
+
+    /**
+     * A small broadcast whose ranks all name themselves the root: without JCCL_CHECK each keeps
+     * its own data and the next collective fails on every rank naming both calls; with {@code
+     * jccl.check=1} the broadcast itself fails.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void smallBroadcastWithEveryRankItsOwnRootFailsThenOrInTheNextCall(boolean check) throws Exception {
+        System.setProperty("jccl.check", check ? "1" : "0");
+        try {
+            List<Object> out = ThreadRanks.run(3, Duration.ofSeconds(10), comm -> {
+                float[] mine = {comm.rank() + 1, comm.rank() + 2};
+                String phase = "broadcast";
+                try {
+                    comm.broadcast(HostBuffer.of(mine), comm.rank());
+                    phase = "allReduce";
+                    comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
+                    return "no error";
+                } catch (org.jccl.JcclException e) {
+                    // a rank that named itself the root keeps its own data whatever happened
+                    assertTrue(mine[0] == comm.rank() + 1 && mine[1] == comm.rank() + 2, java.util.Arrays.toString(mine));
+                    return phase + ": " + e.getClass().getSimpleName() + ": " + e.getMessage();
+                }
+            });
+            System.out.println("RELIABILITY every rank its own root, check=" + check + ": " + out);
+            String expected = check ? "broadcast: " : "allReduce: ";
+            for (Object o : out) {
+                assertTrue(String.valueOf(o).startsWith(expected), out::toString);
+            }
+            assertTrue(out.stream().anyMatch(o -> String.valueOf(o).contains("CollectiveMismatchException")
+                    && String.valueOf(o).contains("broadcast #")), out::toString);
+        } finally {
+            System.clearProperty("jccl.check");
+        }
+    }
+
     /** Over TCP too: no allocation per blocking collective once warm, small (one-shot) and large (ring). */
     @Override
     @Test

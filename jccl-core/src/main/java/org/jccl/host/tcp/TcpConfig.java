@@ -19,6 +19,11 @@ import java.util.Map;
  *       where ranks share a machine the scheduler then often runs both on one core: measured with
  *       2 ranks on 2 cores, a 128 KiB all-reduce took 78-81 us with 1 ms against 40-48 us with
  *       100 ms), else 20 (a sleeping rank leaves the core to the others).</li>
+ *   <li>{@code JCCL_CHECK} (or the system property {@code jccl.check}, which wins): {@code 1}
+ *       adds the checks that cost a latency to calls that need no answer from a peer: a small
+ *       broadcast's root waits for every child's fingerprint, so that ranks which all name
+ *       themselves the root fail in that call. Unset, every frame's fingerprint is still checked
+ *       by its receiver, and such a broadcast is reported by the next collective instead.</li>
  * </ul>
  *
  * @param ifname          JCCL_SOCKET_IFNAME, or null
@@ -27,8 +32,10 @@ import java.util.Map;
  * @param bufferBytes     bytes of each connection's send and receive staging buffer
  * @param spinNanos       polling time of a wait before it blocks in the selector; negative: by
  *                        the number of ranks on this host ({@link #spinNanos(int)})
+ * @param check           JCCL_CHECK: the checks that cost a round trip are on
  */
-public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int bufferBytes, long spinNanos) {
+public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int bufferBytes, long spinNanos,
+                        boolean check) {
 
     /** Validates the values. */
     public TcpConfig {
@@ -63,7 +70,25 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         int chunk = (int) number(env, "JCCL_TCP_CHUNK_BYTES", 256 << 10, 4096, 16 << 20);
         long spinUs = number(env, "JCCL_TCP_SPIN_US", -1, 0, 100_000);
         return new TcpConfig(ifname, socks, chunk, Math.max(chunk, 64 << 10) + Frame.HEADER_BYTES,
-                spinUs < 0 ? -1 : spinUs * 1000);
+                spinUs < 0 ? -1 : spinUs * 1000, check(env));
+    }
+
+    /** JCCL_CHECK: the system property {@code jccl.check} wins, then the environment; 1/0, true/false. */
+    static boolean check(Map<String, String> env) {
+        String p = System.getProperty("jccl.check");
+        String source = "system property jccl.check";
+        if (p == null || p.isBlank()) {
+            p = env.get("JCCL_CHECK");
+            source = "JCCL_CHECK";
+        }
+        if (p == null || p.isBlank()) {
+            return false;
+        }
+        return switch (p.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true", "yes", "on" -> true;
+            case "0", "false", "no", "off" -> false;
+            default -> throw new IllegalArgumentException(source + "=" + p + " is invalid: use 1 (check) or 0 (don't)");
+        };
     }
 
     /** The polling time of a wait with {@code localRanks} ranks of the communicator on this host. */
@@ -76,7 +101,7 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
 
     /** Copy with another number of sockets per peer. */
     public TcpConfig withSocketsPerPeer(int n) {
-        return new TcpConfig(ifname, n, chunkBytes, bufferBytes, spinNanos);
+        return new TcpConfig(ifname, n, chunkBytes, bufferBytes, spinNanos, check);
     }
 
     static long number(Map<String, String> env, String name, long dflt, long min, long max) {

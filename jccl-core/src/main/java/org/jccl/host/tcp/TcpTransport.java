@@ -661,6 +661,11 @@ public final class TcpTransport implements AutoCloseable {
         return cfg.socketsPerPeer();
     }
 
+    /** JCCL_CHECK: algorithms add the checks that cost a round trip ({@link TcpConfig#check()}). */
+    public boolean checkCalls() {
+        return cfg.check();
+    }
+
     long commId() {
         return commId;
     }

@@ -10,7 +10,8 @@
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
 # Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
-# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix. Logs go to $OUT (the
+# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
+# of the JCCL_GPU_BASE build when staged with one) and profile (async-profiler over that path). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 set -uo pipefail
 
@@ -30,6 +31,20 @@ if [ "$mode" = stage ]; then
   (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
       -DoutputDirectory="$dest/.gpu/lib" 2>&1 | grep -v WARNING || true)
   mv "$dest"/.gpu/lib/junit-platform-console-standalone-*.jar "$dest/.gpu/lib/junit-console.jar"
+  # async-profiler (Maven Central) for the profile phase: Java and native frames of the enqueue path
+  (cd "$src" && mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$dest/.gpu/lib" \
+      2>&1 | grep -v WARNING || true)
+  (cd "$dest/.gpu/lib" && unzip -q -j -o async-profiler-4.2.jar linux-x64/libasyncProfiler.so && rm -f async-profiler-4.2.jar)
+  # JCCL_GPU_BASE=<commit>: that commit's jars go to .gpu/lib-base, and the overhead phase measures both
+  if [ -n "${JCCL_GPU_BASE:-}" ]; then
+    wt=$(mktemp -d /tmp/jccl-base-XXXX)
+    (cd "$src" && git worktree add -q --detach "$wt" "$JCCL_GPU_BASE")
+    (cd "$wt" && mvn -q -o -Djccl.build=-base -pl jccl-core,jccl-cuda -DskipTests package 2>&1 | grep -v WARNING || true)
+    mkdir -p "$dest/.gpu/lib-base"
+    cp "$wt"/jccl-core/target-base/jccl-core-*.jar "$dest/.gpu/lib-base/jccl-core.jar"
+    cp "$wt"/jccl-cuda/target-base/jccl-cuda-*.jar "$dest/.gpu/lib-base/jccl-cuda.jar"
+    (cd "$src" && git worktree remove --force "$wt")
+  fi
   cp "$src/bench/gpu/run-gpu.sh" "$src/bench/gpu/torch_allreduce.py" "$dest/.gpu/"
   printf '#!/usr/bin/env bash\nexec bash "$(dirname "$0")/run-gpu.sh" device "$@"\n' > "$dest/.gpu/run.sh"
   [ -x "$dest/.jre/bin/java" ] || echo "note: $dest/.jre is missing: run ../shared/device/make-jre.sh in $dest" >&2
@@ -98,14 +113,25 @@ if has faults; then # the fault and JCCL_CHECK process tests alone
     --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
 fi
 
-if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep)
-  for v in default quiet-watchdog; do
-    extra=()
-    [ "$v" = quiet-watchdog ] && extra=(-Djccl.nccl.watchdogYoungNanos=1000000000)
-    timeout -k 10 150 "${JAVA[@]}" "${extra[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$v.log" 2>&1
-    echo "[overhead $v] exit $? after $(( $(date +%s) - start )) s"
-    sed -n '/^# host time/,$p' "$OUT/overhead-$v.log" | grep -v '^#   '
+if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep); base build too
+  for rep in 1 2; do
+    for lib in lib-base lib; do
+      [ -d ".gpu/$lib" ] || continue
+      cp=.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
+      timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
+      echo "[overhead $lib run $rep] exit $? after $(( $(date +%s) - start )) s"
+      sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-raw'
+    done
   done
+fi
+
+if has profile; then # async-profiler (cpu time, 100 us) over jccl's enqueue and blocking paths: collapsed stacks
+  ap=$PWD/.gpu/lib/libasyncProfiler.so
+  timeout -k 10 150 "${JAVA[@]}" -Djccl.bench.profileBatches=400 \
+    -agentpath:$ap=start,event=ctimer,interval=100us,cstack=vm,file=$OUT/profile-collapsed.txt,collapsed \
+    -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/profile.log" 2>&1
+  echo "[profile] exit $? after $(( $(date +%s) - start )) s; $(wc -l < "$OUT/profile-collapsed.txt" 2>/dev/null) stacks"
+  grep -i 'error\|warn' "$OUT/profile.log" | head -5
 fi
 
 if has tests-nb; then

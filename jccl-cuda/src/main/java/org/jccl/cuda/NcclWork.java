@@ -38,10 +38,12 @@ public final class NcclWork implements Work {
     private final long streamHandle;
     final long deadline;
     private static final VarHandle STATE;
+    private static final VarHandle COUNTED;
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(NcclWork.class, "stateField", int.class);
+            COUNTED = MethodHandles.lookup().findVarHandle(NcclWork.class, "counted", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -213,13 +215,7 @@ public final class NcclWork implements Work {
 
     /** Leaves the outstanding count once. */
     void uncount() {
-        if (counted) {
-            synchronized (this) {
-                if (!counted) {
-                    return;
-                }
-                counted = false;
-            }
+        if (counted && COUNTED.compareAndSet(this, true, false)) {
             comm.outstanding.decrementAndGet();
         }
     }

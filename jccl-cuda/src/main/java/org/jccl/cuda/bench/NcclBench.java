@@ -234,6 +234,7 @@ public final class NcclBench {
         static final MethodHandle EVENT_DESTROY;
         static final MethodHandle CTX_SET;
         static final MethodHandle CTX_GET;
+        static final MethodHandle EVENT_QUERY;
 
         static {
             SymbolLookup cu = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
@@ -247,7 +248,28 @@ public final class NcclBench {
             CTX_SET = linker.downcallHandle(cu.find("cuCtxSetCurrent").orElseThrow(),
                     FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
             CTX_GET = linker.downcallHandle(cu.find("cuCtxGetCurrent").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS));
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS), Linker.Option.critical(false));
+            EVENT_QUERY = linker.downcallHandle(cu.find("cuEventQuery").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        }
+
+        /** cuCtxGetCurrent into {@code s}, as jccl checks its context before a launch. */
+        static long getCurrent(MemorySegment s) {
+            try {
+                check((int) CTX_GET.invokeExact(s), "cuCtxGetCurrent");
+                return s.get(JAVA_LONG, 0);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        /** cuEventQuery: 0 when fired, 600 (CUDA_ERROR_NOT_READY) while pending. */
+        static int eventQuery(long e) {
+            try {
+                return (int) EVENT_QUERY.invokeExact(e);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
         }
 
         static long currentContext(NcclCommunicator c) {
@@ -328,7 +350,7 @@ public final class NcclBench {
                 + "(no sync inside a batch; the four variants interleave batch by batch)%n", batches, batch);
         System.out.println("#   raw        ncclAllReduce downcall (bound here, independently of jccl)");
         System.out.println("#   +event     raw + cuEventRecord of a pooled event (what completion tracking needs)");
-        System.out.println("#   +ctx+event cuCtxSetCurrent + raw + cuEventRecord (the native calls jccl makes)");
+        System.out.println("#   +ctx+event cuCtxGetCurrent + raw + cuEventRecord (the native calls jccl makes)");
         System.out.println("#   jccl       NcclCommunicator.allReduceAsync (checks, bookkeeping, Work)");
         CyclicBarrier bar = new CyclicBarrier(n);
         List<Future<double[]>> fs = new ArrayList<>();
@@ -356,6 +378,9 @@ public final class NcclBench {
                     }
                     last.await();
                 }
+                for (long p0 = 0; p0 < profileBatches * 50; p0++) { // and the blocking path
+                    c.allReduce(buf, buf, ReduceOp.SUM);
+                }
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                     for (int k = 0; k < batches; k++) {
                         for (int v = 0; v < 4; v++) {
@@ -372,7 +397,7 @@ public final class NcclBench {
                                 continue;
                             }
                             for (int i = 0; i < batch; i++) {
-                                if (v == 2) {
+                                if (v == 2 && Raw.getCurrent(st) != ctx) {
                                     Raw.setCurrent(ctx);
                                 }
                                 int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
@@ -396,10 +421,12 @@ public final class NcclBench {
                     java.util.Arrays.sort(x);
                     res[v] = (double) x[batches / 2] / batch;
                 }
-                // Blocking latency: one 8-byte all-reduce at a time, host waits for each; interleaved.
+                // Blocking latency: one 8-byte all-reduce at a time, host waits for each; interleaved:
+                // jccl, the bare call + cuStreamSynchronize, the bare call + an event polled as jccl does.
                 int lat = 500;
                 long jb = 0;
                 long rb = 0;
+                long eb = 0;
                 for (int round = 0; round < 4; round++) {
                     bar.await();
                     long t2 = System.nanoTime();
@@ -420,21 +447,42 @@ public final class NcclBench {
                         c.stream().synchronize(Duration.ofMinutes(1));
                     }
                     rb += System.nanoTime() - t3;
+                    bar.await();
+                    long t4 = System.nanoTime();
+                    for (int i = 0; i < lat; i++) {
+                        int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+                        while (rr == 7) {
+                            rr = Raw.asyncError(comm, st);
+                        }
+                        if (rr != 0) {
+                            throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+                        }
+                        Raw.eventRecord(events[0], stream);
+                        int q;
+                        while ((q = Raw.eventQuery(events[0])) == 600) {
+                            Thread.onSpinWait();
+                        }
+                        if (q != 0) {
+                            throw new IllegalStateException("cuEventQuery returned " + q);
+                        }
+                    }
+                    eb += System.nanoTime() - t4;
                 }
                 res[4] = jb / 1e3 / lat / 4;
                 res[5] = rb / 1e3 / lat / 4;
+                res[6] = eb / 1e3 / lat / 4;
                 for (long e : events) {
                     Raw.eventDestroy(e);
                 }
                 return res;
             }));
         }
-        System.out.printf("# %4s %10s %10s %12s %10s | %10s %12s | %14s %14s%n", "rank", "raw(ns)", "+event", "+ctx+event",
-                "jccl(ns)", "jccl-raw", "jccl-native", "blocking(us)", "raw+sync(us)");
+        System.out.printf("# %4s %10s %10s %12s %10s | %10s %12s | %14s %14s %14s%n", "rank", "raw(ns)", "+event", "+ctx+event",
+                "jccl(ns)", "jccl-raw", "jccl-native", "blocking(us)", "raw+sync(us)", "raw+evpoll(us)");
         for (int r = 0; r < n; r++) {
             double[] v = fs.get(r).get();
-            System.out.printf("  %4d %10.0f %10.0f %12.0f %10.0f | %10.0f %12.0f | %14.2f %14.2f%n", r, v[0], v[1], v[2],
-                    v[3], v[3] - v[0], v[3] - v[2], v[4], v[5]);
+            System.out.printf("  %4d %10.0f %10.0f %12.0f %10.0f | %10.0f %12.0f | %14.2f %14.2f %14.2f%n", r, v[0], v[1],
+                    v[2], v[3], v[3] - v[0], v[3] - v[2], v[4], v[5], v[6]);
         }
         System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone");
     }

@@ -40,7 +40,9 @@ if [ "$mode" = stage ]; then
     wt=$(mktemp -d /tmp/jccl-base-XXXX)
     (cd "$src" && git worktree add -q --detach "$wt" "$JCCL_GPU_BASE")
     (cd "$wt" && mvn -q -o -Djccl.build=-base -pl jccl-core,jccl-cuda -DskipTests package 2>&1 | grep -v WARNING || true)
-    mkdir -p "$dest/.gpu/lib-base"
+    mkdir -p "$dest/.gpu/lib-base" "$dest/.gpu/bench-classes"
+    # the same NcclBench for both builds: this tree's, first on the class path
+    (cd "$dest/.gpu/bench-classes" && unzip -q -o "$dest/.gpu/lib/jccl-cuda.jar" 'org/jccl/cuda/bench/*')
     cp "$wt"/jccl-core/target-base/jccl-core-*.jar "$dest/.gpu/lib-base/jccl-core.jar"
     cp "$wt"/jccl-cuda/target-base/jccl-cuda-*.jar "$dest/.gpu/lib-base/jccl-cuda.jar"
     (cd "$src" && git worktree remove --force "$wt")
@@ -117,7 +119,7 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
   for rep in 1 2; do
     for lib in lib-base lib; do
       [ -d ".gpu/$lib" ] || continue
-      cp=.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
+      cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
       timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
       echo "[overhead $lib run $rep] exit $? after $(( $(date +%s) - start )) s"
       sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-raw'

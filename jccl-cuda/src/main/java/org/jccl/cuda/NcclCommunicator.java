@@ -121,6 +121,10 @@ public final class NcclCommunicator implements Communicator {
     private final java.util.ArrayDeque<CudaEvent> eventPool = new java.util.ArrayDeque<>();
     private final List<CudaEvent> allEvents = new ArrayList<>();
     private final WorkQueue pending = new WorkQueue();
+    /** Where the GPU marks operations done (see {@link CompletionWords}); null: events do. Guarded by {@link #lock}. */
+    private final CompletionWords words;
+    /** An event never recorded (complete at once): what a finished work's {@link NcclWork#event()} gives. */
+    private CudaEvent doneEvent;
     private final AtomicInteger state = new AtomicInteger(OPEN);
     private final java.util.concurrent.atomic.AtomicBoolean nativeAborted = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<JcclException> failure = new AtomicReference<>();
@@ -159,12 +163,36 @@ public final class NcclCommunicator implements Communicator {
         this.watchScratch = arena.allocate(64, 16);
         this.stream = device.createStream();
         this.streamHandle = stream.handle();
+        this.words = completionWords(device, streamHandle, rank);
         Watchdog.register(this);
         if (jobStore != null) {
             FailureWatch.register(this);
         }
         LOG.info(rank, () -> "NCCL communicator " + name + " ready: rank " + rank + " of " + size + " on " + device
                 + ", NCCL " + Nccl.versionString() + " from " + Nccl.libraryPath());
+    }
+
+    /**
+     * The completion words of a new communicator, or null (events then complete its works) when
+     * {@code jccl.nccl.completion=event} asks so or the driver cannot write them.
+     */
+    private static CompletionWords completionWords(CudaDevice device, long stream, int rank) {
+        if ("event".equalsIgnoreCase(System.getProperty("jccl.nccl.completion", "auto").trim())) {
+            return null;
+        }
+        String[] why = new String[1];
+        CompletionWords w;
+        try {
+            device.makeCurrent();
+            w = CompletionWords.create(stream, why);
+        } catch (RuntimeException e) {
+            why[0] = e.toString();
+            w = null;
+        }
+        if (w == null) {
+            LOG.info(rank, () -> "completion words unavailable (" + why[0] + "): a CUDA event completes each operation");
+        }
+        return w;
     }
 
     // ------------------------------------------------------------------ creation
@@ -1079,9 +1107,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28), though it saves the record.
-            w.arm(takeEvent());
+            // Blocking calls wait on a marker too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28).
+            arm(w);
         } finally {
             lock.unlock();
         }
@@ -1138,9 +1166,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28), though it saves the record.
-            w.arm(takeEvent());
+            // Blocking calls wait on a marker too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28).
+            arm(w);
         } finally {
             lock.unlock();
         }
@@ -1445,7 +1473,7 @@ public final class NcclCommunicator implements Communicator {
             device.makeCurrent();
             waitNotInProgress(works.get(0));
             for (NcclWork w : works) {
-                w.arm(takeEvent());
+                arm(w);
                 track(w);
             }
         } catch (JcclException e) {
@@ -1457,6 +1485,77 @@ public final class NcclCommunicator implements Communicator {
             lock.unlock();
         }
         Watchdog.wake();
+    }
+
+    /**
+     * Enqueues {@code w}'s completion marker after it on its stream: the write of its completion
+     * word, or an event where no word is free or the write fails. Under the lock, context current.
+     */
+    private void arm(NcclWork w) {
+        CompletionWords cw = words;
+        if (cw != null) {
+            int slot = cw.claim(w, w.sequence());
+            if (slot >= 0) {
+                int r = cw.mark(w.streamHandle(), slot, w.sequence());
+                if (r == CudaDriver.SUCCESS) {
+                    w.armWord(cw, slot);
+                    return;
+                }
+                cw.unclaim(slot, w);
+                if (!wordWriteFailed) {
+                    wordWriteFailed = true;
+                    LOG.warn(rank, "cuStreamWriteValue32 returned " + CudaDriver.errorName(r) + " for " + w.describe()
+                            + " on " + describe() + ": an event completes it (and any other such operation)");
+                }
+            }
+        }
+        w.arm(takeEvent());
+    }
+
+    private boolean wordWriteFailed;
+
+    /** True when completion words (not events) complete this communicator's operations. */
+    boolean completesByWords() {
+        return words != null;
+    }
+
+    /**
+     * A CUDA event that completes no earlier than {@code w}, for {@link NcclWork#event()} of a
+     * work completed by a word: recorded now on its stream (so it may also cover work enqueued
+     * there since), or an event that is complete already when {@code w} finished.
+     */
+    CudaEvent eventFor(NcclWork w) {
+        lock.lock();
+        try {
+            CudaEvent e = w.recordedEvent();
+            if (e != null) {
+                return e;
+            }
+            if (w.isFinished()) {
+                if (w.exception() != null) {
+                    throw w.exception();
+                }
+                return doneEvent();
+            }
+            ensureOpen();
+            device.makeCurrent();
+            e = takeEvent();
+            e.recordRaw(w.streamHandle());
+            w.setEvent(e);
+            return e;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private CudaEvent doneEvent() {
+        if (doneEvent == null) {
+            doneEvent = CudaEvent.pooled(device);
+            synchronized (allEvents) {
+                allEvents.add(doneEvent);
+            }
+        }
+        return doneEvent;
     }
 
     private CudaEvent takeEvent() {
@@ -1929,8 +2028,8 @@ public final class NcclCommunicator implements Communicator {
                 // Work issued less than a millisecond ago is rarely done: leave it (and all younger work) alone.
                 break;
             }
-            if (!current) {
-                device.makeCurrent();
+            if (!current && !w.completesByWord()) {
+                device.makeCurrent(); // cuEventQuery
                 current = true;
             }
             polled++;
@@ -2589,6 +2688,19 @@ public final class NcclCommunicator implements Communicator {
                 c.close();
             } catch (Exception e) {
                 LOG.warn(rank, "closing " + c + " failed: " + e);
+            }
+        }
+        if (words != null) {
+            lock.lock();
+            try {
+                if (!device.isClosed() && !words.free()) {
+                    LOG.info(rank, () -> "left the 4 KiB of completion words of " + describe() + " allocated: an operation "
+                            + "that failed may still write its word");
+                }
+            } catch (RuntimeException e) {
+                LOG.warn(rank, "freeing the completion words failed: " + e);
+            } finally {
+                lock.unlock();
             }
         }
         synchronized (allEvents) {

@@ -236,6 +236,61 @@ class NcclFeaturesTest {
         res.forEach(s -> assertEquals("ok", s));
     }
 
+    /**
+     * Completion words: every operation completes by one unless {@code jccl.nccl.completion=event};
+     * more operations in flight than there are words (the later ones fall back to events while a
+     * word's previous operation was not seen done) all complete with exact sums; a finished work's
+     * event is complete and a stream can wait on it.
+     */
+    @Test
+    void completionWordsCompleteEveryOperationAndEventsComeOnDemand() throws Exception {
+        boolean eventsOnly = "event".equalsIgnoreCase(System.getProperty("jccl.nccl.completion", ""));
+        List<String> res = Gpu.onEach(comms, T, c -> {
+            if (c.completesByWords() == eventsOnly) {
+                return "completesByWords() is " + c.completesByWords() + " with jccl.nccl.completion="
+                        + System.getProperty("jccl.nccl.completion");
+            }
+            CudaDevice d = c.device();
+            int ops = CompletionWords.SLOTS + 300;
+            try (DeviceBuffer x = d.allocate(DataType.INT32, ops); CudaStream consumer = d.createStream()) {
+                int[] ones = new int[ops];
+                java.util.Arrays.fill(ones, 1);
+                x.copyFrom(HostBuffer.of(ones));
+                List<NcclWork> works = new ArrayList<>();
+                int byWord = 0;
+                for (int i = 0; i < ops; i++) {
+                    NcclWork w = c.allReduceAsync(x.slice(i, 1), ReduceOp.SUM);
+                    works.add(w);
+                }
+                for (NcclWork w : works) {
+                    byWord += w.completesByWord() ? 1 : 0;
+                    w.await();
+                }
+                if (!eventsOnly && byWord == 0) {
+                    return "no operation completed by a word";
+                }
+                int[] out = new int[ops];
+                x.copyTo(HostBuffer.of(out));
+                for (int i = 0; i < ops; i++) {
+                    if (out[i] != n) {
+                        return "element " + i + " is " + out[i] + ", expected " + n;
+                    }
+                }
+                CudaEvent e = works.get(0).event();
+                if (!e.isComplete()) {
+                    return "the event of a finished work is not complete";
+                }
+                consumer.waitFor(e);
+                consumer.synchronize(T);
+                // a blocking call completes by its word too, and the communicator stays exact after
+                c.allReduce(x.slice(0, 1), x.slice(0, 1), ReduceOp.SUM);
+                x.slice(0, 1).copyTo(HostBuffer.of(out).slice(0, 1));
+                return out[0] == n * n ? "ok" : "blocking all-reduce gave " + out[0];
+            }
+        });
+        res.forEach(s -> assertEquals("ok", s));
+    }
+
     @Test
     void wrappedForeignPointerInACollective() throws Exception {
         List<String> res = Gpu.onEach(comms, T, c -> {

@@ -5,12 +5,14 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * Where the GPU tells the host that a communicator's operation finished: after each operation
- * jccl enqueues a 32-bit write of the operation's sequence number ({@code cuStreamWriteValue32})
- * into a word of pinned host memory, and the host reads that word. It replaces a CUDA event per
- * operation: the enqueue is cheaper than {@code cuEventRecord}, and a wait or the watchdog read
- * memory instead of calling {@code cuEventQuery}, which takes the driver lock the next launch
- * needs. An event is still recorded, lazily, for a caller that asks a work for one.
+ * Where the GPU tells the host that a blocking call's operation finished: after the operation
+ * jccl enqueues a 32-bit write of its sequence number ({@code cuStreamWriteValue32}) into a word
+ * of pinned host memory, and the waiting thread reads that word instead of calling {@code
+ * cuEventQuery} in a loop (each query enters the driver and takes its lock). Measured on 4x H200
+ * (NCCL 2.28, driver 580), the write costs ~0.7 us more to enqueue than {@code cuEventRecord}
+ * and the wait ends 0.7-1.4 us sooner: a gain for a host that waits at once, a loss for an
+ * asynchronous call, which keeps its event. A work completed by a word records an event only if
+ * a caller asks for one ({@link NcclWork#event()}).
  *
  * <pre>
  *  pinned host memory, {@value #SLOTS} words (unified addressing: the same address on the GPU)

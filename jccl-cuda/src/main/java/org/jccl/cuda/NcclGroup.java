@@ -24,6 +24,8 @@ import org.jccl.JcclException;
  */
 public final class NcclGroup implements AutoCloseable {
     private static final ThreadLocal<NcclGroup> CURRENT = new ThreadLocal<>();
+    /** Groups open in the process: while none is, {@link #current()} skips the thread-local lookup of every launch. */
+    private static final java.util.concurrent.atomic.AtomicInteger OPEN = new java.util.concurrent.atomic.AtomicInteger();
 
     private final NcclGroup parent;
     private final Thread owner = Thread.currentThread();
@@ -43,6 +45,7 @@ public final class NcclGroup implements AutoCloseable {
         if (r != NcclLibrary.SUCCESS) {
             throw new NcclException("ncclGroupStart", r, NcclLibrary.errorString(r), NcclLibrary.lastError(0));
         }
+        OPEN.incrementAndGet(); // before this thread's own current() can look
         NcclGroup g = new NcclGroup(CURRENT.get());
         CURRENT.set(g);
         return g;
@@ -50,7 +53,7 @@ public final class NcclGroup implements AutoCloseable {
 
     /** The innermost open group of this thread, or null. */
     static NcclGroup current() {
-        return CURRENT.get();
+        return OPEN.get() == 0 ? null : CURRENT.get();
     }
 
     private NcclGroup root() {
@@ -125,6 +128,7 @@ public final class NcclGroup implements AutoCloseable {
         } else {
             CURRENT.set(parent);
         }
+        OPEN.decrementAndGet();
         JcclException checkFailure = parent == null && !checked.isEmpty() ? runChecked() : null;
         int r = NcclLibrary.groupEnd();
         if (checkFailure != null) {

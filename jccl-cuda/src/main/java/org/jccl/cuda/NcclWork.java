@@ -11,8 +11,8 @@ import org.jccl.Work;
 
 /**
  * One enqueued NCCL operation. It completes when the marker enqueued right after the operation on
- * its stream is reached: a write of its sequence number into pinned host memory ({@link
- * CompletionWords}), or, where the driver cannot write one, a CUDA event. {@link #event()} gives a
+ * its stream is reached: a CUDA event, or for a blocking call a write of its sequence number into
+ * pinned host memory ({@link CompletionWords}). {@link #event()} gives a
  * CUDA event that completes with the operation, so a compute stream can wait for the collective
  * without the host waiting:
  *

@@ -10,8 +10,7 @@
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
 # Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
-# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request tests-ev (the feature tests with CUDA events instead
-# of completion words), faults, overhead (jccl's host cost per call, and that
+# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
 # of the JCCL_GPU_BASE build when staged with one) and profile (async-profiler over that path). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 set -uo pipefail
@@ -118,14 +117,12 @@ fi
 
 if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep); base build too
   for rep in 1 2; do
-    for v in lib-base lib lib-events; do
-      lib=${v%-events}; extra=()
-      [ "$v" = lib-events ] && extra=(-Djccl.nccl.completion=event)
+    for lib in lib-base lib; do
       [ -d ".gpu/$lib" ] || continue
       cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
-      timeout -k 10 150 "${JAVA[@]}" "${extra[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$v-$rep.log" 2>&1
-      echo "[overhead $v run $rep] exit $? after $(( $(date +%s) - start )) s"
-      sed -n '/^# rank/,$p' "$OUT/overhead-$v-$rep.log" | grep -v '^# jccl-raw'
+      timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
+      echo "[overhead $lib run $rep] exit $? after $(( $(date +%s) - start )) s"
+      sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-raw'
     done
   done
 fi
@@ -137,12 +134,6 @@ if has profile; then # async-profiler (cpu time, 100 us) over jccl's enqueue and
     -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/profile.log" 2>&1
   echo "[profile] exit $? after $(( $(date +%s) - start )) s; $(wc -l < "$OUT/profile-collapsed.txt" 2>/dev/null) stacks"
   grep -i 'error\|warn' "$OUT/profile.log" | head -5
-fi
-
-if has tests-ev; then # the feature tests with events instead of completion words
-  saved=("${JAVA[@]}"); JAVA+=(-Djccl.nccl.completion=event)
-  junit tests-ev 200 --select-class org.jccl.cuda.NcclFeaturesTest
-  JAVA=("${saved[@]}")
 fi
 
 if has tests-nb; then

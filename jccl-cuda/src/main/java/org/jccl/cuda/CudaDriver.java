@@ -124,10 +124,6 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), "cuMemAllocHost_v2", "cuMemAllocHost");
     private static final MethodHandle cuMemFreeHost = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuMemFreeHost");
-    /** Stream memory operation (CUDA 11.7+ exports the _v2 name; older drivers the plain one); null if neither. */
-    private static final MethodHandle cuStreamWriteValue32 = LIB.optionalCritical(
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT), "cuStreamWriteValue32_v2",
-            "cuStreamWriteValue32");
     private static final MethodHandle cuMemcpyHtoD = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), "cuMemcpyHtoD_v2", "cuMemcpyHtoD");
     private static final MethodHandle cuMemcpyDtoH = LIB.required(
@@ -522,24 +518,6 @@ final class CudaDriver {
             MemorySegment s = Scratch.get();
             check((int) cuMemAllocHost.invokeExact(s, bytes), "cuMemAllocHost(" + bytes + " bytes)");
             return s.get(JAVA_LONG, 0);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-    }
-
-    /** Whether the driver exports cuStreamWriteValue32. */
-    static boolean hasStreamWriteValue() {
-        return cuStreamWriteValue32 != null;
-    }
-
-    /**
-     * Enqueues on {@code stream} a 32-bit write of {@code value} to {@code address} (device memory,
-     * or pinned host memory under unified addressing), done when the stream's earlier work is,
-     * with a memory barrier (flags 0). Returns the CUresult.
-     */
-    static int streamWriteValue32(long stream, long address, int value) {
-        try {
-            return (int) cuStreamWriteValue32.invokeExact(stream, address, value, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -98,12 +98,6 @@ final class NativeBinder {
         return s.map(seg -> LINKER.downcallHandle(seg, fd)).orElse(null);
     }
 
-    /** As {@link #optional} for a critical (short, non-blocking, no upcall) function. */
-    MethodHandle optionalCritical(FunctionDescriptor fd, String... names) {
-        Optional<MemorySegment> s = find(names);
-        return s.map(seg -> LINKER.downcallHandle(seg, fd, Linker.Option.critical(false))).orElse(null);
-    }
-
     private MethodHandle bind(FunctionDescriptor fd, boolean critical, String... names) {
         Optional<MemorySegment> s = find(names);
         if (s.isPresent()) {

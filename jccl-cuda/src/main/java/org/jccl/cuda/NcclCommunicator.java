@@ -73,6 +73,8 @@ public final class NcclCommunicator implements Communicator {
      * CUDA or NCCL call for it (see {@link #watch}): the owner is enqueuing and will wait itself.
      */
     private static final long YOUNG_NANOS = Long.getLong("jccl.nccl.watchdogYoungNanos", 1_000_000);
+    /** {@link #lastLaunch} is rewritten only when older than this. */
+    private static final long LAUNCH_STAMP_NANOS = 100_000;
 
     private final CudaDevice device;
     private final boolean ownsDevice;
@@ -111,10 +113,6 @@ public final class NcclCommunicator implements Communicator {
     private final java.util.ArrayDeque<CudaEvent> eventPool = new java.util.ArrayDeque<>();
     private final List<CudaEvent> allEvents = new ArrayList<>();
     private final WorkQueue pending = new WorkQueue();
-    /** Where the GPU marks operations done (see {@link CompletionWords}); null: events do. Guarded by {@link #lock}. */
-    private final CompletionWords words;
-    /** An event never recorded (complete at once): what a finished work's {@link NcclWork#event()} gives. */
-    private CudaEvent doneEvent;
     private final AtomicInteger state = new AtomicInteger(OPEN);
     private final java.util.concurrent.atomic.AtomicBoolean nativeAborted = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<JcclException> failure = new AtomicReference<>();
@@ -152,36 +150,12 @@ public final class NcclCommunicator implements Communicator {
         this.watchScratch = arena.allocate(64, 16);
         this.stream = device.createStream();
         this.streamHandle = stream.handle();
-        this.words = completionWords(device, streamHandle, rank);
         Watchdog.register(this);
         if (jobStore != null) {
             FailureWatch.register(this);
         }
         LOG.info(rank, () -> "NCCL communicator " + name + " ready: rank " + rank + " of " + size + " on " + device
                 + ", NCCL " + Nccl.versionString() + " from " + Nccl.libraryPath());
-    }
-
-    /**
-     * The completion words of a new communicator, or null (events then complete its works) when
-     * {@code jccl.nccl.completion=event} asks so or the driver cannot write them.
-     */
-    private static CompletionWords completionWords(CudaDevice device, long stream, int rank) {
-        if ("event".equalsIgnoreCase(System.getProperty("jccl.nccl.completion", "auto").trim())) {
-            return null;
-        }
-        String[] why = new String[1];
-        CompletionWords w;
-        try {
-            device.makeCurrent();
-            w = CompletionWords.create(stream, why);
-        } catch (RuntimeException e) {
-            why[0] = e.toString();
-            w = null;
-        }
-        if (w == null) {
-            LOG.info(rank, () -> "completion words unavailable (" + why[0] + "): a CUDA event completes each operation");
-        }
-        return w;
     }
 
     // ------------------------------------------------------------------ creation
@@ -1096,9 +1070,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            // Blocking calls wait on a marker too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28).
-            arm(w, blocking);
+            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28), though it saves the record.
+            w.arm(takeEvent());
         } finally {
             lock.unlock();
         }
@@ -1155,9 +1129,9 @@ public final class NcclCommunicator implements Communicator {
             if (r == NcclLibrary.IN_PROGRESS) {
                 waitNotInProgress(w);
             }
-            // Blocking calls wait on a marker too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28).
-            arm(w, blocking);
+            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
+            // on 4x H200 (NCCL 2.28), though it saves the record.
+            w.arm(takeEvent());
         } finally {
             lock.unlock();
         }
@@ -1462,7 +1436,7 @@ public final class NcclCommunicator implements Communicator {
             device.makeCurrent();
             waitNotInProgress(works.get(0));
             for (NcclWork w : works) {
-                arm(w, false);
+                w.arm(takeEvent());
                 track(w);
             }
         } catch (JcclException e) {
@@ -1476,100 +1450,10 @@ public final class NcclCommunicator implements Communicator {
         Watchdog.wake();
     }
 
-    /**
-     * Enqueues {@code w}'s completion marker after it on its stream: for a blocking call the write
-     * of its completion word, else (or where no word is free or the write fails) a CUDA event.
-     * Measured on 4x H200 (NCCL 2.28, driver 580): cuStreamWriteValue32 costs ~0.7 us more to
-     * enqueue than cuEventRecord, but a wait that reads a word instead of calling cuEventQuery
-     * ends 0.7-1.4 us sooner; so a call whose host waits at once gains, an asynchronous one would
-     * lose. Under the lock, context current.
-     */
-    private void arm(NcclWork w, boolean blocking) {
-        CompletionWords cw = words;
-        if (cw != null && blocking) {
-            int slot = cw.claim(w, w.sequence());
-            if (slot >= 0) {
-                int r = cw.mark(w.streamHandle(), slot, w.sequence());
-                if (r == CudaDriver.SUCCESS) {
-                    w.armWord(cw, slot);
-                    wordMarks++;
-                    return;
-                }
-                cw.unclaim(slot, w);
-                if (!wordWriteFailed) {
-                    wordWriteFailed = true;
-                    LOG.warn(rank, "cuStreamWriteValue32 returned " + CudaDriver.errorName(r) + " for " + w.describe()
-                            + " on " + describe() + ": an event completes it (and any other such operation)");
-                }
-            }
-        }
-        w.arm(takeEvent());
-    }
-
-    private boolean wordWriteFailed;
-
-    private static final long LAUNCH_STAMP_NANOS = 100_000;
-
     private void noteLaunch(long now) {
         if (now - lastLaunch > LAUNCH_STAMP_NANOS) {
             lastLaunch = now;
         }
-    }
-
-    /** True when completion words complete this communicator's blocking calls. */
-    boolean completesByWords() {
-        return words != null;
-    }
-
-    /** Operations completed by a word so far (guarded by the lock; read by tests). */
-    private long wordMarks;
-
-    long wordMarks() {
-        lock.lock();
-        try {
-            return wordMarks;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * A CUDA event that completes no earlier than {@code w}, for {@link NcclWork#event()} of a
-     * work completed by a word: recorded now on its stream (so it may also cover work enqueued
-     * there since), or an event that is complete already when {@code w} finished.
-     */
-    CudaEvent eventFor(NcclWork w) {
-        lock.lock();
-        try {
-            CudaEvent e = w.recordedEvent();
-            if (e != null) {
-                return e;
-            }
-            if (w.isFinished()) {
-                if (w.exception() != null) {
-                    throw w.exception();
-                }
-                return doneEvent();
-            }
-            ensureOpen();
-            device.makeCurrent();
-            e = takeEvent();
-            e.recordRaw(w.streamHandle());
-            w.setEvent(e);
-            return e;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private CudaEvent doneEvent() {
-        if (doneEvent == null) {
-            doneEvent = CudaEvent.pooled(device);
-            synchronized (allEvents) {
-                allEvents.add(doneEvent);
-            }
-        }
-        return doneEvent;
     }
 
     private CudaEvent takeEvent() {
@@ -2042,8 +1926,8 @@ public final class NcclCommunicator implements Communicator {
                 // Work issued less than a millisecond ago is rarely done: leave it (and all younger work) alone.
                 break;
             }
-            if (!current && !w.completesByWord()) {
-                device.makeCurrent(); // cuEventQuery
+            if (!current) {
+                device.makeCurrent();
                 current = true;
             }
             polled++;
@@ -2702,19 +2586,6 @@ public final class NcclCommunicator implements Communicator {
                 c.close();
             } catch (Exception e) {
                 LOG.warn(rank, "closing " + c + " failed: " + e);
-            }
-        }
-        if (words != null) {
-            lock.lock();
-            try {
-                if (!device.isClosed() && !words.free()) {
-                    LOG.info(rank, () -> "left the 4 KiB of completion words of " + describe() + " allocated: an operation "
-                            + "that failed may still write its word");
-                }
-            } catch (RuntimeException e) {
-                LOG.warn(rank, "freeing the completion words failed: " + e);
-            } finally {
-                lock.unlock();
             }
         }
         synchronized (allEvents) {

@@ -10,11 +10,9 @@ import org.jccl.JcclException;
 import org.jccl.Work;
 
 /**
- * One enqueued NCCL operation. It completes when the marker enqueued right after the operation on
- * its stream is reached: a CUDA event, or for a blocking call a write of its sequence number into
- * pinned host memory ({@link CompletionWords}). {@link #event()} gives a
- * CUDA event that completes with the operation, so a compute stream can wait for the collective
- * without the host waiting:
+ * One enqueued NCCL operation. It completes when the CUDA event recorded right after the
+ * operation on its stream completes; {@link #event()} exposes that event so a compute stream can
+ * wait for the collective without the host waiting:
  *
  * <pre>{@code
  * NcclWork w = comm.allReduceAsync(grads, ReduceOp.SUM);
@@ -63,11 +61,6 @@ public final class NcclWork implements Work {
     /** How long this work may take (the communicator's timeout, or a withTimeout view's); set before publication. */
     long budgetNanos;
     private volatile CudaEvent event;
-    /** Set once the completion marker (word or event) is enqueued; false inside an open group. */
-    private volatile boolean armed;
-    /** The completion word of this work, or null when an event completes it. */
-    private CompletionWords words;
-    private int slot = -1;
     private volatile JcclException failure;
     /** Counted in the communicator's outstanding works (asynchronous works only). */
     volatile boolean counted;
@@ -87,30 +80,8 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         event = e;
-        armed = true;
     }
 
-    /** The write of this work's sequence number into word {@code slot} was enqueued: it completes with it. */
-    void armWord(CompletionWords w, int slot) {
-        this.words = w;
-        this.slot = slot;
-        armed = true; // publishes words and slot
-    }
-
-    /** True when a completion word (not an event) completes this work. */
-    boolean completesByWord() {
-        return armed && slot >= 0;
-    }
-
-    /** The event of this work if one was recorded for it, else null. */
-    CudaEvent recordedEvent() {
-        return event;
-    }
-
-    /** Called by the communicator, under its lock: the event recorded for a caller that asked. */
-    void setEvent(CudaEvent e) {
-        event = e;
-    }
     int kind() {
         return kind;
     }
@@ -131,31 +102,22 @@ public final class NcclWork implements Work {
     }
 
     /**
-     * An event that completes with this operation; a stream can wait on it with
-     * {@link CudaStream#waitFor(CudaEvent)}. Where a completion word completes the operation,
-     * the event is recorded on its stream at the first call (so it also covers what was enqueued
-     * on that stream since: a wait on it is never shorter than needed); for an operation already
-     * done it is an event that is complete.
+     * The event that completes with this operation; a stream can wait on it with
+     * {@link CudaStream#waitFor(CudaEvent)}.
      *
      * @throws InvalidUsageException inside an open {@link NcclGroup} (the operation is only
      *                               launched when the group closes)
-     * @throws JcclException         the operation's failure, when it failed before its event
-     *                               was asked for
      */
     public CudaEvent event() {
         CudaEvent e = event;
-        if (e != null) {
-            return e;
-        }
-        if (!armed) {
+        if (e == null) {
             if (stateField == FAILED) {
                 throw failure;
             }
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
                     + "(which launches it) before asking for its event");
         }
-        // Completed by a word: an event is recorded now, on first demand (see CompletionWords).
-        return comm.eventFor(this);
+        return e;
     }
 
     /** "allReduce #12 (FLOAT32 x 1024)". */
@@ -167,40 +129,30 @@ public final class NcclWork implements Work {
         return stateField != PENDING;
     }
 
-    /** True when this work completed successfully (no polling). */
-    boolean succeeded() {
-        return stateField == DONE;
-    }
-
     @Override
     public boolean isDone() {
-        if (stateField == PENDING && armed) {
-            if (slot < 0) {
+        if (stateField == PENDING) {
+            CudaEvent e = event;
+            if (e != null) {
                 comm.device().makeCurrent();
+                pollEvent();
             }
-            pollEvent();
         }
         return stateField != PENDING;
     }
 
-    /**
-     * Checks the completion marker once (a memory read for a word; cuEventQuery for an event, which
-     * needs the context current); completes the work when it was reached.
-     */
+    /** Queries the event once; completes the work when it fired. The context must be current. */
     boolean pollEvent() {
-        if (stateField != PENDING || !armed) {
+        CudaEvent e = event;
+        if (e == null || stateField != PENDING) {
             return stateField != PENDING;
         }
         boolean fired;
-        if (slot >= 0) {
-            fired = words.reached(slot, sequence);
-        } else {
-            try {
-                fired = event.queryRaw();
-            } catch (CudaException ex) {
-                fail(new JcclException(describe() + " on " + comm.describe() + " failed in CUDA: " + ex.getMessage(), ex));
-                return true;
-            }
+        try {
+            fired = e.queryRaw();
+        } catch (CudaException ex) {
+            fail(new JcclException(describe() + " on " + comm.describe() + " failed in CUDA: " + ex.getMessage(), ex));
+            return true;
         }
         if (fired) {
             // The event also fires when NCCL stopped the kernel because a peer failed or aborted:
@@ -211,7 +163,8 @@ public final class NcclWork implements Work {
                 return true;
             }
             complete();
-            // Work issued earlier on the same stream is complete too: settle it now, without a query.
+            // Work issued earlier on the same stream is complete too: settle it now, which returns
+            // its event to the pool without a query.
             comm.completedThrough(this);
         }
         return fired || stateField != PENDING;
@@ -219,7 +172,7 @@ public final class NcclWork implements Work {
 
     /** Completes this work because a later work on the same stream completed. */
     void completeInOrder() {
-        if (armed && stateField == PENDING) {
+        if (event != null && stateField == PENDING) {
             complete();
         }
     }
@@ -280,12 +233,12 @@ public final class NcclWork implements Work {
     }
 
     private boolean waitUntil(long until, boolean untilIsDeadline) {
-        if (!armed && stateField == PENDING) {
+        if (event == null && stateField == PENDING) {
             throw new InvalidUsageException(describe() + " belongs to an NcclGroup that is still open: close the group "
                     + "(which launches it) before waiting for it");
         }
-        if (stateField == PENDING && slot < 0) {
-            comm.device().makeCurrent(); // cuEventQuery
+        if (stateField == PENDING) {
+            comm.device().makeCurrent();
         }
         comm.waiters.incrementAndGet();
         try {

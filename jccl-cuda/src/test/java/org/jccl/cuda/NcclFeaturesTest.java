@@ -236,62 +236,6 @@ class NcclFeaturesTest {
         res.forEach(s -> assertEquals("ok", s));
     }
 
-    /**
-     * Completion words: blocking calls complete by one unless {@code jccl.nccl.completion=event}
-     * (more calls than there are words: each word is reused), asynchronous ones by an event; every
-     * sum exact; a finished work's event is complete and a stream can wait on it.
-     */
-    @Test
-    void blockingCallsCompleteByWordsAsyncOnesByEvents() throws Exception {
-        boolean eventsOnly = "event".equalsIgnoreCase(System.getProperty("jccl.nccl.completion", ""));
-        List<String> res = Gpu.onEach(comms, T, c -> {
-            if (c.completesByWords() == eventsOnly) {
-                return "completesByWords() is " + c.completesByWords() + " with jccl.nccl.completion="
-                        + System.getProperty("jccl.nccl.completion");
-            }
-            CudaDevice d = c.device();
-            int ops = CompletionWords.SLOTS + 300;
-            try (DeviceBuffer x = d.allocate(DataType.INT32, ops); CudaStream consumer = d.createStream()) {
-                int[] ones = new int[ops];
-                java.util.Arrays.fill(ones, 1);
-                x.copyFrom(HostBuffer.of(ones));
-                long marks = c.wordMarks();
-                for (int i = 0; i < ops; i++) {
-                    c.allReduce(x.slice(i, 1), x.slice(i, 1), ReduceOp.SUM);
-                }
-                long byWord = c.wordMarks() - marks;
-                if (byWord != (eventsOnly ? 0 : ops)) {
-                    return byWord + " of " + ops + " blocking calls completed by a word";
-                }
-                List<NcclWork> works = new ArrayList<>();
-                for (int i = 0; i < ops; i++) {
-                    works.add(c.allReduceAsync(x.slice(i, 1), ReduceOp.SUM));
-                }
-                for (NcclWork w : works) {
-                    if (w.completesByWord()) {
-                        return "an asynchronous call completed by a word";
-                    }
-                    w.await();
-                }
-                int[] out = new int[ops];
-                x.copyTo(HostBuffer.of(out));
-                for (int i = 0; i < ops; i++) {
-                    if (out[i] != n * n) {
-                        return "element " + i + " is " + out[i] + ", expected " + n * n;
-                    }
-                }
-                CudaEvent e = works.get(0).event();
-                if (!e.isComplete()) {
-                    return "the event of a finished work is not complete";
-                }
-                consumer.waitFor(e);
-                consumer.synchronize(T);
-                return "ok";
-            }
-        });
-        res.forEach(s -> assertEquals("ok", s));
-    }
-
     @Test
     void wrappedForeignPointerInACollective() throws Exception {
         List<String> res = Gpu.onEach(comms, T, c -> {

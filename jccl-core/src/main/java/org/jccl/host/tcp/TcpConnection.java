@@ -18,8 +18,13 @@ import java.util.ArrayDeque;
  */
 final class TcpConnection {
     private static final int PENDING_FRAMES = 256;
-    /** Payloads at least this large of native segments skip the staging buffers (one copy less each way). */
-    static final int DIRECT_MIN_BYTES = 16 << 10;
+    /**
+     * Payloads at least this large of native segments skip the staging buffers (one copy less each
+     * way, one system call more each way). Measured on 2 cores over veth: 16-32 KiB frames are
+     * 15-30% faster staged (all-gather of 32 KiB: 14.7 against 19.1 us), 64 KiB and larger ones
+     * faster in place (all-reduce of 64 KiB: 22.2 against 26.0 us).
+     */
+    static final int DIRECT_MIN_BYTES = 64 << 10;
     /** Bytes of a direct payload staged with its header. */
     static final int DIRECT_PREFIX_BYTES = 4096;
 

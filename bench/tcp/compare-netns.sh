@@ -97,7 +97,7 @@ header="$out/header.md"
     echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine may be shared: numbers are only as good as its quietness)"
     echo "- jccl: commit $(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown), JCCL_* transport settings at their defaults"
     echo "- Open MPI: $(mpirun --version 2>/dev/null | head -1 | sed 's/^mpirun (Open MPI) /Open MPI /' || echo 'not installed'), --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0"
-    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf -z 1 (back-to-back blocking calls, as mpi_coll times), warm-up/iterations per size band: <= 64 KiB 20000/50000, <= 1 MiB 20000/200, larger 50/20 (each band a fresh JVM: the JIT needs tens of thousands of calls to settle on 2 busy cores), --settle $settle (each size and placement timed after at least 0.25 s of untimed calls and once no rank's JIT compiled anything in a ~20 ms block of them, waiting at most $settle s)"
+    echo "- sizes: -b $minb -e $maxb -f $factor, float sum; Open MPI iterations adaptive (~$target s per size); jccl perf -z 1 (back-to-back blocking calls, as mpi_coll times), warm-up/iterations per size band: <= 64 KiB 20000/50000, <= 1 MiB 20000/200, larger 20/100 (each band a fresh JVM: the JIT needs tens of thousands of calls to settle on 2 busy cores), --settle $settle (each size and placement timed after at least 0.25 s of untimed calls and once no rank's JIT compiled anything in a ~20 ms block of them, waiting at most $settle s)"
     echo "- repeats: $repeats, libraries alternating; each cell is the library's best mean over the repeats"
 } > "$header"
 cat "$header" | tee -a "$out/run.log"
@@ -121,7 +121,7 @@ lo=$(bytes_of "$minb"); hi=$(bytes_of "$maxb")
 [[ "$factor" =~ ^[2-9]$|^[1-9][0-9]+$ ]] || { echo "compare-netns.sh: -f: give an integer factor >= 2" >&2; exit 2; }
 bands=() # "first last warmup iters" over the sizes lo * factor^k <= hi (the same sizes Open MPI runs)
 band_of() { if [ "$1" -le $((64 << 10)) ]; then echo 0; elif [ "$1" -le $((1 << 20)) ]; then echo 1; else echo 2; fi; }
-warm=(20000 20000 50); iters=(50000 200 20)
+warm=(20000 20000 20); iters=(50000 200 100)
 first=(); last=()
 for ((x = lo; x <= hi; x *= factor)); do
     b=$(band_of "$x")

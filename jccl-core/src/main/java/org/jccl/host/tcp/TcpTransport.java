@@ -916,6 +916,19 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     /** A reusable array of at least {@code n} ints for an algorithm's operation ids. */
+    /** Two input segments for a two-input {@code Reductions.reduce}, reused (the calling thread's). */
+    public MemorySegment[] pairSources() {
+        return pairSrcs;
+    }
+
+    /** Their byte offsets, reused as {@link #pairSources()}. */
+    public long[] pairOffsets() {
+        return pairOffs;
+    }
+
+    private final MemorySegment[] pairSrcs = new MemorySegment[2];
+    private final long[] pairOffs = new long[2];
+
     public int[] ids(int n) {
         if (idsA.length < n) {
             idsA = new int[n];

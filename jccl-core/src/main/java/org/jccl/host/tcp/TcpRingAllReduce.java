@@ -34,7 +34,8 @@ public final class TcpRingAllReduce {
         MemorySegment out = recv.segment();
         // Out of place, this rank's own data is read from send where it is first needed (the step-0
         // send and a two-input reduction into recv) instead of copying the whole vector first: one
-        // pass over memory less (4 MiB on 2 cores over veth: 2.9 -> ~1.9 ms, the in-place time).
+        // pass over memory less. (It did not close the gap between out-of-place and in-place times
+        // at 2-4 MiB across network namespaces on the 2-core VM: see docs/BENCHMARKS.md.)
         // PREMUL_SUM must scale its own data first, so it copies.
         boolean fromSend = !send.sameStart(recv) && op.kind() != ReduceOp.Kind.PREMUL_SUM;
         MemorySegment own = fromSend ? send.segment() : out;

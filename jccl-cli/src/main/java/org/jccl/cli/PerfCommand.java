@@ -121,7 +121,7 @@ final class PerfCommand implements Callable<Integer> {
     int blocking;
 
     @Option(names = "--settle", paramLabel = "SECONDS", defaultValue = "0",
-            description = "Before timing each size and placement, run it untimed for at least 0.25 s and until the JIT has "
+            description = "Before timing each size and placement, run it untimed for at least 0.25 s (1.5 s from 1 MiB) and until the JIT has "
                     + "compiled it (a ~20 ms block in which no rank's JIT compiled anything), for at most SECONDS (default: "
                     + "${DEFAULT-VALUE}, off). A JVM timed right after a change of size can measure its recompilation.")
     double settle;

@@ -247,12 +247,20 @@ public final class PerfRunner {
      * slower even once no compilation finished any more).
      */
     static final double SETTLE_MIN_SECONDS = 0.25;
+    /**
+     * The same for messages of 1 MiB and more: measured across two network namespaces on 2 cores,
+     * the placement timed first after a change of size ran up to 1.6x slower than the second
+     * after 0.25 s (4 MiB all-reduce: 2.4-3.0 ms against 1.8-2.0 ms, whichever placement came
+     * first) and as fast after 1.5 s (1.9-2.0 ms both).
+     */
+    static final double SETTLE_MIN_LARGE_SECONDS = 1.5;
     /** Length of one block of the warm-up that waits for the JIT. */
     static final double SETTLE_BLOCK_SECONDS = 0.02;
 
     /**
      * Untimed calls of this size and placement until the JIT has compiled what they run: blocks of
-     * about {@value #SETTLE_BLOCK_SECONDS} s, at least {@value #SETTLE_MIN_SECONDS} s, until one in
+     * about {@value #SETTLE_BLOCK_SECONDS} s, at least {@value #SETTLE_MIN_SECONDS} s ({@value
+     * #SETTLE_MIN_LARGE_SECONDS} s from 1 MiB), until one in
      * which no rank's JIT compiled anything, for at most {@link #settle(double)} seconds (0: not
      * at all). A size or placement that takes a path the
      * compiled code had not seen sends those methods back to the interpreter until they are
@@ -264,6 +272,7 @@ public final class PerfRunner {
         if (settleSeconds <= 0) {
             return;
         }
+        double minSeconds = launch.bytes() >= 1 << 20 ? SETTLE_MIN_LARGE_SECONDS : SETTLE_MIN_SECONDS;
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         long t0 = System.nanoTime();
@@ -278,7 +287,7 @@ public final class PerfRunner {
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
             double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
-            if (r[1] == 0 && r[0] >= Math.min(SETTLE_MIN_SECONDS, settleSeconds) || r[0] > settleSeconds) {
+            if (r[1] == 0 && r[0] >= Math.min(minSeconds, settleSeconds) || r[0] > settleSeconds) {
                 return;
             }
         }

@@ -1045,37 +1045,62 @@ public final class NcclCommunicator implements Communicator {
         lock.lock();
         try {
             ensureOpen();
-            device.makeCurrent();
-            int red = op == null ? 0 : redOp(op, type);
             long s = ++seq;
-            int r = call(kind, sp, rp, count, type, red, root, sh);
-            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                throw new NcclException("nccl " + OP_NAMES[kind] + " #" + s + " (" + type + " x " + count + ") on "
-                        + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
-            }
-            long budget = callBudgetNanos();
-            long now = System.nanoTime(); // the one clock reading of a launch: deadline, trace, watchdog
-            noteLaunch(now);
-            w = new NcclWork(this, kind, s, type, count, sh, now + budget);
-            w.budgetNanos = budget;
-            w.peer = root;
-            if (kind != SEND && kind != RECV) {
-                w.collective = ++collIssued;
-            }
-            traceLaunch(w, kind, type, count, op, root, now);
+            int r = callNative(kind, s, sp, rp, count, type, op, root, sh);
+            w = newWork(kind, s, type, count, sh, op, root, kind != SEND && kind != RECV ? ++collIssued : 0);
             if (group != null) {
                 group.add(this, w);
                 return w;
             }
-            if (r == NcclLibrary.IN_PROGRESS) {
-                waitNotInProgress(w);
-            }
-            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28), though it saves the record.
-            w.arm(takeEvent());
+            arm(w, r);
         } finally {
             lock.unlock();
         }
+        return handOver(w, blocking);
+    }
+
+    /**
+     * The native call(s) of operation {@code s} with the context made current: SUCCESS or
+     * IN_PROGRESS, else an NcclException. Under the lock.
+     */
+    private int callNative(int kind, long s, long sp, long rp, long count, DataType type, ReduceOp op, int root,
+                           long sh) {
+        device.makeCurrent();
+        int red = op == null ? 0 : redOp(op, type);
+        int r = call(kind, sp, rp, count, type, red, root, sh);
+        if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+            throw new NcclException("nccl " + OP_NAMES[kind] + " #" + s + " (" + type + " x " + count + ") on "
+                    + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
+        }
+        return r;
+    }
+
+    /** The work of operation {@code s}, its deadline and flight-recorder entry starting now. Under the lock. */
+    private NcclWork newWork(int kind, long s, DataType type, long count, long sh, ReduceOp op, int root,
+                             long collective) {
+        long budget = callBudgetNanos();
+        long now = System.nanoTime(); // the one clock reading of a launch: deadline, trace, watchdog
+        noteLaunch(now);
+        NcclWork w = new NcclWork(this, kind, s, type, count, sh, now + budget);
+        w.budgetNanos = budget;
+        w.peer = root;
+        w.collective = collective;
+        traceLaunch(w, kind, type, count, op, root, now);
+        return w;
+    }
+
+    /** Records the event that completes {@code w} once NCCL has enqueued it ({@code r}: the call's result). Under the lock. */
+    private void arm(NcclWork w, int r) {
+        if (r == NcclLibrary.IN_PROGRESS) {
+            waitNotInProgress(w);
+        }
+        // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
+        // on 4x H200 (NCCL 2.28), though it saves the record.
+        w.arm(takeEvent());
+    }
+
+    /** An asynchronous work goes to the watchdog; a blocking one is awaited by the caller. */
+    private NcclWork handOver(NcclWork w, boolean blocking) {
         if (!blocking) {
             track(w);
             Watchdog.wake();
@@ -1108,38 +1133,16 @@ public final class NcclCommunicator implements Communicator {
         try {
             ensureOpen();
             long s = ++seq;
-            long budget = callBudgetNanos();
-            long now = System.nanoTime();
-            noteLaunch(now);
-            w = new NcclWork(this, kind, s, type, count, sh, now + budget);
-            w.budgetNanos = budget;
-            w.collective = cs;
-            traceLaunch(w, kind, type, count, op, root, now);
+            w = newWork(kind, s, type, count, sh, op, root, cs);
             if (group != null) {
                 group.addChecked(this, w, cs, fp, () -> deferredCall(w, kind, sp, rp, count, type, op, root, sh));
                 return w;
             }
-            device.makeCurrent();
-            int red = op == null ? 0 : redOp(op, type);
-            int r = call(kind, sp, rp, count, type, red, root, sh);
-            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                throw new NcclException("nccl " + OP_NAMES[kind] + " #" + s + " (" + type + " x " + count + ") on "
-                        + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
-            }
-            if (r == NcclLibrary.IN_PROGRESS) {
-                waitNotInProgress(w);
-            }
-            // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
-            // on 4x H200 (NCCL 2.28), though it saves the record.
-            w.arm(takeEvent());
+            arm(w, callNative(kind, s, sp, rp, count, type, op, root, sh));
         } finally {
             lock.unlock();
         }
-        if (!blocking) {
-            track(w);
-            Watchdog.wake();
-        }
-        return w;
+        return handOver(w, blocking);
     }
 
     /** JCCL_CHECK: compares this rank's fingerprint of collective {@code cs} with every other rank's. */
@@ -1168,13 +1171,7 @@ public final class NcclCommunicator implements Communicator {
         lock.lock();
         try {
             ensureOpen();
-            device.makeCurrent();
-            int red = op == null ? 0 : redOp(op, type);
-            int r = call(kind, sp, rp, count, type, red, root, sh);
-            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                throw new NcclException("nccl " + OP_NAMES[kind] + " #" + w.sequence() + " (" + type + " x " + count
-                        + ") on " + describe(), r, NcclLibrary.errorString(r), NcclLibrary.lastError(comm));
-            }
+            callNative(kind, w.sequence(), sp, rp, count, type, op, root, sh);
         } finally {
             lock.unlock();
         }

@@ -214,6 +214,24 @@ public final class FlightRecorder {
     }
 
     /**
+     * The dump a backend writes by itself when a communicator fails: to {@code dir} (nothing when
+     * it is null, i.e. JCCL_TRACE_DIR unset), with a warning that says where and how to read it,
+     * or why it could not be written. Never throws: a failure being reported must not be masked.
+     * Callers that share this recorder across threads hold its monitor, as for {@link #dump}.
+     */
+    public void dumpOnFailure(Path dir, String comm, int rank, int size, String reason, org.jccl.internal.Log log) {
+        if (dir == null) {
+            return;
+        }
+        try {
+            Path f = dump(dir, comm, rank, size, reason);
+            log.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + dir + ")");
+        } catch (IOException | RuntimeException e) {
+            log.warn(rank, "cannot write the flight recorder to " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /**
      * Writes the dump to {@code dir/jccl-trace-<comm>-rank<r>.json} (atomically) and returns the
      * file.
      */

@@ -1730,17 +1730,8 @@ public final class NcclCommunicator implements Communicator {
     }
 
     private void autoDump(String reason) {
-        if (traceDir == null) {
-            return;
-        }
-        try {
-            java.nio.file.Path f;
-            synchronized (recorder) {
-                f = recorder.dump(traceDir, traceName(), rank, size, reason);
-            }
-            LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
-        } catch (java.io.IOException | RuntimeException e) {
-            LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+        synchronized (recorder) {
+            recorder.dumpOnFailure(traceDir, traceName(), rank, size, reason, LOG);
         }
     }
 

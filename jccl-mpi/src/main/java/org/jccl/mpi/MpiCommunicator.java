@@ -429,17 +429,8 @@ final class MpiCommunicator implements Communicator {
     }
 
     private void autoDump(String reason) {
-        if (traceDir == null) {
-            return;
-        }
-        try {
-            java.nio.file.Path f;
-            synchronized (recorder) {
-                f = recorder.dump(traceDir, id, rank, size, reason);
-            }
-            LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
-        } catch (java.io.IOException | RuntimeException e) {
-            LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+        synchronized (recorder) {
+            recorder.dumpOnFailure(traceDir, id, rank, size, reason, LOG);
         }
     }
 

@@ -42,8 +42,7 @@ final class CollectiveCheck {
 
     /** Whether JCCL_CHECK asks for the check. */
     static boolean enabledByEnv() {
-        String v = System.getenv("JCCL_CHECK");
-        return v != null && (v.equals("1") || v.equalsIgnoreCase("true") || v.equalsIgnoreCase("on"));
+        return org.jccl.internal.CheckSetting.enabled(System.getenv());
     }
 
     private final Store store;

@@ -70,25 +70,7 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         int chunk = (int) number(env, "JCCL_TCP_CHUNK_BYTES", 256 << 10, 4096, 16 << 20);
         long spinUs = number(env, "JCCL_TCP_SPIN_US", -1, 0, 100_000);
         return new TcpConfig(ifname, socks, chunk, Math.max(chunk, 64 << 10) + Frame.HEADER_BYTES,
-                spinUs < 0 ? -1 : spinUs * 1000, check(env));
-    }
-
-    /** JCCL_CHECK: the system property {@code jccl.check} wins, then the environment; 1/0, true/false. */
-    static boolean check(Map<String, String> env) {
-        String p = System.getProperty("jccl.check");
-        String source = "system property jccl.check";
-        if (p == null || p.isBlank()) {
-            p = env.get("JCCL_CHECK");
-            source = "JCCL_CHECK";
-        }
-        if (p == null || p.isBlank()) {
-            return false;
-        }
-        return switch (p.trim().toLowerCase(Locale.ROOT)) {
-            case "1", "true", "yes", "on" -> true;
-            case "0", "false", "no", "off" -> false;
-            default -> throw new IllegalArgumentException(source + "=" + p + " is invalid: use 1 (check) or 0 (don't)");
-        };
+                spinUs < 0 ? -1 : spinUs * 1000, org.jccl.internal.CheckSetting.enabled(env));
     }
 
     /** The polling time of a wait with {@code localRanks} ranks of the communicator on this host. */

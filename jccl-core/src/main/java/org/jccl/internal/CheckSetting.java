@@ -1,0 +1,33 @@
+package org.jccl.internal;
+
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code JCCL_CHECK}, read the same way by every backend that honours it (the NCCL backend's
+ * fingerprint exchange, the TCP transport's round-trip checks): the system property {@code
+ * jccl.check} wins, then the environment; {@code 1/true/yes/on} or {@code 0/false/no/off}; any
+ * other value is an error naming the setting.
+ */
+public final class CheckSetting {
+    private CheckSetting() {
+    }
+
+    /** Whether {@code env} (or the system property {@code jccl.check}) turns the checks on. */
+    public static boolean enabled(Map<String, String> env) {
+        String p = System.getProperty("jccl.check");
+        String source = "system property jccl.check";
+        if (p == null || p.isBlank()) {
+            p = env.get("JCCL_CHECK");
+            source = "JCCL_CHECK";
+        }
+        if (p == null || p.isBlank()) {
+            return false;
+        }
+        return switch (p.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true", "yes", "on" -> true;
+            case "0", "false", "no", "off" -> false;
+            default -> throw new IllegalArgumentException(source + "=" + p + " is invalid: use 1 (check) or 0 (don't)");
+        };
+    }
+}

@@ -331,6 +331,20 @@ public final class NcclBench {
             }
         }
 
+        /**
+         * The bare 8-byte (2 floats, sum) in-place ncclAllReduce of the overhead variants, waiting
+         * out ncclInProgress on a nonblocking communicator; throws on an error.
+         */
+        static void allReduce8(long ptr, long comm, long stream, MemorySegment st) {
+            int rr = allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
+            while (rr == 7) { // ncclInProgress
+                rr = asyncError(comm, st);
+            }
+            if (rr != 0) {
+                throw new IllegalStateException("raw ncclAllReduce returned " + rr);
+            }
+        }
+
         static int asyncError(long comm, MemorySegment out) {
             try {
                 int r = (int) ASYNC_ERROR.invokeExact(comm, out);
@@ -400,13 +414,7 @@ public final class NcclBench {
                                 if (v == 2 && Raw.getCurrent(st) != ctx) {
                                     Raw.setCurrent(ctx);
                                 }
-                                int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
-                                while (rr == 7) { // ncclInProgress on a nonblocking communicator
-                                    rr = Raw.asyncError(comm, st);
-                                }
-                                if (rr != 0) {
-                                    throw new IllegalStateException("raw ncclAllReduce returned " + rr);
-                                }
+                                Raw.allReduce8(ptr, comm, stream, st);
                                 if (v >= 1) {
                                     Raw.eventRecord(events[i], stream);
                                 }
@@ -437,26 +445,14 @@ public final class NcclBench {
                     bar.await();
                     long t3 = System.nanoTime();
                     for (int i = 0; i < lat; i++) {
-                        int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
-                        while (rr == 7) {
-                            rr = Raw.asyncError(comm, st);
-                        }
-                        if (rr != 0) {
-                            throw new IllegalStateException("raw ncclAllReduce returned " + rr);
-                        }
+                        Raw.allReduce8(ptr, comm, stream, st);
                         c.stream().synchronize(Duration.ofMinutes(1));
                     }
                     rb += System.nanoTime() - t3;
                     bar.await();
                     long t4 = System.nanoTime();
                     for (int i = 0; i < lat; i++) {
-                        int rr = Raw.allReduce(ptr, ptr, 2L, 7, 0, comm, stream);
-                        while (rr == 7) {
-                            rr = Raw.asyncError(comm, st);
-                        }
-                        if (rr != 0) {
-                            throw new IllegalStateException("raw ncclAllReduce returned " + rr);
-                        }
+                        Raw.allReduce8(ptr, comm, stream, st);
                         Raw.eventRecord(events[0], stream);
                         int q;
                         while ((q = Raw.eventQuery(events[0])) == 600) {

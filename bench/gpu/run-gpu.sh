@@ -122,15 +122,22 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
       cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
       timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
       echo "[overhead $lib run $rep] exit $? after $(( $(date +%s) - start )) s"
-      sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-raw'
+      sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-'
     done
   done
+  if [ -n "${JCCL_GPU_GC:-}" ]; then # the same with another collector (e.g. -XX:+UseParallelGC): GC barriers' share
+    cp=.gpu/bench-classes:.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
+    [ -d .gpu/bench-classes ] || cp=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
+    timeout -k 10 150 "${JAVA[@]}" $JCCL_GPU_GC -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-gc.log" 2>&1
+    echo "[overhead lib $JCCL_GPU_GC] exit $? after $(( $(date +%s) - start )) s"
+    sed -n '/^# rank/,$p' "$OUT/overhead-gc.log" | grep -v '^# jccl-'
+  fi
 fi
 
 if has profile; then # async-profiler (cpu time, 100 us) over jccl's enqueue and blocking paths: collapsed stacks
   ap=$PWD/.gpu/lib/libasyncProfiler.so
   timeout -k 10 150 "${JAVA[@]}" -Djccl.bench.profileBatches=400 \
-    -agentpath:$ap=start,event=ctimer,interval=100us,cstack=vm,file=$OUT/profile-collapsed.txt,collapsed \
+    -agentpath:$ap=start,event=ctimer,interval=${JCCL_GPU_PROFILE_INTERVAL:-100us},cstack=vm,ann,file=$OUT/profile-collapsed.txt,collapsed \
     -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/profile.log" 2>&1
   echo "[profile] exit $? after $(( $(date +%s) - start )) s; $(wc -l < "$OUT/profile-collapsed.txt" 2>/dev/null) stacks"
   grep -i 'error\|warn' "$OUT/profile.log" | head -5

@@ -167,6 +167,23 @@ public final class FlightRecorder {
         }
     }
 
+    /**
+     * Marks an entry completed at {@code nanos} (a System.nanoTime), for a caller that records
+     * its operations after the fact and knows when each one finished.
+     */
+    public void completed(long handle, long nanos) {
+        int i = index(handle);
+        if (i >= 0) {
+            state[i] = COMPLETED;
+            completed[i] = nanos;
+        }
+    }
+
+    /** Whether entries are kept (capacity above 0). */
+    public boolean isRecording() {
+        return capacity > 0;
+    }
+
     /** Marks an entry failed. */
     public void failed(long handle) {
         int i = index(handle);

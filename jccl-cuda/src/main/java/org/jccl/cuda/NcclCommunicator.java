@@ -66,8 +66,6 @@ public final class NcclCommunicator implements Communicator {
     private static final int OPEN = 0, ABORTED = 1, CLOSED = 2;
     /** Collectives on the nonblocking control communicator (slower small messages; see the class comment). */
     static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
-    /** At most this many asynchronous works in flight, so a blocking enqueue never waits for CUDA's launch queue. */
-    private static final int MAX_OUTSTANDING = 512;
     /**
      * While this communicator launched something less than this long ago, the watchdog makes no
      * CUDA or NCCL call for it (see {@link #watch}): the owner is enqueuing and will wait itself.
@@ -82,7 +80,6 @@ public final class NcclCommunicator implements Communicator {
     private final long comm;
     /** The nonblocking control communicator (the same handle as {@link #comm} in nonblocking mode). */
     private final long ctl;
-    final AtomicInteger outstanding = new AtomicInteger();
     private final int rank;
     private final int size;
     private final Duration timeout;
@@ -109,10 +106,11 @@ public final class NcclCommunicator implements Communicator {
     private final MemorySegment lockedScratch;
     private final MemorySegment watchScratch;
     private final ReentrantLock lock = new ReentrantLock();
-    /** Events of completed works, for reuse; guarded by its own monitor (see {@link WorkQueue} for why not a CLQ). */
-    private final java.util.ArrayDeque<CudaEvent> eventPool = new java.util.ArrayDeque<>();
-    private final List<CudaEvent> allEvents = new ArrayList<>();
-    private final WorkQueue pending = new WorkQueue();
+    /**
+     * Launched works and their events; at most {@link WorkRing#CAPACITY} in flight, so an enqueue
+     * never waits for CUDA's launch queue. Armed under {@link #lock}.
+     */
+    private final WorkRing ring = new WorkRing();
     private final AtomicInteger state = new AtomicInteger(OPEN);
     private final java.util.concurrent.atomic.AtomicBoolean nativeAborted = new java.util.concurrent.atomic.AtomicBoolean();
     private final AtomicReference<JcclException> failure = new AtomicReference<>();
@@ -1029,8 +1027,11 @@ public final class NcclCommunicator implements Communicator {
             throw new InvalidUsageException("blocking " + OP_NAMES[kind] + " inside an NcclGroup can never finish before "
                     + "the group is launched: call " + OP_NAMES[kind] + "Async and wait after closing the group");
         }
-        if (!blocking && group == null && outstanding.get() >= MAX_OUTSTANDING) {
-            drainOldest();
+        if (group == null) {
+            NcclWork full = ring.blocker();
+            if (full != null) {
+                awaitQuietly(full); // the ring is full: wait for its oldest work, outside the lock
+            }
         }
         if (watch != null) {
             checkLiveness(null, OP_NAMES[kind]);
@@ -1047,7 +1048,7 @@ public final class NcclCommunicator implements Communicator {
             ensureOpen();
             long s = ++seq;
             int r = callNative(kind, s, sp, rp, count, type, op, root, sh);
-            w = newWork(kind, s, type, count, sh, op, root, kind != SEND && kind != RECV ? ++collIssued : 0);
+            w = newWork(kind, s, type, count, sh, op, root, kind != SEND && kind != RECV ? ++collIssued : 0, blocking);
             if (group != null) {
                 group.add(this, w);
                 return w;
@@ -1075,17 +1076,20 @@ public final class NcclCommunicator implements Communicator {
         return r;
     }
 
-    /** The work of operation {@code s}, its deadline and flight-recorder entry starting now. Under the lock. */
+    /**
+     * The work of operation {@code s}, its deadline starting now. Under the lock. The flight
+     * recorder learns of it later, from the ring (see {@link #flushTrace}).
+     */
     private NcclWork newWork(int kind, long s, DataType type, long count, long sh, ReduceOp op, int root,
-                             long collective) {
+                             long collective, boolean blocking) {
         long budget = callBudgetNanos();
         long now = System.nanoTime(); // the one clock reading of a launch: deadline, trace, watchdog
         noteLaunch(now);
-        NcclWork w = new NcclWork(this, kind, s, type, count, sh, now + budget);
+        NcclWork w = new NcclWork(this, kind, s, type, count, sh, now + budget, blocking,
+                op == null ? -1 : op.kind().ordinal());
         w.budgetNanos = budget;
         w.peer = root;
         w.collective = collective;
-        traceLaunch(w, kind, type, count, op, root, now);
         return w;
     }
 
@@ -1096,13 +1100,57 @@ public final class NcclCommunicator implements Communicator {
         }
         // Blocking calls wait on an event too: polling the stream instead measured ~3 us slower per call
         // on 4x H200 (NCCL 2.28), though it saves the record.
-        w.arm(takeEvent());
+        armInRing(w);
     }
 
-    /** An asynchronous work goes to the watchdog; a blocking one is awaited by the caller. */
+    /**
+     * Records the event of the ring's next slot after {@code w} and publishes {@code w} there.
+     * Under the lock, with the context current.
+     */
+    private void armInRing(NcclWork w) {
+        if (ring.blocker() != null) {
+            awaitSlotLocked(w);
+        }
+        w.arm(ring.eventFor(device));
+        ring.publish(w);
+    }
+
+    /**
+     * Another thread filled the ring between this launch's check and its lock (or a group arms
+     * more works than the ring has free slots): waits here for the oldest work, with its deadline.
+     */
+    private void awaitSlotLocked(NcclWork w) {
+        Backoff b = new Backoff();
+        NcclWork full;
+        while ((full = ring.blocker()) != null) {
+            if (full.pollEvent()) {
+                continue;
+            }
+            if (System.nanoTime() - full.deadline > 0) {
+                onTimeout(full); // aborts the communicator: every pending work fails
+            }
+            if (state.get() != OPEN) {
+                JcclException f = failure.get();
+                JcclException e = failureFor(w, f != null ? f : new AbortedException(describe() + " is closed"));
+                w.fail(e);
+                throw e;
+            }
+            b.idle();
+        }
+    }
+
+    /** Waits for {@code w}; a failure is left to the caller's launch to report. */
+    private static void awaitQuietly(NcclWork w) {
+        try {
+            w.await();
+        } catch (JcclException e) {
+            // the communicator failed: the launch that waited reports it
+        }
+    }
+
+    /** An asynchronous work is the watchdog's to watch; a blocking one is awaited by the caller. */
     private NcclWork handOver(NcclWork w, boolean blocking) {
         if (!blocking) {
-            track(w);
             Watchdog.wake();
         }
         return w;
@@ -1133,7 +1181,7 @@ public final class NcclCommunicator implements Communicator {
         try {
             ensureOpen();
             long s = ++seq;
-            w = newWork(kind, s, type, count, sh, op, root, cs);
+            w = newWork(kind, s, type, count, sh, op, root, cs, blocking);
             if (group != null) {
                 group.addChecked(this, w, cs, fp, () -> deferredCall(w, kind, sp, rp, count, type, op, root, sh));
                 return w;
@@ -1174,35 +1222,6 @@ public final class NcclCommunicator implements Communicator {
             callNative(kind, w.sequence(), sp, rp, count, type, op, root, sh);
         } finally {
             lock.unlock();
-        }
-    }
-
-    /** Hands an armed asynchronous work to the watchdog and counts it as outstanding. */
-    private void track(NcclWork w) {
-        outstanding.incrementAndGet();
-        w.counted = true;
-        pending.add(w);
-        if (w.isFinished()) {
-            w.uncount(); // finished (e.g. failed) before it was counted
-        }
-    }
-
-    /** Waits for the oldest outstanding works until fewer than MAX_OUTSTANDING are in flight. */
-    private void drainOldest() {
-        while (outstanding.get() >= MAX_OUTSTANDING) {
-            NcclWork oldest = pending.peek();
-            if (oldest == null) {
-                return;
-            }
-            if (oldest.isFinished()) {
-                pending.remove(oldest);
-                continue;
-            }
-            try {
-                oldest.await();
-            } catch (JcclException e) {
-                return; // the communicator failed: the launch reports it
-            }
         }
     }
 
@@ -1433,8 +1452,7 @@ public final class NcclCommunicator implements Communicator {
             device.makeCurrent();
             waitNotInProgress(works.get(0));
             for (NcclWork w : works) {
-                w.arm(takeEvent());
-                track(w);
+                armInRing(w);
             }
         } catch (JcclException e) {
             for (NcclWork w : works) {
@@ -1450,29 +1468,6 @@ public final class NcclCommunicator implements Communicator {
     private void noteLaunch(long now) {
         if (now - lastLaunch > LAUNCH_STAMP_NANOS) {
             lastLaunch = now;
-        }
-    }
-
-    private CudaEvent takeEvent() {
-        CudaEvent e;
-        synchronized (eventPool) {
-            e = eventPool.pollFirst();
-        }
-        if (e == null) {
-            e = CudaEvent.pooled(device);
-            synchronized (allEvents) {
-                allEvents.add(e);
-            }
-        }
-        return e;
-    }
-
-    /** Returns a completed work's event to the pool. */
-    void recycle(CudaEvent e) {
-        if (state.get() == OPEN) {
-            synchronized (eventPool) {
-                eventPool.addLast(e);
-            }
         }
     }
 
@@ -1700,24 +1695,53 @@ public final class NcclCommunicator implements Communicator {
     /** How long a posting rank waits before NCCL's abort: ten periods of the peers' FailureWatch. */
     static final long POST_DELAY_NANOS = 10 * FailureWatch.PERIOD_NANOS;
 
-    /** The last JCCL_TRACE_BUFFER operations; guarded by its own monitor (launches and completions run on different threads). */
+    /**
+     * The last JCCL_TRACE_BUFFER operations; guarded by its own monitor. A launch does not touch
+     * it: the works it armed are recorded from the ring, in launch order, by whoever next needs
+     * the record current (a completion, a dump), which keeps its monitor and arrays off the
+     * launch path. Every work is recorded before its ring slot can be reused, since that takes
+     * its completion.
+     */
     private final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(OP_NAMES);
     private final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
+    /** Ring index up to which works are in the recorder; guarded by the recorder. */
+    private long traced;
 
-    private void traceLaunch(NcclWork w, int kind, DataType type, long count, ReduceOp op, int root, long now) {
+    /** Records the works armed since the last call, in launch order. Holding the recorder. */
+    private void flushTrace() {
+        long t = ring.tail();
+        for (long i = Math.max(traced, t - WorkRing.CAPACITY); i < t; i++) {
+            NcclWork w = ring.at(i);
+            if (w != null && w.ringIndex == i && w.trace < 0) {
+                recordLaunch(w);
+            }
+        }
+        traced = t;
+    }
+
+    /** Holding the recorder. */
+    private void recordLaunch(NcclWork w) {
+        int kind = w.kind();
         boolean p2p = kind == SEND || kind == RECV;
         boolean rooted = kind == BROADCAST || kind == REDUCE || kind == GATHER || kind == SCATTER;
-        synchronized (recorder) {
-            w.trace = recorder.schedule(w.collective, kind, type == null ? -1 : type.ordinal(), count,
-                    op == null ? -1 : op.kind().ordinal(), rooted ? root : -1, p2p ? root : -1, now);
-            recorder.startedNow(w.trace); // enqueued = started, as far as the host can tell
-        }
+        DataType type = w.type();
+        w.trace = recorder.schedule(w.collective, kind, type == null ? -1 : type.ordinal(), w.count(), w.redop,
+                rooted ? w.peer : -1, p2p ? w.peer : -1, w.deadline - w.budgetNanos);
+        recorder.startedNow(w.trace); // enqueued = started, as far as the host can tell
     }
 
     void traceEnd(NcclWork w, boolean ok) {
+        if (!recorder.isRecording()) {
+            return;
+        }
+        long now = System.nanoTime();
         synchronized (recorder) {
+            flushTrace();
+            if (w.trace < 0) {
+                recordLaunch(w); // failed before it was armed: out of launch order
+            }
             if (ok) {
-                recorder.completed(w.trace);
+                recorder.completed(w.trace, now);
             } else {
                 recorder.failed(w.trace);
             }
@@ -1731,6 +1755,7 @@ public final class NcclCommunicator implements Communicator {
 
     private void autoDump(String reason) {
         synchronized (recorder) {
+            flushTrace();
             recorder.dumpOnFailure(traceDir, traceName(), rank, size, reason, LOG);
         }
     }
@@ -1746,6 +1771,7 @@ public final class NcclCommunicator implements Communicator {
         Objects.requireNonNull(dir, "dir");
         try {
             synchronized (recorder) {
+                flushTrace();
                 return recorder.dump(dir, traceName(), rank, size, "dumpFlightRecord() called");
             }
         } catch (java.io.IOException e) {
@@ -1810,7 +1836,7 @@ public final class NcclCommunicator implements Communicator {
 
     /** FailureWatch: reads the failure counter while this communicator waits for work; fails it on news. */
     void checkPostedFailures() {
-        if (jobStore == null || postedFailuresOff || state.get() != OPEN || (waiters.get() == 0 && pending.isEmpty())) {
+        if (jobStore == null || postedFailuresOff || state.get() != OPEN || (waiters.get() == 0 && !ring.hasWatched())) {
             return;
         }
         long n = jobStore.add(scope + "/failures", 0);
@@ -1869,8 +1895,7 @@ public final class NcclCommunicator implements Communicator {
     }
 
     private void failPending(JcclException cause) {
-        NcclWork w;
-        while ((w = pending.poll()) != null) {
+        for (NcclWork w : ring.unfinished()) {
             w.fail(failureFor(w, cause));
         }
     }
@@ -1884,11 +1909,9 @@ public final class NcclCommunicator implements Communicator {
             }
             return false;
         }
-        if (pending.isEmpty()) {
-            return false;
-        }
-        List<NcclWork> head = pending.head(5);
-        if (head.isEmpty()) {
+        long from = ring.advanceHead();
+        long to = ring.tail();
+        if (from >= to) {
             return false;
         }
         // While the owner keeps launching, every CUDA or NCCL call made here would take a driver or
@@ -1899,11 +1922,13 @@ public final class NcclCommunicator implements Communicator {
         boolean current = false;
         NcclWork oldest = null;
         int polled = 0;
-        for (NcclWork w : head) {
-            if (w.isFinished()) {
-                pending.remove(w);
-                continue;
+        int seen = 0;
+        for (long i = from; i < to && seen < 5; i++) {
+            NcclWork w = ring.at(i);
+            if (w == null || w.isFinished() || w.blocking) {
+                continue; // a blocking call's caller waits for its work itself
             }
+            seen++;
             if (oldest == null) {
                 oldest = w;
             }
@@ -1920,7 +1945,6 @@ public final class NcclCommunicator implements Communicator {
             }
             polled++;
             if (w.pollEvent()) {
-                pending.remove(w);
                 if (oldest == w) {
                     oldest = null;
                 }
@@ -1941,16 +1965,16 @@ public final class NcclCommunicator implements Communicator {
                 return false;
             }
         }
-        return !pending.isEmpty();
+        return ring.hasWatched();
     }
 
     /** {@code done} completed: so did every earlier work on its stream (streams run in order). */
     void completedThrough(NcclWork done) {
-        pending.completeThrough(done);
+        ring.completeThrough(done);
     }
 
     boolean hasPending() {
-        return !pending.isEmpty();
+        return ring.hasWatched();
     }
 
     void watchdogFailed(Throwable t) {
@@ -2454,8 +2478,7 @@ public final class NcclCommunicator implements Communicator {
                 }
             }
             JcclException f = failure.get();
-            NcclWork w;
-            while ((w = pending.poll()) != null) {
+            for (NcclWork w : ring.unfinished()) {
                 if (f == null && w.isDone()) {
                     continue;
                 }
@@ -2509,7 +2532,7 @@ public final class NcclCommunicator implements Communicator {
     /** Waits (polling, until {@code deadline}) for every pending work; false when some did not finish. */
     private boolean drainPending(long deadline) {
         Backoff b = new Backoff();
-        for (NcclWork w : pending.snapshot()) {
+        for (NcclWork w : ring.unfinished()) {
             while (!w.isFinished() && !w.pollEvent()) {
                 if (System.nanoTime() - deadline > 0) {
                     return false;
@@ -2576,22 +2599,17 @@ public final class NcclCommunicator implements Communicator {
                 LOG.warn(rank, "closing " + c + " failed: " + e);
             }
         }
-        synchronized (allEvents) {
-            for (CudaEvent e : allEvents) {
-                try {
-                    if (!device.isClosed()) {
-                        device.makeCurrent();
-                        e.destroyPooled();
-                    }
-                } catch (RuntimeException ex) {
-                    LOG.warn(rank, "destroying " + e + " failed: " + ex);
+        for (CudaEvent e : ring.allEvents()) {
+            try {
+                if (!device.isClosed()) {
+                    device.makeCurrent();
+                    e.destroyPooled();
                 }
+            } catch (RuntimeException ex) {
+                LOG.warn(rank, "destroying " + e + " failed: " + ex);
             }
-            allEvents.clear();
         }
-        synchronized (eventPool) {
-            eventPool.clear();
-        }
+        ring.clearEvents();
         arena.close();
         if (store != null) {
             store.release(rank);

@@ -38,12 +38,12 @@ public final class NcclWork implements Work {
     private final long streamHandle;
     final long deadline;
     private static final VarHandle STATE;
-    private static final VarHandle COUNTED;
+    private static final VarHandle EVENT;
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(NcclWork.class, "stateField", int.class);
-            COUNTED = MethodHandles.lookup().findVarHandle(NcclWork.class, "counted", boolean.class);
+            EVENT = MethodHandles.lookup().findVarHandle(NcclWork.class, "event", CudaEvent.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -56,17 +56,21 @@ public final class NcclWork implements Work {
     long collective;
     /** The peer of a send or receive (the root of a rooted collective). */
     int peer;
-    /** Its entry in the communicator's flight recorder (-1: none). */
+    /** The ReduceOp.Kind ordinal of a reduction, else -1 (for the flight recorder). */
+    final byte redop;
+    /** Its entry in the communicator's flight recorder (-1: none yet; guarded by the recorder). */
     long trace = -1;
     /** How long this work may take (the communicator's timeout, or a withTimeout view's); set before publication. */
     long budgetNanos;
     private volatile CudaEvent event;
     private volatile JcclException failure;
-    /** Counted in the communicator's outstanding works (asynchronous works only). */
-    volatile boolean counted;
+    /** Its index in the communicator's {@link WorkRing} (-1 until armed); written before publication. */
+    long ringIndex = -1;
+    /** A blocking call's work: its caller waits for it, the watchdog leaves it alone. */
+    final boolean blocking;
 
     NcclWork(NcclCommunicator comm, int kind, long sequence, DataType type, long count, long streamHandle,
-             long deadline) {
+             long deadline, boolean blocking, int redop) {
         this.comm = comm;
         this.kind = kind;
         this.sequence = sequence;
@@ -74,16 +78,28 @@ public final class NcclWork implements Work {
         this.count = count;
         this.streamHandle = streamHandle;
         this.deadline = deadline;
+        this.blocking = blocking;
+        this.redop = (byte) redop;
     }
 
     /** Records {@code e} on this work's stream: from now on the work completes with it. */
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
-        event = e;
+        EVENT.setRelease(this, e); // no fence on the launch path; readers read it as a volatile
     }
 
     int kind() {
         return kind;
+    }
+
+    /** The element type (null for a barrier's internal type-free view). */
+    DataType type() {
+        return type;
+    }
+
+    /** Elements per rank, as launched. */
+    long count() {
+        return count;
     }
 
     /** The operation, e.g. "allReduce". */
@@ -163,8 +179,7 @@ public final class NcclWork implements Work {
                 return true;
             }
             complete();
-            // Work issued earlier on the same stream is complete too: settle it now, which returns
-            // its event to the pool without a query.
+            // Work armed earlier on the same stream is complete too: settle it now, without a query.
             comm.completedThrough(this);
         }
         return fired || stateField != PENDING;
@@ -188,12 +203,7 @@ public final class NcclWork implements Work {
             return;
         }
         if (STATE.compareAndSet(this, PENDING, DONE)) {
-            comm.traceEnd(this, true);
-            uncount();
-            CudaEvent e = event;
-            if (e != null) {
-                comm.recycle(e);
-            }
+            comm.traceEnd(this, true); // the event stays with its ring slot, free for the slot's next work
         }
     }
 
@@ -210,14 +220,6 @@ public final class NcclWork implements Work {
             }
         }
         comm.traceEnd(this, false);
-        uncount();
-    }
-
-    /** Leaves the outstanding count once. */
-    void uncount() {
-        if (counted && COUNTED.compareAndSet(this, true, false)) {
-            comm.outstanding.decrementAndGet();
-        }
     }
 
     @Override

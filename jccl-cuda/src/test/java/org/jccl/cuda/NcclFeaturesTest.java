@@ -381,6 +381,79 @@ class NcclFeaturesTest {
         }
     }
 
+    /**
+     * More asynchronous works than the ring of works in flight holds (512), mixed with blocking
+     * calls: launches wait for free slots instead of failing or overwriting pending work, every
+     * result is right, and the flight recorder (filled from the ring after the launches) lists
+     * every operation once, in launch order, completed after it started.
+     */
+    @Test
+    void moreWorksThanTheRingHoldsAndTheFlightRecordKeepsLaunchOrder() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("jccl-ring-trace");
+        int asyncCalls = 1300;
+        List<String> res = Gpu.onEach(comms, T, c -> {
+            int r = c.rank();
+            try (DeviceBuffer a = c.device().allocate(DataType.FLOAT32, 3);
+                 DeviceBuffer b = c.device().allocate(DataType.FLOAT32, 2)) {
+                a.copyFrom(HostBuffer.of(new float[] {r + 1, -r, 7}));
+                NcclWork last = null;
+                for (int i = 0; i < asyncCalls; i++) {
+                    last = c.allReduceAsync(a, ReduceOp.MAX);
+                    if (i % 100 == 99) {
+                        b.copyFrom(HostBuffer.of(new float[] {r, i}));
+                        c.broadcast(b, n - 1); // blocking, between asynchronous works
+                        float[] got = download(b);
+                        if (got[0] != n - 1 || got[1] != i) {
+                            return "broadcast " + i + " gave " + java.util.Arrays.toString(got);
+                        }
+                    }
+                }
+                last.await();
+                float[] got = download(a);
+                if (got[0] != n || got[1] != 0 || got[2] != 7) {
+                    return "allReduce MAX gave " + java.util.Arrays.toString(got);
+                }
+                java.nio.file.Path f = c.dumpFlightRecord(dir);
+                List<String> all = java.nio.file.Files.readAllLines(f).stream().filter(l -> l.startsWith("{\"seq\"")).toList();
+                int mine = asyncCalls + asyncCalls / 100;
+                if (all.size() < mine) {
+                    return "trace holds " + all.size() + " entries, fewer than this test's " + mine;
+                }
+                List<String> ops = all.subList(all.size() - mine, all.size()); // this test's, the newest
+                java.util.regex.Pattern p = java.util.regex.Pattern.compile(
+                        "\"seq\":(\\d+),\"op\":\"(\\w+)\".*\"state\":\"(\\w+)\",\"scheduled_us\":(\\d+),"
+                                + "\"started_us\":(\\d+),\"completed_us\":(\\d+)");
+                long prev = -1;
+                int allReduces = 0;
+                int broadcasts = 0;
+                for (String l : ops) {
+                    java.util.regex.Matcher m = p.matcher(l);
+                    if (!m.find()) {
+                        return "unreadable trace line " + l;
+                    }
+                    long seq = Long.parseLong(m.group(1));
+                    if (seq <= prev) {
+                        return "trace out of launch order at " + l;
+                    }
+                    prev = seq;
+                    if (!m.group(3).equals("completed") || Long.parseLong(m.group(6)) < Long.parseLong(m.group(5))
+                            || Long.parseLong(m.group(5)) == 0) {
+                        return "trace entry not completed after its start: " + l;
+                    }
+                    allReduces += m.group(2).equals("allReduce") ? 1 : 0;
+                    broadcasts += m.group(2).equals("broadcast") ? 1 : 0;
+                }
+                if (allReduces != asyncCalls || broadcasts != asyncCalls / 100) {
+                    return "trace holds " + allReduces + " all-reduces and " + broadcasts + " broadcasts of this test";
+                }
+                return "ok";
+            } catch (java.io.IOException e) {
+                return e.toString();
+            }
+        });
+        res.forEach(x -> assertEquals("ok", x));
+    }
+
     @Test
     void aWithTimeoutViewGivesOneCallItsOwnDeadline() {
         List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofMinutes(2));

@@ -215,6 +215,13 @@ public final class NcclBench {
         }
     }
 
+    /** Overhead variants: raw, +event, +ctx+event, jccl, floor. */
+    private static final int VARIANTS = 5;
+
+    /** The floor variant's completion handle: what a minimal wrapper allocates per call. */
+    private record FloorHandle(long sequence, long deadline, long event) {
+    }
+
     /** Raw ncclAllReduce and ncclCommGetAsyncError, bound here independently of jccl's binding. */
     private static final class Raw {
         static final MethodHandle ALL_REDUCE;
@@ -361,11 +368,13 @@ public final class NcclBench {
         int batches = 60;
         int batch = 200;
         System.out.printf("%n# host time per 8-byte all-reduce enqueue, median over %d batches of %d calls per rank "
-                + "(no sync inside a batch; the four variants interleave batch by batch)%n", batches, batch);
+                + "(no sync inside a batch; the five variants interleave batch by batch)%n", batches, batch);
         System.out.println("#   raw        ncclAllReduce downcall (bound here, independently of jccl)");
         System.out.println("#   +event     raw + cuEventRecord of a pooled event (what completion tracking needs)");
         System.out.println("#   +ctx+event cuCtxGetCurrent + raw + cuEventRecord (the native calls jccl makes)");
         System.out.println("#   jccl       NcclCommunicator.allReduceAsync (checks, bookkeeping, Work)");
+        System.out.println("#   floor      +ctx+event under a lock, with a clock reading, a handle object and a ring slot "
+                + "(the plainest wrapper that returns a completion handle)");
         CyclicBarrier bar = new CyclicBarrier(n);
         List<Future<double[]>> fs = new ArrayList<>();
         for (int r = 0; r < n; r++) {
@@ -382,7 +391,13 @@ public final class NcclBench {
                     events[i] = Raw.eventCreate();
                 }
                 double[] res = new double[8];
-                long[][] t = new long[4][batches];
+                long[][] t = new long[VARIANTS][batches];
+                // The floor: what any Java wrapper that returns a completion handle must do per call
+                // (a lock, the context check, the call, a clock reading, a handle object, its event, a
+                // slot in a ring for a watchdog), written as plainly as possible.
+                java.util.concurrent.locks.ReentrantLock floorLock = new java.util.concurrent.locks.ReentrantLock();
+                FloorHandle[] ring = new FloorHandle[512];
+                long floorSeq = 0;
                 // For a profiler: jccl's enqueue path alone, this many batches (the same count on every rank).
                 long profileBatches = Long.getLong("jccl.bench.profileBatches", 0);
                 for (long p0 = 0; p0 < profileBatches; p0++) {
@@ -397,7 +412,7 @@ public final class NcclBench {
                 }
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                     for (int k = 0; k < batches; k++) {
-                        for (int v = 0; v < 4; v++) {
+                        for (int v = 0; v < VARIANTS; v++) {
                             bar.await();
                             c.device().makeCurrent();
                             long t0 = System.nanoTime();
@@ -408,6 +423,26 @@ public final class NcclBench {
                                 }
                                 t[v][k] = System.nanoTime() - t0;
                                 last.await();
+                                continue;
+                            }
+                            if (v == 4) {
+                                for (int i = 0; i < batch; i++) {
+                                    floorLock.lock();
+                                    try {
+                                        if (Raw.getCurrent(st) != ctx) {
+                                            Raw.setCurrent(ctx);
+                                        }
+                                        Raw.allReduce8(ptr, comm, stream, st);
+                                        FloorHandle h = new FloorHandle(++floorSeq, System.nanoTime() + 1_000_000_000L,
+                                                events[i]);
+                                        Raw.eventRecord(h.event, stream);
+                                        ring[(int) floorSeq & 511] = h;
+                                    } finally {
+                                        floorLock.unlock();
+                                    }
+                                }
+                                t[v][k] = System.nanoTime() - t0;
+                                c.stream().synchronize(Duration.ofMinutes(1));
                                 continue;
                             }
                             for (int i = 0; i < batch; i++) {
@@ -424,10 +459,10 @@ public final class NcclBench {
                         }
                     }
                 }
-                for (int v = 0; v < 4; v++) {
+                for (int v = 0; v < VARIANTS; v++) {
                     long[] x = t[v].clone();
                     java.util.Arrays.sort(x);
-                    res[v] = (double) x[batches / 2] / batch;
+                    res[v == 4 ? 7 : v] = (double) x[batches / 2] / batch;
                 }
                 // Blocking latency: one 8-byte all-reduce at a time, host waits for each; interleaved:
                 // jccl, the bare call + cuStreamSynchronize, the bare call + an event polled as jccl does.
@@ -473,13 +508,15 @@ public final class NcclBench {
                 return res;
             }));
         }
-        System.out.printf("# %4s %10s %10s %12s %10s | %10s %12s | %14s %14s %14s%n", "rank", "raw(ns)", "+event", "+ctx+event",
-                "jccl(ns)", "jccl-raw", "jccl-native", "blocking(us)", "raw+sync(us)", "raw+evpoll(us)");
+        System.out.printf("# %4s %10s %10s %12s %10s %10s | %10s %12s %11s | %14s %14s %14s%n", "rank", "raw(ns)", "+event",
+                "+ctx+event", "floor(ns)", "jccl(ns)", "jccl-raw", "jccl-native", "jccl-floor", "blocking(us)",
+                "raw+sync(us)", "raw+evpoll(us)");
         for (int r = 0; r < n; r++) {
             double[] v = fs.get(r).get();
-            System.out.printf("  %4d %10.0f %10.0f %12.0f %10.0f | %10.0f %12.0f | %14.2f %14.2f %14.2f%n", r, v[0], v[1],
-                    v[2], v[3], v[3] - v[0], v[3] - v[2], v[4], v[5], v[6]);
+            System.out.printf("  %4d %10.0f %10.0f %12.0f %10.0f %10.0f | %10.0f %12.0f %11.0f | %14.2f %14.2f %14.2f%n", r,
+                    v[0], v[1], v[2], v[7], v[3], v[3] - v[0], v[3] - v[2], v[3] - v[7], v[4], v[5], v[6]);
         }
-        System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone");
+        System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone;");
+        System.out.println("# jccl-floor: over the plainest Java wrapper that returns a completion handle (floor)");
     }
 }

@@ -239,6 +239,14 @@ public final class CudaDevice implements Device, AutoCloseable {
         }
     }
 
+    /** As {@link #makeCurrent()}, reading the current context into {@code scratch} (8 bytes the caller owns). */
+    void makeCurrent(java.lang.foreign.MemorySegment scratch) {
+        ensureOpen();
+        if (!CudaDriver.isCurrent(context, scratch)) {
+            CudaDriver.setCurrent(context);
+        }
+    }
+
     /**
      * Waits until the work queued so far on the legacy default stream has finished. The driver's
      * "synchronous" host-to-device copy from pageable memory, device-to-device copy and memset may

@@ -423,8 +423,12 @@ final class CudaDriver {
 
     /** Whether {@code ctx} is this thread's current context (a read of the driver's thread state). */
     static boolean isCurrent(long ctx) {
+        return isCurrent(ctx, Scratch.get());
+    }
+
+    /** As {@link #isCurrent(long)} with the caller's 8-byte scratch {@code s} (no thread-local lookup). */
+    static boolean isCurrent(long ctx, MemorySegment s) {
         try {
-            MemorySegment s = Scratch.get();
             int r = (int) cuCtxGetCurrentCritical.invokeExact(s);
             return r == SUCCESS && s.get(JAVA_LONG, 0) == ctx;
         } catch (Throwable t) {

@@ -1027,11 +1027,8 @@ public final class NcclCommunicator implements Communicator {
             throw new InvalidUsageException("blocking " + OP_NAMES[kind] + " inside an NcclGroup can never finish before "
                     + "the group is launched: call " + OP_NAMES[kind] + "Async and wait after closing the group");
         }
-        if (group == null) {
-            NcclWork full = ring.blocker();
-            if (full != null) {
-                awaitQuietly(full); // the ring is full: wait for its oldest work, outside the lock
-            }
+        if (group == null && !ring.hasRoom()) {
+            makeRoom(); // outside the lock
         }
         if (watch != null) {
             checkLiveness(null, OP_NAMES[kind]);
@@ -1066,7 +1063,7 @@ public final class NcclCommunicator implements Communicator {
      */
     private int callNative(int kind, long s, long sp, long rp, long count, DataType type, ReduceOp op, int root,
                            long sh) {
-        device.makeCurrent();
+        device.makeCurrent(lockedScratch); // the lock's own scratch: no thread-local lookup
         int red = op == null ? 0 : redOp(op, type);
         int r = call(kind, sp, rp, count, type, red, root, sh);
         if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
@@ -1108,8 +1105,11 @@ public final class NcclCommunicator implements Communicator {
      * Under the lock, with the context current.
      */
     private void armInRing(NcclWork w) {
-        if (ring.blocker() != null) {
-            awaitSlotLocked(w);
+        if (!ring.hasRoom()) {
+            ring.advanceHead();
+            if (ring.blocker() != null) {
+                awaitSlotLocked(w);
+            }
         }
         w.arm(ring.eventFor(device));
         ring.publish(w);
@@ -1136,6 +1136,33 @@ public final class NcclCommunicator implements Communicator {
                 throw e;
             }
             b.idle();
+        }
+    }
+
+    /**
+     * The ring looks full: settles finished works (most are, by now, on the GPU). One query of the
+     * work half a ring younger than the oldest completes everything before it on its stream, so a
+     * caller that never waits pays one query per {@link WorkRing#CAPACITY}/2 launches, not one per
+     * launch; else it waits for the oldest work.
+     */
+    private void makeRoom() {
+        long head = ring.advanceHead();
+        if (ring.hasRoom()) {
+            return;
+        }
+        NcclWork mid = ring.at(head + WorkRing.CAPACITY / 2);
+        if (mid != null && !mid.isFinished()) {
+            device.makeCurrent();
+            mid.pollEvent();
+            head = ring.advanceHead();
+            if (ring.hasRoom()) {
+                return;
+            }
+        }
+        NcclWork oldest = ring.blocker();
+        if (oldest != null) {
+            awaitQuietly(oldest);
+            ring.advanceHead();
         }
     }
 

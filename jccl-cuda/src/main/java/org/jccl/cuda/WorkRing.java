@@ -60,6 +60,15 @@ final class WorkRing {
     }
 
     /**
+     * Whether the next slot is known free from the head hint alone: two reads of this ring's
+     * own fields, not of the work last in that slot (512 launches old, its memory cold). Without
+     * the lock a hint; under it, exact when true.
+     */
+    boolean hasRoom() {
+        return (long) TAIL.getOpaque(this) - (long) HEAD.getOpaque(this) < CAPACITY;
+    }
+
+    /**
      * The unfinished work that occupies the next slot, or null when it is free. Without the lock
      * this is a hint (another thread may arm meanwhile); under it, exact.
      */

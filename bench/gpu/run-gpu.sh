@@ -11,7 +11,8 @@
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
 # Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
-# of the JCCL_GPU_BASE build when staged with one) and profile (async-profiler over that path). Logs go to $OUT (the
+# of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
+# run under that collector) and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 set -uo pipefail
 
@@ -116,7 +117,7 @@ if has faults; then # the fault and JCCL_CHECK process tests alone
 fi
 
 if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep); base build too
-  for rep in 1 2; do
+  for rep in $(seq 1 "${JCCL_GPU_OVERHEAD_REPS:-2}"); do
     for lib in lib-base lib; do
       [ -d ".gpu/$lib" ] || continue
       cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar

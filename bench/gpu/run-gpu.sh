@@ -12,7 +12,7 @@
 # Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
-# run under that collector) and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
+# run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 set -uo pipefail
 
@@ -62,6 +62,8 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
+# JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.eventVariants=true)
+[ -n "${JCCL_GPU_JAVA_OPTS:-}" ] && JAVA+=($JCCL_GPU_JAVA_OPTS)
 CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/junit-console.jar
 PY=python3
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
@@ -118,7 +120,7 @@ fi
 
 if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep); base build too
   for rep in $(seq 1 "${JCCL_GPU_OVERHEAD_REPS:-2}"); do
-    for lib in lib-base lib; do
+    for lib in ${JCCL_GPU_OVERHEAD_LIBS:-lib-base lib}; do
       [ -d ".gpu/$lib" ] || continue
       cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
       timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1

@@ -217,6 +217,8 @@ public final class NcclBench {
 
     /** Overhead variants: raw, +event, +ctx+event, jccl, floor. */
     private static final int VARIANTS = 5;
+    /** jccl.bench.eventVariants=true: two more, the event record through a critical downcall, and over 512 events in turn. */
+    private static final boolean EVENT_VARIANTS = Boolean.getBoolean("jccl.bench.eventVariants");
 
     /** The floor variant's completion handle: what a minimal wrapper allocates per call. */
     private record FloorHandle(long sequence, long deadline, long event) {
@@ -237,6 +239,7 @@ public final class NcclBench {
         }
 
         static final MethodHandle EVENT_RECORD;
+        static final MethodHandle EVENT_RECORD_CRITICAL;
         static final MethodHandle EVENT_CREATE;
         static final MethodHandle EVENT_DESTROY;
         static final MethodHandle CTX_SET;
@@ -248,6 +251,8 @@ public final class NcclBench {
             Linker linker = Linker.nativeLinker();
             EVENT_RECORD = linker.downcallHandle(cu.find("cuEventRecord").orElseThrow(),
                     FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+            EVENT_RECORD_CRITICAL = linker.downcallHandle(cu.find("cuEventRecord").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
             EVENT_CREATE = linker.downcallHandle(cu.find("cuEventCreate").orElseThrow(),
                     FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
             EVENT_DESTROY = linker.downcallHandle(cu.find("cuEventDestroy_v2").orElseThrow(),
@@ -311,6 +316,15 @@ public final class NcclBench {
         static void eventDestroy(long e) {
             try {
                 check((int) EVENT_DESTROY.invokeExact(e), "cuEventDestroy");
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        /** cuEventRecord through a critical downcall, as jccl binds it. */
+        static void eventRecordCritical(long e, long stream) {
+            try {
+                check((int) EVENT_RECORD_CRITICAL.invokeExact(e, stream), "cuEventRecord");
             } catch (Throwable t) {
                 throw new IllegalStateException(t);
             }
@@ -390,8 +404,14 @@ public final class NcclBench {
                 for (int i = 0; i < batch; i++) {
                     events[i] = Raw.eventCreate();
                 }
-                double[] res = new double[8];
-                long[][] t = new long[VARIANTS][batches];
+                double[] res = new double[10];
+                int variants = EVENT_VARIANTS ? VARIANTS + 2 : VARIANTS;
+                long[][] t = new long[variants][batches];
+                long[] ringEvents = new long[EVENT_VARIANTS ? 512 : 0];
+                for (int i = 0; i < ringEvents.length; i++) {
+                    ringEvents[i] = Raw.eventCreate();
+                }
+                int ringNext = 0;
                 // The floor: what any Java wrapper that returns a completion handle must do per call
                 // (a lock, the context check, the call, a clock reading, a handle object, its event, a
                 // slot in a ring for a watchdog), written as plainly as possible.
@@ -412,7 +432,7 @@ public final class NcclBench {
                 }
                 for (int round = 0; round < 2; round++) { // round 0 warms up the JIT
                     for (int k = 0; k < batches; k++) {
-                        for (int v = 0; v < VARIANTS; v++) {
+                        for (int v = 0; v < variants; v++) {
                             bar.await();
                             c.device().makeCurrent();
                             long t0 = System.nanoTime();
@@ -423,6 +443,20 @@ public final class NcclBench {
                                 }
                                 t[v][k] = System.nanoTime() - t0;
                                 last.await();
+                                continue;
+                            }
+                            if (v >= 5) { // the event variants: a critical downcall; 512 events in turn
+                                for (int i = 0; i < batch; i++) {
+                                    Raw.allReduce8(ptr, comm, stream, st);
+                                    if (v == 5) {
+                                        Raw.eventRecordCritical(events[i], stream);
+                                    } else {
+                                        Raw.eventRecord(ringEvents[ringNext], stream);
+                                        ringNext = (ringNext + 1) & 511;
+                                    }
+                                }
+                                t[v][k] = System.nanoTime() - t0;
+                                c.stream().synchronize(Duration.ofMinutes(1));
                                 continue;
                             }
                             if (v == 4) {
@@ -459,10 +493,13 @@ public final class NcclBench {
                         }
                     }
                 }
-                for (int v = 0; v < VARIANTS; v++) {
+                for (int v = 0; v < variants; v++) {
                     long[] x = t[v].clone();
                     java.util.Arrays.sort(x);
-                    res[v == 4 ? 7 : v] = (double) x[batches / 2] / batch;
+                    res[v == 4 ? 7 : v >= 5 ? v + 3 : v] = (double) x[batches / 2] / batch;
+                }
+                for (long e : ringEvents) {
+                    Raw.eventDestroy(e);
                 }
                 // Blocking latency: one 8-byte all-reduce at a time, host waits for each; interleaved:
                 // jccl, the bare call + cuStreamSynchronize, the bare call + an event polled as jccl does.
@@ -518,5 +555,12 @@ public final class NcclBench {
         }
         System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone;");
         System.out.println("# jccl-floor: over the plainest Java wrapper that returns a completion handle (floor)");
+        if (EVENT_VARIANTS) {
+            for (int r = 0; r < n; r++) {
+                double[] v = fs.get(r).get();
+                System.out.printf("# rank %d: raw %.0f, +event %.0f, +event critical %.0f, +event of 512 in turn %.0f ns%n", r,
+                        v[0], v[1], v[8], v[9]);
+            }
+        }
     }
 }

@@ -62,7 +62,7 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
-# JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.eventVariants=true)
+# JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.extraVariants=true)
 [ -n "${JCCL_GPU_JAVA_OPTS:-}" ] && JAVA+=($JCCL_GPU_JAVA_OPTS)
 CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/junit-console.jar
 PY=python3

@@ -217,11 +217,20 @@ public final class NcclBench {
 
     /** Overhead variants: raw, +event, +ctx+event, jccl, floor. */
     private static final int VARIANTS = 5;
-    /** jccl.bench.eventVariants=true: two more, the event record through a critical downcall, and over 512 events in turn. */
-    private static final boolean EVENT_VARIANTS = Boolean.getBoolean("jccl.bench.eventVariants");
+    /**
+     * jccl.bench.extraVariants=true: three more: the event record through a critical downcall; over 512 events
+     * in turn; the floor with a handle the size of an NcclWork.
+     */
+    private static final boolean EXTRA_VARIANTS = Boolean.getBoolean("jccl.bench.extraVariants");
 
     /** The floor variant's completion handle: what a minimal wrapper allocates per call. */
     private record FloorHandle(long sequence, long deadline, long event) {
+    }
+
+    /** A handle with an NcclWork's fields (about 110 bytes): does the size of the object matter? */
+    private record BigFloorHandle(Object comm, int kind, long sequence, Object type, long count, long stream,
+                                  long deadline, int state, long collective, int peer, long trace, long budget,
+                                  long event, Object failure, long ringIndex, boolean blocking, byte redop) {
     }
 
     /** Raw ncclAllReduce and ncclCommGetAsyncError, bound here independently of jccl's binding. */
@@ -404,10 +413,11 @@ public final class NcclBench {
                 for (int i = 0; i < batch; i++) {
                     events[i] = Raw.eventCreate();
                 }
-                double[] res = new double[10];
-                int variants = EVENT_VARIANTS ? VARIANTS + 2 : VARIANTS;
+                double[] res = new double[11];
+                int variants = EXTRA_VARIANTS ? VARIANTS + 3 : VARIANTS;
+                Object[] bigRing = new Object[512];
                 long[][] t = new long[variants][batches];
-                long[] ringEvents = new long[EVENT_VARIANTS ? 512 : 0];
+                long[] ringEvents = new long[EXTRA_VARIANTS ? 512 : 0];
                 for (int i = 0; i < ringEvents.length; i++) {
                     ringEvents[i] = Raw.eventCreate();
                 }
@@ -443,6 +453,28 @@ public final class NcclBench {
                                 }
                                 t[v][k] = System.nanoTime() - t0;
                                 last.await();
+                                continue;
+                            }
+                            if (v == 7) { // the floor with a Work-sized handle
+                                for (int i = 0; i < batch; i++) {
+                                    floorLock.lock();
+                                    try {
+                                        if (Raw.getCurrent(st) != ctx) {
+                                            Raw.setCurrent(ctx);
+                                        }
+                                        Raw.allReduce8(ptr, comm, stream, st);
+                                        long now = System.nanoTime();
+                                        BigFloorHandle h = new BigFloorHandle(c, 0, ++floorSeq, DataType.FLOAT32, 2, stream,
+                                                now + 1_000_000_000L, 0, floorSeq, 0, -1, 1_000_000_000L, events[i], null,
+                                                floorSeq, false, (byte) 0);
+                                        Raw.eventRecord(h.event(), stream);
+                                        bigRing[(int) floorSeq & 511] = h;
+                                    } finally {
+                                        floorLock.unlock();
+                                    }
+                                }
+                                t[v][k] = System.nanoTime() - t0;
+                                c.stream().synchronize(Duration.ofMinutes(1));
                                 continue;
                             }
                             if (v >= 5) { // the event variants: a critical downcall; 512 events in turn
@@ -555,11 +587,11 @@ public final class NcclBench {
         }
         System.out.println("# jccl-raw: jccl's whole cost over the bare NCCL call; jccl-native: its Java part alone;");
         System.out.println("# jccl-floor: over the plainest Java wrapper that returns a completion handle (floor)");
-        if (EVENT_VARIANTS) {
+        if (EXTRA_VARIANTS) {
             for (int r = 0; r < n; r++) {
                 double[] v = fs.get(r).get();
-                System.out.printf("# rank %d: raw %.0f, +event %.0f, +event critical %.0f, +event of 512 in turn %.0f ns%n", r,
-                        v[0], v[1], v[8], v[9]);
+                System.out.printf("# rank %d: raw %.0f, +event %.0f, +event critical %.0f, +event of 512 in turn %.0f, floor %.0f, "
+                        + "floor with a Work-sized handle %.0f, jccl %.0f ns%n", r, v[0], v[1], v[8], v[9], v[7], v[10], v[3]);
             }
         }
     }

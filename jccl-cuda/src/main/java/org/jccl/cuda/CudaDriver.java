@@ -100,11 +100,13 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuDevicePrimaryCtxRetain");
     private static final MethodHandle cuDevicePrimaryCtxRelease = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_INT), "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
-    private static final MethodHandle cuCtxSetCurrent = LIB.requiredCritical(
+    // No critical (trivial) downcalls on the hot path: measured on H200 (NCCL 2.28, driver 580), a
+    // critical cuEventRecord right after jccl's C2-compiled launch code cost ~0.3 us more per call
+    // than a regular downcall (docs/BENCHMARKS.md, run 15), and a critical call that blocks in the
+    // driver (a full launch queue) would hold every other Java thread at the next safepoint.
+    private static final MethodHandle cuCtxSetCurrent = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuCtxSetCurrent");
     private static final MethodHandle cuCtxGetCurrent = LIB.required(
-            FunctionDescriptor.of(JAVA_INT, ADDRESS), "cuCtxGetCurrent");
-    private static final MethodHandle cuCtxGetCurrentCritical = LIB.requiredCritical(
             FunctionDescriptor.of(JAVA_INT, ADDRESS), "cuCtxGetCurrent");
     private static final MethodHandle cuCtxSynchronize = LIB.required(
             FunctionDescriptor.of(JAVA_INT), "cuCtxSynchronize");
@@ -160,7 +162,7 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuStreamDestroy_v2", "cuStreamDestroy");
     private static final MethodHandle cuStreamSynchronize = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuStreamSynchronize");
-    private static final MethodHandle cuStreamQuery = LIB.requiredCritical(
+    private static final MethodHandle cuStreamQuery = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuStreamQuery");
     private static final MethodHandle cuStreamWaitEvent = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT), "cuStreamWaitEvent");
@@ -168,9 +170,9 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuEventCreate");
     private static final MethodHandle cuEventDestroy = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuEventDestroy_v2", "cuEventDestroy");
-    private static final MethodHandle cuEventRecord = LIB.requiredCritical(
+    private static final MethodHandle cuEventRecord = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), "cuEventRecord");
-    private static final MethodHandle cuEventQuery = LIB.requiredCritical(
+    private static final MethodHandle cuEventQuery = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuEventQuery");
     private static final MethodHandle cuEventSynchronize = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuEventSynchronize");
@@ -429,7 +431,7 @@ final class CudaDriver {
     /** As {@link #isCurrent(long)} with the caller's 8-byte scratch {@code s} (no thread-local lookup). */
     static boolean isCurrent(long ctx, MemorySegment s) {
         try {
-            int r = (int) cuCtxGetCurrentCritical.invokeExact(s);
+            int r = (int) cuCtxGetCurrent.invokeExact(s);
             return r == SUCCESS && s.get(JAVA_LONG, 0) == ctx;
         } catch (Throwable t) {
             throw rethrow(t);

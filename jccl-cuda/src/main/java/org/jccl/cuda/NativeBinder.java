@@ -72,12 +72,7 @@ final class NativeBinder {
 
     /** A handle for the first of {@code names} found; a missing one makes the library unusable. */
     MethodHandle required(FunctionDescriptor fd, String... names) {
-        return bind(fd, false, names);
-    }
-
-    /** Same as {@link #required} but for critical (short, non-blocking, no upcall) functions. */
-    MethodHandle requiredCritical(FunctionDescriptor fd, String... names) {
-        return bind(fd, true, names);
+        return bind(fd, names);
     }
 
     /**
@@ -89,7 +84,7 @@ final class NativeBinder {
         if (s.isPresent()) {
             return LINKER.downcallHandle(s.get(), fd, Linker.Option.critical(true));
         }
-        return bind(fd, false, names);
+        return bind(fd, names);
     }
 
     /** A handle for the first of {@code names} found, or null when none is exported. */
@@ -98,12 +93,10 @@ final class NativeBinder {
         return s.map(seg -> LINKER.downcallHandle(seg, fd)).orElse(null);
     }
 
-    private MethodHandle bind(FunctionDescriptor fd, boolean critical, String... names) {
+    private MethodHandle bind(FunctionDescriptor fd, String... names) {
         Optional<MemorySegment> s = find(names);
         if (s.isPresent()) {
-            return critical
-                    ? LINKER.downcallHandle(s.get(), fd, Linker.Option.critical(false))
-                    : LINKER.downcallHandle(s.get(), fd);
+            return LINKER.downcallHandle(s.get(), fd);
         }
         String why = lookup == null ? failure : library + " (" + path + ") exports none of " + List.of(names);
         if (failure == null) {

@@ -77,7 +77,7 @@ final class NcclLibrary {
     static final MethodHandle ncclCommDestroy = LIB.required(FunctionDescriptor.of(JAVA_INT, JAVA_LONG),
             "ncclCommDestroy");
     static final MethodHandle ncclCommAbort = LIB.required(FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "ncclCommAbort");
-    static final MethodHandle ncclCommGetAsyncError = LIB.requiredCritical(
+    static final MethodHandle ncclCommGetAsyncError = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), "ncclCommGetAsyncError");
     static final MethodHandle ncclCommCount = LIB.required(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS),
             "ncclCommCount");

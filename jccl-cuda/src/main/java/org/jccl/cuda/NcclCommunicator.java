@@ -1726,8 +1726,9 @@ public final class NcclCommunicator implements Communicator {
      * The last JCCL_TRACE_BUFFER operations; guarded by its own monitor. A launch does not touch
      * it: the works it armed are recorded from the ring, in launch order, by whoever next needs
      * the record current (a completion, a dump), which keeps its monitor and arrays off the
-     * launch path. Every work is recorded before its ring slot can be reused, since that takes
-     * its completion.
+     * launch path. Every work is recorded by its own completion or failure at the latest; only if
+     * a full ring reused its slot between its completion and that record (a rare race) does it
+     * land out of launch order.
      */
     private final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(OP_NAMES);
     private final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();

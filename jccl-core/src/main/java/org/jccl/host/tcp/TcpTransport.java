@@ -915,7 +915,6 @@ public final class TcpTransport implements AutoCloseable {
         return longsA;
     }
 
-    /** A reusable array of at least {@code n} ints for an algorithm's operation ids. */
     /** Two input segments for a two-input {@code Reductions.reduce}, reused (the calling thread's). */
     public MemorySegment[] pairSources() {
         return pairSrcs;
@@ -929,6 +928,7 @@ public final class TcpTransport implements AutoCloseable {
     private final MemorySegment[] pairSrcs = new MemorySegment[2];
     private final long[] pairOffs = new long[2];
 
+    /** A reusable array of at least {@code n} ints for an algorithm's operation ids. */
     public int[] ids(int n) {
         if (idsA.length < n) {
             idsA = new int[n];

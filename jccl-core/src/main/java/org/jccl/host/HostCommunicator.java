@@ -226,13 +226,20 @@ public final class HostCommunicator implements Communicator {
         }
         autoDump(j.getMessage());
         // Tell the peers, whose pending operations then fail with this reason instead of waiting.
+        // A mismatch or an abort is relayed as what it is, so that a rank that hears of it from
+        // this one (and not from the rank that saw it first) fails with the same kind of error.
         int culprit = -1;
+        long code = ShmTransport.ABORT_FAILED;
         if (j instanceof org.jccl.PeerFailureException pf) {
             culprit = pf.rank();
         } else if (j instanceof org.jccl.CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
             culprit = te.missingRanks().get(0);
+        } else if (j instanceof org.jccl.CollectiveMismatchException) {
+            code = ShmTransport.ABORT_MISMATCH;
+        } else if (j instanceof AbortedException) {
+            code = ShmTransport.ABORT_ABORTED;
         }
-        t.fail(ShmTransport.ABORT_FAILED, j.getMessage(), culprit);
+        t.fail(code, j.getMessage(), culprit);
         LOG.warn(rank, j.getMessage());
         return j;
     }
@@ -325,6 +332,10 @@ public final class HostCommunicator implements Communicator {
             t.call.set(0, OP_SEND, 0, NO_REDOP, -1, 0, tn);
             int idle = 0;
             int open = 1;
+            // One lane per peer and direction: a message may move only once every message posted
+            // before it on its lane has moved completely, so that messages between a pair match in
+            // posting order (their chunks share the pair's mailbox, a single stream).
+            boolean[] laneBusy = new boolean[2 * size];
             while (open > 0) {
                 checkOpen();
                 HostWork next = queue.peekFirst();
@@ -336,8 +347,13 @@ public final class HostCommunicator implements Communicator {
                 }
                 boolean moved = false;
                 int waitingOn = -1;
+                java.util.Arrays.fill(laneBusy, false);
                 for (HostWork w : batch) {
                     if (w.isDone()) {
+                        continue;
+                    }
+                    int lane = 2 * w.p2p.peer() + (w.p2p.isSend() ? 1 : 0);
+                    if (laneBusy[lane]) {
                         continue;
                     }
                     if (w.p2p.progress()) {
@@ -349,6 +365,7 @@ public final class HostCommunicator implements Communicator {
                         pending.decrementAndGet();
                         open--;
                     } else {
+                        laneBusy[lane] = true;
                         waitingOn = w.p2p.peer();
                     }
                 }

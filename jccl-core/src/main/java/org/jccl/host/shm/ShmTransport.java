@@ -568,10 +568,13 @@ public final class ShmTransport implements AutoCloseable {
             return new PeerFailureException((int) culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
         }
         return switch ((int) code) {
-            case (int) ABORT_MISMATCH -> new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
+            // A relayed one already says which rank saw it first.
+            case (int) ABORT_MISMATCH -> new CollectiveMismatchException(reason.startsWith("rank ") && reason.contains(" detected a mismatch: ")
+                    ? reason : "rank " + p + " detected a mismatch: " + reason);
             case (int) ABORT_CLOSED -> new PeerFailureException(p, "rank " + p + " closed the communicator while rank "
                     + rank + " was in " + call.describe() + ": all ranks must run the same collectives before close()");
-            case (int) ABORT_ABORTED -> new AbortedException("rank " + p + " aborted the communicator: " + reason);
+            case (int) ABORT_ABORTED -> new AbortedException(reason.contains(" aborted the communicator")
+                    ? reason : "rank " + p + " aborted the communicator: " + reason);
             default -> new PeerFailureException(p, "rank " + p + " failed: " + reason);
         };
     }

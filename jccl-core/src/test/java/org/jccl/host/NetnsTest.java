@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
+import org.jccl.testing.Require;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -22,14 +22,14 @@ import org.junit.jupiter.api.Test;
  * bridge ({@link Netns}), each rank a JVM started inside its host's namespace, rank 0 serving the
  * store. 2 hosts x 2 ranks (shared memory inside, TCP between), 3 hosts x 1 rank (TCP), every
  * collective checked by {@link RankMain}; and a host cut off the switch mid-collective: every rank
- * must fail within the deadline. Skipped with the reason when not root or without iproute2.
+ * must fail within the deadline. Skipped with the reason when not root or without iproute2; failed
+ * instead when JCCL_REQUIRE names netns ({@link Require}).
  */
 class NetnsTest {
 
     @BeforeAll
     static void needsNamespaces() {
-        String why = Netns.unavailable();
-        Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+        Require.require("netns", Netns.unavailable());
     }
 
     /** Starts rank r of {@code hostOf.length} in the namespace of host {@code hostOf[r]}. */

@@ -1,7 +1,5 @@
 package org.jccl.cuda;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,11 +14,20 @@ final class Gpu {
     private Gpu() {
     }
 
-    /** Skips the test (with a one-line reason) unless CUDA, NCCL and {@code n} GPUs are there. */
+    /**
+     * Skips the test (with a one-line reason) unless CUDA, NCCL and {@code n} GPUs are there; fails it
+     * instead when JCCL_REQUIRE names gpu ({@link Require}).
+     */
     static void assume(int n) {
-        assumeTrue(Cuda.isAvailable(), () -> "no CUDA driver: " + Cuda.unavailabilityCause());
-        assumeTrue(Nccl.isAvailable(), () -> "no NCCL: " + Nccl.unavailabilityCause());
-        assumeTrue(CudaDevice.count() >= n, () -> "needs " + n + " GPUs, this machine has " + CudaDevice.count());
+        String why = null;
+        if (!Cuda.isAvailable()) {
+            why = "no CUDA driver: " + Cuda.unavailabilityCause();
+        } else if (!Nccl.isAvailable()) {
+            why = "no NCCL: " + Nccl.unavailabilityCause();
+        } else if (CudaDevice.count() < n) {
+            why = "needs " + n + " GPUs, this machine has " + CudaDevice.count();
+        }
+        Require.require("gpu", why);
     }
 
     /** Opens every visible GPU. */

@@ -12,7 +12,6 @@ import java.util.concurrent.TimeUnit;
 import org.jccl.Jccl;
 import org.jccl.Options;
 import org.jccl.spi.Backend;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /** Finding, checking and refusing libmpi, without starting MPI in the test JVM. */
@@ -29,7 +28,7 @@ class MpiAvailabilityTest {
 
     @Test
     void theInstalledOpenMpiIsRecognised() {
-        Assumptions.assumeTrue(MpiJob.skipReason() == null, () -> "skipped: " + MpiJob.skipReason());
+        MpiJob.requireMpi();
         String v = Mpi.libraryVersion();
         assertNotNull(v);
         assertTrue(v.startsWith("Open MPI v"), v);

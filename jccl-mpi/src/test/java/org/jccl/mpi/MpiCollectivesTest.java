@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,8 +21,7 @@ class MpiCollectivesTest {
 
     @BeforeAll
     static void needsMpi() {
-        String why = MpiJob.skipReason();
-        Assumptions.assumeTrue(why == null, () -> "skipped: " + why);
+        MpiJob.requireMpi();
     }
 
     static void assertAllOk(MpiJob.Result r, int np) {

@@ -46,6 +46,11 @@ final class MpiJob {
         return null;
     }
 
+    /** Skips the test without MPI, or fails it when JCCL_REQUIRE names mpi ({@link Require}). */
+    static void requireMpi() {
+        Require.require("mpi", skipReason());
+    }
+
     /**
      * Runs {@code main} with {@code args} as {@code np} MPI ranks, this JVM's class path and
      * flags, and {@code env} on top of a clean environment (no JCCL_* / OMPI_* / launcher

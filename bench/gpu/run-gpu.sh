@@ -14,6 +14,8 @@
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
+# The device half exits 1 when any phase failed or timed out (a failed test, a non-zero exit, no GPU found by the
+# probe), after running every phase asked for; its last line names them.
 set -uo pipefail
 
 mode=${1:-device}
@@ -71,11 +73,21 @@ PHASES=${JCCL_GPU_PHASES:-probe,tests,tests-nb,bench,torch,matrix}
 has() { [[ ",$PHASES," == *",$1,"* ]]; }
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
 start=$(date +%s)
+failed=()
+check() { # check NAME RC: a phase (or one run of it) that exited non-zero goes in the final summary
+  case $2 in
+    0) ;;
+    124|137) failed+=("$1 (timed out)") ;;
+    *) failed+=("$1 (exit $2)") ;;
+  esac
+}
 junit() { # junit NAME SECONDS SELECTORS...   (flat details: progress survives a timeout; the JRE has no java.xml)
-  local name=$1 secs=$2; shift 2
+  local name=$1 secs=$2 rc; shift 2
   timeout -k 10 "$secs" "${JAVA[@]}" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
     --disable-banner --details=flat --disable-ansi-colors "$@" > "$OUT/$name.log" 2>&1
-  echo "[$name] exit $? after $(( $(date +%s) - start )) s; $(grep -c '^Finished:' "$OUT/$name.log") finished"
+  rc=$?
+  check "$name" "$rc"
+  echo "[$name] exit $rc after $(( $(date +%s) - start )) s; $(grep -c '^Finished:' "$OUT/$name.log") finished"
   awk '/^Finished:/ {n=$0; sub(/ \(\[engine.*/, "", n)} /=> Exception:/ {print "  " n " :: " substr($0, 1, 500)}' \
     "$OUT/$name.log" | grep -v 'TestAbortedException' | head -60
   grep -c 'TestAbortedException' "$OUT/$name.log" | sed 's/^/  skipped (aborted): /'
@@ -98,6 +110,7 @@ if has probe; then
     .jre/bin/java -version 2>&1 | head -1
   } > "$OUT/probe.log" 2>&1
   grep -E '^==|GPU [0-9]|ncclConfig|size;|magic|blocking|commName' "$OUT/probe.log" | head -40
+  [ "$NGPU" -gt 0 ] || { echo "[probe] nvidia-smi found no GPU"; check probe 1; }
 fi
 
 if has tests; then
@@ -124,7 +137,8 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
       [ -d ".gpu/$lib" ] || continue
       cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
       timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
-      echo "[overhead $lib run $rep] exit $? after $(( $(date +%s) - start )) s"
+      rc=$?; check "overhead-$lib-$rep" $rc
+      echo "[overhead $lib run $rep] exit $rc after $(( $(date +%s) - start )) s"
       sed -n '/^# rank/,$p' "$OUT/overhead-$lib-$rep.log" | grep -v '^# jccl-'
     done
   done
@@ -132,7 +146,8 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
     cp=.gpu/bench-classes:.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
     [ -d .gpu/bench-classes ] || cp=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
     timeout -k 10 150 "${JAVA[@]}" $JCCL_GPU_GC -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-gc.log" 2>&1
-    echo "[overhead lib $JCCL_GPU_GC] exit $? after $(( $(date +%s) - start )) s"
+    rc=$?; check overhead-gc $rc
+    echo "[overhead lib $JCCL_GPU_GC] exit $rc after $(( $(date +%s) - start )) s"
     sed -n '/^# rank/,$p' "$OUT/overhead-gc.log" | grep -v '^# jccl-'
   fi
 fi
@@ -142,7 +157,8 @@ if has profile; then # async-profiler (cpu time, 100 us) over jccl's enqueue and
   timeout -k 10 150 "${JAVA[@]}" -Djccl.bench.profileBatches=400 \
     -agentpath:$ap=start,event=ctimer,interval=${JCCL_GPU_PROFILE_INTERVAL:-100us},cstack=vm,ann,file=$OUT/profile-collapsed.txt,collapsed \
     -cp "$CP" org.jccl.cuda.bench.NcclBench -o none > "$OUT/profile.log" 2>&1
-  echo "[profile] exit $? after $(( $(date +%s) - start )) s; $(wc -l < "$OUT/profile-collapsed.txt" 2>/dev/null) stacks"
+  rc=$?; check profile $rc
+  echo "[profile] exit $rc after $(( $(date +%s) - start )) s; $(wc -l < "$OUT/profile-collapsed.txt" 2>/dev/null) stacks"
   grep -i 'error\|warn' "$OUT/profile.log" | head -5
 fi
 
@@ -153,12 +169,14 @@ fi
 
 if has bench; then
   timeout -k 10 200 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench > "$OUT/bench.log" 2>&1
-  echo "[bench] exit $? after $(( $(date +%s) - start )) s"
+  rc=$?; check bench $rc
+  echo "[bench] exit $rc after $(( $(date +%s) - start )) s"
 fi
 
 if has torch; then
   PYTHONUNBUFFERED=1 timeout -k 10 200 "$PY" .gpu/torch_allreduce.py > "$OUT/torch.log" 2>&1
-  echo "[torch] exit $? after $(( $(date +%s) - start )) s"
+  rc=$?; check torch $rc
+  echo "[torch] exit $rc after $(( $(date +%s) - start )) s"
 fi
 
 if has matrix; then
@@ -177,3 +195,8 @@ for f in bench torch; do
        /^# torch|^# jccl NcclBench/ {print}' "$OUT/$f.log"
 done
 echo "done after $(( $(date +%s) - start )) s"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED phases: ${failed[*]}"
+  exit 1
+fi
+echo "all phases passed: ${PHASES}"

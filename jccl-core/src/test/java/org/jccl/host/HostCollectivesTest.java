@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.kit.Reference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -66,7 +67,7 @@ class HostCollectivesTest {
                             // all-reduce, out of place then in place
                             HostBuffer s1 = send.slice(0, count);
                             HostBuffer r1 = recv.slice(0, count);
-                            Reference.fill(s1.segment(), t, op, seed, r, count);
+                            Reference.fill(s1.segment(), t, op, seed, r, count, n);
                             comm.allReduce(s1, r1, op);
                             check(failures, "allReduce " + what, r1, t, op, seed, n, 0, count);
                             crcs.add(crc(r1.segment()));
@@ -75,7 +76,7 @@ class HostCollectivesTest {
                             crcs.add(crc(s1.segment()));
                             // reduce to a rotating root
                             int root = (int) (seed % n);
-                            Reference.fill(s1.segment(), t, op, seed, r, count);
+                            Reference.fill(s1.segment(), t, op, seed, r, count, n);
                             recv.segment().fill((byte) 0x5a);
                             comm.reduce(s1, r == root ? r1 : null, op, root);
                             if (r == root) {
@@ -86,7 +87,7 @@ class HostCollectivesTest {
                                 check(failures, "reduce in-place root " + root + " " + what, s1, t, op, seed, n, 0, count);
                             }
                             // reduce-scatter: element i of the full vector is block i / count
-                            Reference.fill(send.segment(), t, op, seed, r, count * n);
+                            Reference.fill(send.segment(), t, op, seed, r, count * n, n);
                             comm.reduceScatter(send, r1, op);
                             check(failures, "reduceScatter " + what, r1, t, op, seed, n, r * count, count);
                             comm.reduceScatter(send, op);
@@ -136,21 +137,21 @@ class HostCollectivesTest {
                         // broadcast
                         HostBuffer a1 = a.slice(0, count);
                         HostBuffer b1 = b.slice(0, count);
-                        Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
-                        Reference.fill(expect.segment(), t, ReduceOp.SUM, seed, root, count);
+                        Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count, n);
+                        Reference.fill(expect.segment(), t, ReduceOp.SUM, seed, root, count, n);
                         comm.broadcast(a1, b1, root);
                         same(failures, "broadcast root " + root + " " + what, b1, expect.slice(0, count));
                         comm.broadcast(a1, root);
                         same(failures, "broadcast in-place root " + root + " " + what, a1, expect.slice(0, count));
                         // all-gather and gather: block p holds rank p's data
                         for (int p = 0; p < n; p++) {
-                            Reference.fill(expect.segment().asSlice(p * count * t.byteSize()), t, ReduceOp.SUM, seed, p, count);
+                            Reference.fill(expect.segment().asSlice(p * count * t.byteSize()), t, ReduceOp.SUM, seed, p, count, n);
                         }
-                        Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
+                        Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count, n);
                         comm.allGather(a1, b);
                         same(failures, "allGather " + what, b, expect);
                         b.segment().fill((byte) 0);
-                        Reference.fill(b.segment().asSlice(r * count * t.byteSize()), t, ReduceOp.SUM, seed, r, count);
+                        Reference.fill(b.segment().asSlice(r * count * t.byteSize()), t, ReduceOp.SUM, seed, r, count, n);
                         comm.allGather(b);
                         same(failures, "allGather in-place " + what, b, expect);
                         b.segment().fill((byte) 0);
@@ -159,16 +160,16 @@ class HostCollectivesTest {
                             same(failures, "gather root " + root + " " + what, b, expect);
                         }
                         // scatter: the root's block p goes to rank p
-                        Reference.fill(a.segment(), t, ReduceOp.SUM, seed + r, root, count * n);
+                        Reference.fill(a.segment(), t, ReduceOp.SUM, seed + r, root, count * n, n);
                         HostBuffer full = HostBuffer.allocate(t, count * n, arena);
-                        Reference.fill(full.segment(), t, ReduceOp.SUM, seed + root, root, count * n);
+                        Reference.fill(full.segment(), t, ReduceOp.SUM, seed + root, root, count * n, n);
                         comm.scatter(r == root ? a : null, b1, root);
                         same(failures, "scatter root " + root + " " + what, b1, full.slice(r * count, count));
                         // all-to-all: block j of rank i's input is element range [j*count, (j+1)*count) of rank i's data
-                        Reference.fill(a.segment(), t, ReduceOp.SUM, seed, r, count * n);
+                        Reference.fill(a.segment(), t, ReduceOp.SUM, seed, r, count * n, n);
                         for (int p = 0; p < n; p++) {
                             HostBuffer src = HostBuffer.allocate(t, count * n, arena);
-                            Reference.fill(src.segment(), t, ReduceOp.SUM, seed, p, count * n);
+                            Reference.fill(src.segment(), t, ReduceOp.SUM, seed, p, count * n, n);
                             MemorySegment.copy(src.segment(), r * count * t.byteSize(), expect.segment(),
                                     p * count * t.byteSize(), count * t.byteSize());
                         }

@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +14,11 @@ import org.jccl.ReduceOp;
  * One rank of a multi-process test, configured by the JCCL_* environment. Mode "check" runs every
  * collective on seeded data and exits 0 when all match {@link Reference}, 1 otherwise; mode
  * "loop" prints "ready" and all-reduces until it fails, then prints the exception and exits 3.
+ * A failure (of a collective, or of {@code Jccl.init}) first prints {@code TIME_TO_ERROR at=T
+ * callStart=S blames=B class=C}: T the System.nanoTime of the failure and S that of the start of
+ * the failing call (the same clock as every process of this machine, so the test can measure
+ * from the fault), B the rank a {@link org.jccl.PeerFailureException} names or the missing ranks
+ * of a {@link org.jccl.CollectiveTimeoutException}.
  */
 public final class RankMain {
     private RankMain() {
@@ -20,7 +26,15 @@ public final class RankMain {
 
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "check";
-        try (Communicator comm = Jccl.init()) {
+        long initStart = System.nanoTime();
+        Communicator c;
+        try {
+            c = Jccl.init();
+        } catch (RuntimeException e) {
+            timeToError(initStart, e);
+            throw e;
+        }
+        try (Communicator comm = c) {
             if (mode.equals("loop")) {
                 loop(comm);
                 return;
@@ -43,15 +57,29 @@ public final class RankMain {
         float[] a = new float[1 << 16];
         System.out.println("ready");
         System.out.flush();
+        long start = 0;
         try {
             while (true) {
+                start = System.nanoTime();
                 comm.allReduce(HostBuffer.of(a), ReduceOp.MAX);
             }
         } catch (RuntimeException e) {
+            timeToError(start, e);
             System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
             System.out.flush();
             Runtime.getRuntime().halt(3);
         }
+    }
+
+    /** Prints the TIME_TO_ERROR line of a failure now of a call that started at {@code callStart}. */
+    static void timeToError(long callStart, RuntimeException e) {
+        long at = System.nanoTime();
+        String blames = e instanceof org.jccl.PeerFailureException pf ? Integer.toString(pf.rank())
+                : e instanceof org.jccl.CollectiveTimeoutException te ? te.missingRanks().toString().replace(" ", "")
+                : "-";
+        System.out.println("TIME_TO_ERROR at=" + at + " callStart=" + callStart + " blames=" + blames + " class="
+                + e.getClass().getSimpleName());
+        System.out.flush();
     }
 
     /** All-reduces until a peer fails, shrinks to the survivors and checks that they go on correctly. */
@@ -107,7 +135,7 @@ public final class RankMain {
                         HostBuffer recv = HostBuffer.allocate(t, count * n, arena);
                         HostBuffer s1 = send.slice(0, count);
                         HostBuffer r1 = recv.slice(0, count);
-                        Reference.fill(s1.segment(), t, op, seed, r, count);
+                        Reference.fill(s1.segment(), t, op, seed, r, count, n);
                         comm.allReduce(s1, r1, op);
                         wrong(failures, "allReduce " + t + " " + op + " " + count,
                                 Reference.countWrong(r1.segment(), 0, t, op, seed, n, 0, count));
@@ -117,7 +145,7 @@ public final class RankMain {
                             wrong(failures, "reduce " + t + " " + op + " " + count,
                                     Reference.countWrong(r1.segment(), 0, t, op, seed, n, 0, count));
                         }
-                        Reference.fill(send.segment(), t, op, seed, r, count * n);
+                        Reference.fill(send.segment(), t, op, seed, r, count * n, n);
                         comm.reduceScatter(send, r1, op);
                         wrong(failures, "reduceScatter " + t + " " + op + " " + count,
                                 Reference.countWrong(r1.segment(), 0, t, op, seed, n, r * count, count));
@@ -130,13 +158,13 @@ public final class RankMain {
                     HostBuffer b = HostBuffer.allocate(t, count * n, arena);
                     HostBuffer e = HostBuffer.allocate(t, count * n, arena);
                     HostBuffer a1 = a.slice(0, count);
-                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
+                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count, n);
                     comm.broadcast(a1, root);
-                    Reference.fill(e.segment(), t, ReduceOp.SUM, seed, root, count);
+                    Reference.fill(e.segment(), t, ReduceOp.SUM, seed, root, count, n);
                     same(failures, "broadcast " + t + " " + count, a1, e.slice(0, count));
-                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count);
+                    Reference.fill(a1.segment(), t, ReduceOp.SUM, seed, r, count, n);
                     for (int p = 0; p < n; p++) {
-                        Reference.fill(e.segment().asSlice(p * count * t.byteSize()), t, ReduceOp.SUM, seed, p, count);
+                        Reference.fill(e.segment().asSlice(p * count * t.byteSize()), t, ReduceOp.SUM, seed, p, count, n);
                     }
                     comm.allGather(a1, b);
                     same(failures, "allGather " + t + " " + count, b, e);
@@ -153,16 +181,16 @@ public final class RankMain {
                     w2.await();
                     same(failures, "send/recv " + t + " " + count, in, e.slice(((r + n - 1) % n) * count, count));
                     // all-to-all of the gathered vector: block p of the result is block r of rank p's input
-                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 7, r, count * n);
+                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 7, r, count * n, n);
                     comm.allToAll(a, b);
                     for (int p = 0; p < n; p++) {
                         HostBuffer src = HostBuffer.allocate(t, count * n, arena);
-                        Reference.fill(src.segment(), t, ReduceOp.SUM, seed + 7, p, count * n);
+                        Reference.fill(src.segment(), t, ReduceOp.SUM, seed + 7, p, count * n, n);
                         same(failures, "allToAll " + t + " " + count + " from " + p, b.slice(p * count, count),
                                 src.slice(r * count, count));
                     }
                     // scatter of the root's vector
-                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 9, root, count * n);
+                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 9, root, count * n, n);
                     comm.scatter(r == root ? a : null, b.slice(0, count), root);
                     same(failures, "scatter " + t + " " + count, b.slice(0, count), a.slice(r * count, count));
                 }

@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.kit.Reference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -70,7 +71,7 @@ class TcpCollectivesTest extends HostCollectivesTest {
                                 String what = algo + " " + t + " " + op + " count " + count;
                                 HostBuffer s = HostBuffer.allocate(t, count, arena);
                                 HostBuffer d = HostBuffer.allocate(t, count, arena);
-                                Reference.fill(s.segment(), t, op, seed, r, count);
+                                Reference.fill(s.segment(), t, op, seed, r, count, n);
                                 comm.allReduce(s, d, op);
                                 check(failures, what, d, t, op, seed, n, 0, count);
                                 comm.allReduce(s, op);

@@ -1,5 +1,6 @@
 package org.jccl.mpi;
 
+import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -132,11 +133,11 @@ public final class MpiRankMain {
                         // all-reduce
                         HostBuffer send = alloc(t, count, w.heap(), arena);
                         HostBuffer recv = w.inPlace() ? send : alloc(t, count, w.heap(), arena);
-                        Reference.fill(send.segment(), t, op, seed, r, count);
+                        Reference.fill(send.segment(), t, op, seed, r, count, n);
                         run(w.async() ? comm.allReduceAsync(send, recv, op) : blockingAllReduce(comm, send, recv, op));
                         wrong(failures, "allReduce " + what, Reference.countWrong(recv.segment(), 0, t, op, seed, n, 0, count));
                         // reduce (recv only on the root)
-                        Reference.fill(send.segment(), t, op, seed, r, count);
+                        Reference.fill(send.segment(), t, op, seed, r, count, n);
                         HostBuffer rr = r != root ? null : w.inPlace() ? send : alloc(t, count, w.heap(), arena);
                         run(w.async() ? comm.reduceAsync(send, rr, op, root) : blockingReduce(comm, send, rr, op, root));
                         if (r == root) {
@@ -144,7 +145,7 @@ public final class MpiRankMain {
                         }
                         // reduce-scatter (in place: the result lands in slice rank of send)
                         HostBuffer big = alloc(t, count * n, w.heap(), arena);
-                        Reference.fill(big.segment(), t, op, seed, r, count * n);
+                        Reference.fill(big.segment(), t, op, seed, r, count * n, n);
                         HostBuffer out = w.inPlace() ? big.slice(r * count, count) : alloc(t, count, w.heap(), arena);
                         run(w.async() ? comm.reduceScatterAsync(big, out, op) : blockingReduceScatter(comm, big, out, op));
                         wrong(failures, "reduceScatter " + what,
@@ -179,7 +180,7 @@ public final class MpiRankMain {
 
     /** Fills {@code b} (count elements per rank block, {@code blocks} blocks) with rank {@code p}'s data. */
     static void fill(HostBuffer b, long seed, int p) {
-        Reference.fill(b.segment(), b.type(), ReduceOp.SUM, seed, p, b.count());
+        Reference.fill(b.segment(), b.type(), ReduceOp.SUM, seed, p, b.count(), n);
     }
 
     static void dataMovement(Communicator comm, DataType t, long c, long seed, Way w, Arena arena, List<String> failures) {

@@ -1,4 +1,4 @@
-package org.jccl.host;
+package org.jccl.kit;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -9,9 +9,14 @@ import org.jccl.ReduceOp;
 /**
  * Test data and an independent reference: element values chosen so that every reduction is
  * exact (integer-valued floats inside each type's exact range; full-range integers with C
- * wrap-around computed in long arithmetic), decoded with this class's own decoders.
+ * wrap-around computed in long arithmetic), decoded with this class's own decoders. It uses no
+ * jccl kernel: conformance kit cases and backend tests compare against it.
+ *
+ * <p>Floating-point values are small integers whose magnitude shrinks with the number of ranks
+ * ({@link #floatRange}), so that a sum over every rank stays exact in the narrowest type and the
+ * result is the same whatever order a backend reduces in.
  */
-final class Reference {
+public final class Reference {
     private Reference() {
     }
 
@@ -22,7 +27,7 @@ final class Reference {
     static final ValueLayout.OfDouble DOUBLE = ValueLayout.JAVA_DOUBLE_UNALIGNED;
 
     /** Value of element i of rank r (as a long for integers, integer-valued double for floats). */
-    static long intValue(DataType t, ReduceOp op, long seed, int r, long i) {
+    public static long intValue(DataType t, ReduceOp op, long seed, int r, long i) {
         SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + r * 7_919L + i);
         long v = rnd.nextLong();
         if (op.kind() == ReduceOp.Kind.PROD) {
@@ -32,29 +37,49 @@ final class Reference {
         return v;
     }
 
-    static double floatValue(DataType t, ReduceOp op, long seed, int r, long i) {
+    /**
+     * Value of element i of rank r for a float type, with n ranks taking part: an integer in
+     * [-range, range] ({@link #floatRange}); PROD uses +-1 and +-2 (powers of two stay exact).
+     */
+    public static double floatValue(DataType t, ReduceOp op, long seed, int r, long i, int n) {
         SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + r * 7_919L + i);
-        boolean fp8 = t == DataType.FLOAT8_E4M3 || t == DataType.FLOAT8_E5M2;
-        int range = fp8 ? (op.kind() == ReduceOp.Kind.PREMUL_SUM ? 1 : 2) : 8;
         if (op.kind() == ReduceOp.Kind.PROD) {
             int[] vals = {-2, -1, 1, 2};
             return vals[rnd.nextInt(4)];
         }
+        int range = floatRange(t, op, n);
         return rnd.nextInt(2 * range + 1) - range;
     }
 
-    /** Writes rank r's input. */
-    static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long count) {
+    /**
+     * Largest magnitude of a rank's float input for n ranks: every partial sum (times the
+     * PREMUL_SUM scalar) stays an integer the type holds exactly (FP8 E5M2 up to 8, E4M3 up to 16,
+     * BFLOAT16 up to 256, FLOAT16 up to 2048), at most 8. From 9 ranks on, E5M2 sums can round.
+     */
+    public static int floatRange(DataType t, ReduceOp op, int n) {
+        int exact = switch (t) {
+            case FLOAT8_E5M2 -> 8;
+            case FLOAT8_E4M3 -> 16;
+            case BFLOAT16 -> 256;
+            case FLOAT16 -> 2048;
+            default -> 1 << 20;
+        };
+        int scale = op.kind() == ReduceOp.Kind.PREMUL_SUM ? (int) Math.ceil(Math.abs(op.scalar())) : 1;
+        return Math.max(1, Math.min(8, exact / (Math.max(1, n) * Math.max(1, scale))));
+    }
+
+    /** Writes rank r's input (count elements) for a job of n ranks. */
+    public static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long count, int n) {
         for (long i = 0; i < count; i++) {
             if (t.isInteger()) {
                 writeInt(seg, t, i, intValue(t, op, seed, r, i));
             } else {
-                writeFloat(seg, t, i, floatValue(t, op, seed, r, i));
+                writeFloat(seg, t, i, floatValue(t, op, seed, r, i, n));
             }
         }
     }
 
-    static void writeInt(MemorySegment seg, DataType t, long i, long v) {
+    public static void writeInt(MemorySegment seg, DataType t, long i, long v) {
         switch (t.byteSize()) {
             case 1 -> seg.set(ValueLayout.JAVA_BYTE, i, (byte) v);
             case 4 -> seg.set(INT, i * 4, (int) v);
@@ -63,7 +88,7 @@ final class Reference {
         }
     }
 
-    static long readInt(MemorySegment seg, DataType t, long i) {
+    public static long readInt(MemorySegment seg, DataType t, long i) {
         return switch (t) {
             case INT8 -> seg.get(ValueLayout.JAVA_BYTE, i);
             case UINT8 -> seg.get(ValueLayout.JAVA_BYTE, i) & 0xffL;
@@ -75,7 +100,7 @@ final class Reference {
     }
 
     /** Normalises a long to the type's width and signedness. */
-    static long norm(DataType t, long v) {
+    public static long norm(DataType t, long v) {
         return switch (t) {
             case INT8 -> (byte) v;
             case UINT8 -> v & 0xff;
@@ -85,7 +110,7 @@ final class Reference {
         };
     }
 
-    static void writeFloat(MemorySegment seg, DataType t, long i, double v) {
+    public static void writeFloat(MemorySegment seg, DataType t, long i, double v) {
         switch (t) {
             case FLOAT32 -> seg.set(FLOAT, i * 4, (float) v);
             case FLOAT64 -> seg.set(DOUBLE, i * 8, v);
@@ -98,12 +123,12 @@ final class Reference {
     }
 
     /** {@code v} rounded to the nearest value of a 16-bit float type (so that writing it is exact). */
-    static double readFloatRounded(DataType t, double v) {
+    public static double readFloatRounded(DataType t, double v) {
         return t == DataType.FLOAT16 ? Float.float16ToFloat(Float.floatToFloat16((float) v))
                 : Float.intBitsToFloat(Float.floatToRawIntBits((float) v) & 0xffff0000);
     }
 
-    static double readFloat(MemorySegment seg, DataType t, long i) {
+    public static double readFloat(MemorySegment seg, DataType t, long i) {
         return switch (t) {
             case FLOAT32 -> seg.get(FLOAT, i * 4);
             case FLOAT64 -> seg.get(DOUBLE, i * 8);
@@ -116,7 +141,7 @@ final class Reference {
     }
 
     /** Decodes an FP8 code by the OCP definitions. */
-    static double decodeFp8(DataType t, int code) {
+    public static double decodeFp8(DataType t, int code) {
         int sign = (code >>> 7) == 1 ? -1 : 1;
         int expBits = t == DataType.FLOAT8_E4M3 ? 4 : 5;
         int manBits = 7 - expBits;
@@ -152,7 +177,7 @@ final class Reference {
         }
     }
 
-    static byte encodeExact(DataType t, double v) {
+    public static byte encodeExact(DataType t, double v) {
         int k = t == DataType.FLOAT8_E4M3 ? 0 : 1;
         if (v == Math.rint(v) && Math.abs(v) <= 32) {
             byte c = FP8_SMALL_INTS[k][(int) v + 32];
@@ -164,7 +189,7 @@ final class Reference {
     }
 
     /** Reference reduction of element i over n ranks (integers: the exact wrapped result). */
-    static long expectedInt(DataType t, ReduceOp op, long seed, int n, long i) {
+    public static long expectedInt(DataType t, ReduceOp op, long seed, int n, long i) {
         long acc = 0;
         boolean unsigned = t.kind() == DataType.Kind.UNSIGNED;
         for (int r = 0; r < n; r++) {
@@ -192,10 +217,10 @@ final class Reference {
         return norm(t, acc);
     }
 
-    static double expectedFloat(DataType t, ReduceOp op, long seed, int n, long i) {
+    public static double expectedFloat(DataType t, ReduceOp op, long seed, int n, long i) {
         double acc = 0;
         for (int r = 0; r < n; r++) {
-            double v = floatValue(t, op, seed, r, i);
+            double v = floatValue(t, op, seed, r, i, n);
             if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
                 v *= op.scalar();
             }
@@ -215,7 +240,7 @@ final class Reference {
     }
 
     /** Relative tolerance of AVG results (one rounding in the type); 0 for exact ops. */
-    static double tolerance(DataType t, ReduceOp op) {
+    public static double tolerance(DataType t, ReduceOp op) {
         if (op.kind() != ReduceOp.Kind.AVG) {
             return 0;
         }
@@ -231,7 +256,7 @@ final class Reference {
     }
 
     /** Number of elements of {@code got} (count elements) that differ from the reference for n ranks. */
-    static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, long seed, int n,
+    public static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, long seed, int n,
                            long firstIndex, long count) {
         long wrong = 0;
         double tol = tolerance(t, op);

@@ -1,0 +1,90 @@
+package org.jccl.host;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.jccl.Communicator;
+import org.jccl.Options;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Store;
+import org.jccl.bootstrap.TcpStore;
+import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.host.tcp.TcpConfig;
+
+/**
+ * Worlds of the host engine whose ranks are threads of this JVM: each rank claims a host id (equal
+ * ids share memory, others talk TCP) and a transport, as {@code JCCL_HOST_ID} and {@code
+ * JCCL_TRANSPORT} would set per process. For the conformance kit and the engine's own tests.
+ */
+public final class HostWorlds {
+    private HostWorlds() {
+    }
+
+    /** Body of one rank. */
+    public interface RankBody<T> {
+        /** Runs on the rank's communicator. */
+        T run(Communicator comm) throws Exception;
+    }
+
+    /** Every rank on one host, shared memory. */
+    public static String[] oneHost(int n) {
+        String[] h = new String[n];
+        java.util.Arrays.fill(h, "h0");
+        return h;
+    }
+
+    /**
+     * Forms a communicator of {@code hosts.length} threads (rank r on pretend host {@code
+     * hosts[r]}) with {@code transport} ({@code TCP}: TCP between every pair), runs {@code body}
+     * on each, and returns each rank's result; fails when they take longer than {@code limit}.
+     */
+    public static <T> List<T> run(String[] hosts, String transport, Duration timeout, Duration limit, RankBody<T> body)
+            throws Exception {
+        int n = hosts.length;
+        TcpConfig.Transport tr = TcpConfig.Transport.valueOf(transport.toUpperCase(java.util.Locale.ROOT));
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
+            ExecutorService pool = Executors.newFixedThreadPool(n);
+            try {
+                String job = "kit" + Long.toHexString(System.nanoTime());
+                List<Future<T>> futures = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    int rank = r;
+                    futures.add(pool.submit(() -> {
+                        Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
+                        Options o = Options.of(rank, n).withJobId(job).withTimeout(timeout).withStore(store);
+                        try (Communicator comm = HostBackend.create(o, new PrefixStore("c/", store), job, hosts[rank], tr)) {
+                            return body.run(comm);
+                        } finally {
+                            store.close();
+                        }
+                    }));
+                }
+                List<T> out = new ArrayList<>();
+                long end = System.nanoTime() + limit.toNanos();
+                for (Future<T> f : futures) {
+                    try {
+                        out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
+                    } catch (ExecutionException e) {
+                        if (e.getCause() instanceof Exception ex) {
+                            throw ex;
+                        }
+                        throw e;
+                    } catch (TimeoutException e) {
+                        throw new AssertionError("ranks did not finish within " + limit + " (hang)", e);
+                    }
+                }
+                return out;
+            } finally {
+                pool.shutdownNow();
+                pool.awaitTermination(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

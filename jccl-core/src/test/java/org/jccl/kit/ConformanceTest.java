@@ -1,0 +1,124 @@
+package org.jccl.kit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.jccl.bootstrap.Procs;
+import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.host.HostWorlds;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The conformance kit on the host engine: shared memory, TCP and hierarchical, with ranks as
+ * threads of this JVM and as processes. The full matrix runs once per transport; the other rank
+ * counts and placements run the quick subset (every case, fewer types, operators and counts).
+ */
+class ConformanceTest {
+    private static final long SEED = Kit.seed();
+    private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+    static Stream<Arguments> threadWorlds() {
+        return Stream.of(
+                Arguments.of("shm", HostWorlds.oneHost(1), "auto", false),
+                Arguments.of("shm", HostWorlds.oneHost(2), "auto", false),
+                Arguments.of("shm", HostWorlds.oneHost(3), "auto", true),
+                Arguments.of("shm", HostWorlds.oneHost(4), "auto", false),
+                Arguments.of("tcp", HostWorlds.oneHost(2), "tcp", false),
+                Arguments.of("tcp", HostWorlds.oneHost(3), "tcp", true),
+                Arguments.of("tcp", HostWorlds.oneHost(4), "tcp", false),
+                Arguments.of("hier", new String[] {"a", "a", "b", "b"}, "auto", true),
+                Arguments.of("hier", new String[] {"a", "b", "a", "b"}, "auto", false),
+                Arguments.of("hier", new String[] {"a", "a", "a", "b"}, "auto", false));
+    }
+
+    @ParameterizedTest(name = "{0} threads on hosts {1} ({2}), full matrix {3}")
+    @MethodSource("threadWorlds")
+    void threadsAsRanks(String name, String[] hosts, String transport, boolean full) throws Exception {
+        Traits traits = Traits.host(name + " " + hosts.length + " threads " + String.join("", hosts));
+        List<Kit.Report> reports = HostWorlds.run(hosts, transport, TIMEOUT, Duration.ofMinutes(8),
+                comm -> Kit.run(comm, Mem::host, traits, SEED, full, Kit.selection()));
+        List<String> failures = new ArrayList<>();
+        for (Kit.Report r : reports) {
+            failures.addAll(r.failures());
+        }
+        System.out.println(traits.name() + ": " + reports.get(0).ran());
+        assertNoFailures(traits.name(), failures);
+    }
+
+    static Stream<Arguments> processWorlds() {
+        return Stream.of(
+                Arguments.of("shm", new String[] {"a", "a", "a"}, "auto"),
+                Arguments.of("tcp", new String[] {"a", "a"}, "tcp"),
+                Arguments.of("hier", new String[] {"a", "a", "b", "b"}, "auto"));
+    }
+
+    /** Ranks as processes started with the JCCL_* variables, as a launcher would. */
+    @ParameterizedTest(name = "{0} processes on hosts {1}")
+    @MethodSource("processWorlds")
+    void processesAsRanks(String name, String[] hosts, String transport) throws Exception {
+        int n = hosts.length;
+        String label = name + " " + n + " processes " + String.join("", hosts);
+        try (TcpStoreServer server = TcpStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), null)) {
+            List<Procs.Proc> procs = new ArrayList<>();
+            String job = "kitp" + Long.toHexString(System.nanoTime());
+            try {
+                for (int r = 0; r < n; r++) {
+                    Map<String, String> env = new HashMap<>();
+                    env.put("JCCL_RANK", Integer.toString(r));
+                    env.put("JCCL_WORLD_SIZE", Integer.toString(n));
+                    env.put("JCCL_STORE", "127.0.0.1:" + server.port());
+                    env.put("JCCL_JOB_ID", job);
+                    env.put("JCCL_TIMEOUT", TIMEOUT.toSeconds() + "s");
+                    env.put("JCCL_HOST_ID", hosts[r]);
+                    env.put("JCCL_TRANSPORT", transport);
+                    env.put("JCCL_KIT_SEED", Long.toString(SEED));
+                    String sel = System.getProperty("jccl.kit.cases");
+                    if (sel != null) {
+                        env.put("JCCL_KIT_CASES", sel);
+                    }
+                    procs.add(Procs.start(KitMain.class, List.of(label, "quick"), env));
+                }
+                List<String> failures = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    Procs.Proc p = procs.get(r);
+                    if (!p.process().waitFor(8, java.util.concurrent.TimeUnit.MINUTES)) {
+                        fail("rank " + r + " of " + label + " did not finish within 8 min (hang):\n" + p.output());
+                    }
+                    p.await(l -> l.startsWith("KIT-DONE"), 5_000);
+                    String out = p.output();
+                    assertTrue(out.contains("KIT-DONE"), "rank " + r + " of " + label + " ended without finishing the kit (exit "
+                            + p.process().exitValue() + "):\n" + out);
+                    for (String line : out.split("\n")) {
+                        if (line.startsWith("KIT-FAIL ")) {
+                            failures.add(line.substring(9).replace('|', '\n'));
+                        }
+                    }
+                    assertEquals(0, p.process().exitValue(), "rank " + r + " exit code:\n" + out);
+                }
+                assertNoFailures(label, failures);
+            } finally {
+                for (Procs.Proc p : procs) {
+                    p.process().destroyForcibly();
+                }
+            }
+        }
+    }
+
+    static void assertNoFailures(String world, List<String> failures) {
+        if (!failures.isEmpty()) {
+            StringBuilder b = new StringBuilder(world + ": " + failures.size() + " failure(s), seed " + SEED
+                    + " (rerun with -Djccl.kit.seed=" + SEED + " -Djccl.kit.cases=<case>):\n");
+            failures.stream().limit(40).forEach(f -> b.append("  ").append(f).append('\n'));
+            fail(b.toString());
+        }
+    }
+}

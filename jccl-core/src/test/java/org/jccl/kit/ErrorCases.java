@@ -1,0 +1,186 @@
+package org.jccl.kit;
+
+import java.time.Duration;
+import java.util.List;
+import org.jccl.Buffer;
+import org.jccl.CollectiveMismatchException;
+import org.jccl.CollectiveTimeoutException;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.JcclException;
+import org.jccl.PeerFailureException;
+import org.jccl.ReduceOp;
+
+/**
+ * The error contract: bad arguments fail before any byte moves and leave the communicator usable;
+ * every rank of a mismatched call fails in that call with a CollectiveMismatchException naming
+ * both calls (where the backend promises it, {@link Traits#mismatchInCall}); a timeout names the
+ * caller's collective and the rank that did not arrive.
+ */
+final class ErrorCases {
+    private ErrorCases() {
+    }
+
+    static List<KitCase> cases() {
+        return List.of(
+                KitCase.of("errors.badArguments", ErrorCases::badArguments),
+                KitCase.of("errors.mismatch.op", c -> mismatch(c, "op", ErrorCases::opMismatch, "MAX", "SUM")),
+                KitCase.of("errors.mismatch.count", c -> mismatch(c, "count", ErrorCases::countMismatch, "x 9", "x 8")),
+                KitCase.of("errors.mismatch.type", c -> mismatch(c, "type", ErrorCases::typeMismatch, "INT32", "FLOAT32")),
+                KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, "root", rootMismatch(8), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, "root", rootMismatch(300_007), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.collective", c -> mismatch(c, "collective", ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
+                KitCase.of("errors.mismatch.sendRecvSize", c -> mismatch(c, "send/recv", ErrorCases::p2pMismatch, "44", "40")),
+                KitCase.of("errors.timeoutNamesTheMissingRank", ErrorCases::timeout));
+    }
+
+    private static void badArguments(Ctx ctx) {
+        Communicator c = ctx.comm();
+        int size = ctx.size();
+        Buffer f4 = ctx.mem().allocate(DataType.FLOAT32, 4);
+        Buffer f5 = ctx.mem().allocate(DataType.FLOAT32, 5);
+        Buffer i4 = ctx.mem().allocate(DataType.INT32, 4);
+        Buffer big = ctx.mem().allocate(DataType.FLOAT32, 4L * size);
+        Class<IllegalArgumentException> iae = IllegalArgumentException.class;
+        ctx.expectThrows(iae, "allReduce with a null send", () -> c.allReduce(null, f4, ReduceOp.SUM));
+        ctx.expectThrows(iae, "allReduce with a null op", () -> c.allReduce(f4, f4, null));
+        ctx.expectThrows(iae, "allReduce with 4 and 5 elements", () -> c.allReduce(f4, f5, ReduceOp.SUM));
+        ctx.expectThrows(iae, "allReduce FLOAT32 into INT32", () -> c.allReduce(f4, i4, ReduceOp.SUM));
+        if (ctx.traits().bitwiseOps()) {
+            ctx.expectThrows(iae, "allReduce BXOR on FLOAT32", () -> c.allReduce(f4, ReduceOp.BXOR));
+        }
+        ctx.expectThrows(iae, "broadcast root = size", () -> c.broadcast(f4, size));
+        ctx.expectThrows(iae, "reduce root -1", () -> c.reduce(f4, f4, ReduceOp.SUM, -1));
+        ctx.expectThrows(iae, "send to peer = size", () -> c.send(f4, size));
+        ctx.expectThrows(iae, "recv from peer -1", () -> c.recv(f4, -1));
+        ctx.expectThrows(iae, "sendAsync to peer = size", () -> c.sendAsync(f4, size));
+        ctx.expectThrows(iae, "allGather into a too small recv", () -> c.allGather(f4, f5));
+        ctx.expectThrows(iae, "reduceScatter from a too small send", () -> c.reduceScatter(f5, f4, ReduceOp.SUM));
+        ctx.expectThrows(iae, "allToAll with send and recv of different sizes", () -> c.allToAll(big, big.slice(0, 4L * size - 1)));
+        ctx.expectThrows(iae, "allReduceAsync with a null recv", () -> c.allReduceAsync(f4, null, ReduceOp.SUM));
+        if (size > 1) {
+            ctx.expectThrows(iae, "allReduce with partly overlapping buffers",
+                    () -> c.allReduce(big.slice(0, 4), big.slice(1, 4), ReduceOp.SUM));
+        }
+        ctx.expectThrows(iae, "withTimeout(0)", () -> c.withTimeout(Duration.ZERO));
+        // nothing moved and the communicator still works
+        long sd = ctx.seed();
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, sd, ctx.rank(), 1009);
+        c.allReduce(b, ReduceOp.SUM);
+        ctx.checkReduced(() -> "allReduce after the rejected calls", b, 0, DataType.FLOAT32, ReduceOp.SUM, sd, 0, 1009);
+    }
+
+    /** What the ranks of a mismatch case call on a fresh communicator. */
+    private interface Mismatch {
+        void call(Ctx ctx, Communicator c);
+    }
+
+    /**
+     * Runs a mismatched call on a fresh communicator, five times (the races are in who learns it
+     * first): every rank must fail in the call with a CollectiveMismatchException whose message
+     * names both sides.
+     */
+    private static void mismatch(Ctx ctx, String what, Mismatch body, String one, String other) {
+        if (!ctx.traits().mismatchInCall() || ctx.size() < 2) {
+            return;
+        }
+        for (int i = 0; i < 5; i++) {
+            try (Communicator c = ctx.fresh()) {
+                Throwable got = null;
+                try {
+                    // a rank that misses the mismatch must not wait for the world's deadline
+                    body.call(ctx, ctx.traits().perCallTimeout() ? c.withTimeout(Duration.ofSeconds(10)) : c);
+                } catch (Throwable e) {
+                    got = e;
+                }
+                int ii = i;
+                Throwable g = got;
+                if (!(g instanceof CollectiveMismatchException)) {
+                    ctx.fail(what + " mismatch, try " + ii + ": expected a CollectiveMismatchException in the call, got "
+                            + (g == null ? "a normal return" : g.toString()));
+                } else {
+                    ctx.check(g.getMessage().contains(one) && g.getMessage().contains(other),
+                            () -> what + " mismatch, try " + ii + ": the message does not name both calls ('" + one
+                                    + "' and '" + other + "'): " + g.getMessage());
+                }
+            }
+            ctx.world().barrier();
+        }
+    }
+
+    private static void opMismatch(Ctx ctx, Communicator c) {
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 1, ctx.rank(), 8);
+        c.allReduce(b, ctx.rank() == 0 ? ReduceOp.MAX : ReduceOp.SUM);
+    }
+
+    private static void countMismatch(Ctx ctx, Communicator c) {
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 1, ctx.rank(), ctx.rank() == ctx.size() - 1 ? 9 : 8);
+        c.allReduce(b, ReduceOp.SUM);
+    }
+
+    private static void typeMismatch(Ctx ctx, Communicator c) {
+        DataType t = ctx.rank() == 0 ? DataType.INT32 : DataType.FLOAT32;
+        c.allReduce(ctx.buffer(t, ReduceOp.SUM, 1, ctx.rank(), 8), ReduceOp.SUM);
+    }
+
+    /** Rank 0 says root 0, every other rank root 1 (with 2 ranks: each names itself). */
+    private static Mismatch rootMismatch(long n) {
+        return (ctx, c) -> {
+            int root = ctx.rank() == 0 ? 0 : 1;
+            c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 2, ctx.rank(), n), root);
+        };
+    }
+
+    /** Rank 0 broadcasts a small buffer from itself; the others all-reduce one as large. */
+    private static void collectiveMismatch(Ctx ctx, Communicator c) {
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 3, ctx.rank(), 8);
+        if (ctx.rank() == 0) {
+            c.broadcast(b, 0);
+        } else {
+            c.allReduce(b, ReduceOp.SUM);
+        }
+    }
+
+    /** Rank 0 sends 10 ints to rank 1, which receives 11. */
+    private static void p2pMismatch(Ctx ctx, Communicator c) {
+        if (ctx.rank() == 0) {
+            c.send(ctx.buffer(DataType.INT32, ReduceOp.SUM, 4, 0, 10), 1);
+            // the sender learns of it from the receiver: its next call fails
+            c.barrier();
+        } else if (ctx.rank() == 1) {
+            c.recv(ctx.poisoned(DataType.INT32, 11), 0);
+        } else {
+            c.barrier();
+        }
+    }
+
+    /**
+     * The last rank does not call; the others' all-reduce through a 300 ms view fails in about
+     * that time with an error naming allReduce and the missing rank.
+     */
+    private static void timeout(Ctx ctx) {
+        if (!ctx.traits().perCallTimeout() || ctx.size() < 2) {
+            return;
+        }
+        int missing = ctx.size() - 1;
+        try (Communicator c = ctx.fresh()) {
+            if (ctx.rank() != missing) {
+                Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 5, ctx.rank(), 1000);
+                long t0 = System.nanoTime();
+                JcclException e = ctx.expectThrows(JcclException.class, "allReduce while rank " + missing + " never calls",
+                        () -> c.withTimeout(Duration.ofMillis(300)).allReduce(b, ReduceOp.SUM));
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                if (e != null) {
+                    String m = e.getMessage();
+                    boolean named = e instanceof CollectiveTimeoutException te ? !ctx.traits().namesMissingRanks()
+                            || te.missingRanks().contains(missing)
+                            : e instanceof PeerFailureException pf && pf.rank() == missing;
+                    ctx.check(named, () -> "the error does not name the missing rank " + missing + ": " + e);
+                    ctx.check(m.contains("allReduce"), () -> "the error does not name the caller's collective (allReduce): " + m);
+                    ctx.check(ms >= 250 && ms < 3000, () -> "the 300 ms deadline fired after " + ms + " ms");
+                }
+            }
+            ctx.world().barrier();
+        }
+    }
+}

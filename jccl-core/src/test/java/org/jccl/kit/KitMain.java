@@ -1,0 +1,45 @@
+package org.jccl.kit;
+
+import org.jccl.Communicator;
+import org.jccl.Jccl;
+
+/**
+ * One rank of a process world: forms the communicator from the environment ({@code Jccl.init()}:
+ * JCCL_*, torchrun, Slurm or Open MPI variables), runs the kit on host memory and prints one
+ * {@code KIT-FAIL} line per failure, one {@code KIT-RAN} line per case and {@code KIT-DONE
+ * failures=N} at the end. Arguments: the traits' name, then {@code full} or {@code quick}; the
+ * seed and selection come from {@code JCCL_KIT_SEED} / {@code JCCL_KIT_CASES}.
+ */
+public final class KitMain {
+    private KitMain() {
+    }
+
+    /** Runs one rank. */
+    public static void main(String[] args) {
+        String name = args.length > 0 ? args[0] : "host";
+        boolean full = args.length > 1 && args[1].equals("full");
+        long seed = Kit.seed();
+        try (Communicator comm = Jccl.init()) {
+            Traits traits = traitsOf(comm, name);
+            Kit.Report r = Kit.run(comm, Mem::host, traits, seed, full, Kit.selection());
+            for (String f : r.failures()) {
+                System.out.println("KIT-FAIL " + f.replace('\n', '|'));
+            }
+            for (String c : r.ran()) {
+                System.out.println("KIT-RAN " + c);
+            }
+            System.out.println("KIT-DONE failures=" + r.failures().size() + " seed=" + seed);
+        }
+        System.out.flush();
+        System.exit(0);
+    }
+
+    /** The traits of the communicator's backend; another module's backend registers its own through the name. */
+    static Traits traitsOf(Communicator comm, String name) {
+        return switch (comm.backend()) {
+            case "host" -> Traits.host(name);
+            default -> throw new IllegalArgumentException("KitMain runs host-memory backends; " + comm.backend()
+                    + " has a main of its own");
+        };
+    }
+}

@@ -1,0 +1,237 @@
+package org.jccl.kit;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.jccl.Buffer;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.InvalidUsageException;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+
+/**
+ * Split (MPI_Comm_split ordering, opting out, disjoint splits used at once, closing while peers
+ * finish), async works awaited out of order, and calls after close.
+ */
+final class LifecycleCases {
+    private LifecycleCases() {
+    }
+
+    static List<KitCase> cases() {
+        return List.of(
+                KitCase.of("split.ordering", LifecycleCases::splitOrdering),
+                KitCase.of("split.noColor", LifecycleCases::splitNoColor),
+                KitCase.of("split.disjointAtOnce", LifecycleCases::disjointAtOnce),
+                KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
+                KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
+                KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose));
+    }
+
+    /** Sum over the members' old ranks, through the sub-communicator. */
+    private static void checkSum(Ctx ctx, Communicator sub, List<Integer> members, String what) {
+        long[] v = {ctx.rank()};
+        Buffer b = ctx.mem().allocate(DataType.INT64, 1);
+        ctx.mem().write(b, java.lang.foreign.MemorySegment.ofArray(v));
+        sub.allReduce(b, ReduceOp.SUM);
+        long got = ctx.mem().read(b).get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        long want = members.stream().mapToLong(Integer::longValue).sum();
+        ctx.check(got == want, () -> what + ": all-reduce of the old ranks gave " + got + ", want " + want);
+    }
+
+    /** Colors by parity; keys reverse the order; a second split with equal keys keeps the old order. */
+    static void splitOrdering(Ctx ctx) {
+        int r = ctx.rank();
+        int size = ctx.size();
+        for (boolean reverse : new boolean[] {true, false}) {
+            int color = r % 2;
+            int key = reverse ? size - r : 0;
+            List<Integer> members = new ArrayList<>();
+            for (int p = 0; p < size; p++) {
+                if (p % 2 == color) {
+                    members.add(p);
+                }
+            }
+            if (reverse) {
+                Collections.reverse(members);
+            }
+            try (Communicator sub = ctx.comm().split(color, key)) {
+                String what = "split(color " + color + ", key " + key + ")";
+                ctx.check(sub != null && sub.size() == members.size() && sub.rank() == members.indexOf(r),
+                        () -> what + " gave " + (sub == null ? "null" : "rank " + sub.rank() + " of " + sub.size())
+                                + ", want rank " + members.indexOf(r) + " of " + members.size() + " (order " + members + ")");
+                if (sub != null) {
+                    checkSum(ctx, sub, members, what);
+                }
+            }
+        }
+    }
+
+    static void splitNoColor(Ctx ctx) {
+        int r = ctx.rank();
+        List<Integer> members = new ArrayList<>();
+        for (int p = 1; p < ctx.size(); p++) {
+            members.add(p);
+        }
+        Communicator sub = ctx.comm().split(r == 0 ? Communicator.NO_COLOR : 7, r);
+        if (r == 0) {
+            ctx.check(sub == null, () -> "split with NO_COLOR gave a communicator");
+        } else {
+            try (Communicator s = sub) {
+                ctx.check(s != null && s.size() == ctx.size() - 1 && s.rank() == r - 1,
+                        () -> "split without rank 0 gave " + (s == null ? "null" : "rank " + s.rank() + " of " + s.size()));
+                if (s != null) {
+                    checkSum(ctx, s, members, "split without rank 0");
+                }
+            }
+        }
+    }
+
+    /** Two overlapping families of splits, both used at once with async calls, awaited out of order. */
+    static void disjointAtOnce(Ctx ctx) {
+        int r = ctx.rank();
+        int size = ctx.size();
+        try (Communicator a = ctx.comm().split(r % 2, r); Communicator b = ctx.comm().split(r < size / 2 ? 0 : 1, r)) {
+            List<Integer> ma = new ArrayList<>();
+            List<Integer> mb = new ArrayList<>();
+            for (int p = 0; p < size; p++) {
+                if (p % 2 == r % 2) {
+                    ma.add(p);
+                }
+                if ((p < size / 2) == (r < size / 2)) {
+                    mb.add(p);
+                }
+            }
+            for (int iter = 0; iter < 10; iter++) {
+                long n = iter % 2 == 0 ? 1009 : 70_001;
+                long[] va = new long[(int) n];
+                long[] vb = new long[(int) n];
+                java.util.Arrays.fill(va, r + iter);
+                java.util.Arrays.fill(vb, 3L * r + iter);
+                Buffer ba = ctx.mem().allocate(DataType.INT64, n);
+                Buffer bb = ctx.mem().allocate(DataType.INT64, n);
+                ctx.mem().write(ba, java.lang.foreign.MemorySegment.ofArray(va));
+                ctx.mem().write(bb, java.lang.foreign.MemorySegment.ofArray(vb));
+                Work wa = a.allReduceAsync(ba, ReduceOp.SUM);
+                Work wb = b.allReduceAsync(bb, ReduceOp.SUM);
+                wb.await();
+                wa.await();
+                int it = iter;
+                long wantA = ma.stream().mapToLong(p -> p + it).sum();
+                long wantB = mb.stream().mapToLong(p -> 3L * p + it).sum();
+                java.lang.foreign.MemorySegment ga = ctx.mem().read(ba);
+                java.lang.foreign.MemorySegment gb = ctx.mem().read(bb);
+                for (long i = 0; i < n; i += 997) {
+                    long x = ga.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i);
+                    long y = gb.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i);
+                    long ii = i;
+                    ctx.check(x == wantA, () -> "split by parity, iteration " + it + ": element " + ii + " is " + x + ", want " + wantA);
+                    ctx.check(y == wantB, () -> "split by halves, iteration " + it + ": element " + ii + " is " + y + ", want " + wantB);
+                }
+            }
+        }
+    }
+
+    /**
+     * Each rank closes right after its last call, while the others may still be finishing theirs
+     * (one broadcast from every root): nobody may see that as a failure.
+     */
+    static void closeWhilePeersFinish(Ctx ctx) throws Exception {
+        Communicator c = ctx.comm();
+        int size = ctx.size();
+        for (int round = 0; round < 3; round++) {
+            try (Communicator sub = c.split(0, ctx.rank())) {
+                Buffer mine = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, ctx.seed() + round, ctx.rank(), 64);
+                Buffer all = ctx.poisoned(DataType.FLOAT32, 64L * size);
+                sub.allGather(mine, all);
+                for (int root = 0; root < size; root++) {
+                    Buffer b = ctx.rank() == root ? ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, ctx.seed() + root, root, 4)
+                            : ctx.poisoned(DataType.FLOAT32, 4);
+                    sub.broadcast(b, root);
+                    int rt = root;
+                    ctx.checkBytes(() -> "broadcast from root " + rt + " before close", b, 0,
+                            ctx.input(DataType.FLOAT32, ReduceOp.SUM, ctx.seed() + rt, rt, 4));
+                }
+                // round 0: everyone closes at once; 1: rank 0 last; 2: rank 0 first
+                if (round == 1 && ctx.rank() == 0 || round == 2 && ctx.rank() != 0) {
+                    Thread.sleep(100);
+                }
+            }
+        }
+        c.barrier();
+    }
+
+    static void asyncOutOfOrder(Ctx ctx) {
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        int size = ctx.size();
+        long sd = ctx.seed();
+        List<Work> works = new ArrayList<>();
+        List<Runnable> checks = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            DataType t = i % 2 == 0 ? DataType.FLOAT32 : DataType.INT32;
+            long n = i % 3 == 0 ? 100_003 : 1009;
+            long s1 = sd + i;
+            Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, r, n);
+            works.add(c.allReduceAsync(b, ReduceOp.SUM));
+            int ii = i;
+            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii, b, 0, t, ReduceOp.SUM, s1, 0, n));
+        }
+        long n = 517;
+        Buffer gIn = ctx.buffer(DataType.FLOAT64, ReduceOp.SUM, sd + 20, r, n);
+        Buffer gOut = ctx.poisoned(DataType.FLOAT64, n * size);
+        works.add(c.allGatherAsync(gIn, gOut));
+        Buffer bc = r == size - 1 ? ctx.buffer(DataType.UINT8, ReduceOp.SUM, sd + 21, size - 1, n) : ctx.poisoned(DataType.UINT8, n);
+        works.add(c.broadcastAsync(bc, size - 1));
+        Buffer rsIn = ctx.buffer(DataType.INT64, ReduceOp.MAX, sd + 22, r, n * size);
+        Buffer rsOut = ctx.poisoned(DataType.INT64, n);
+        works.add(c.reduceScatterAsync(rsIn, rsOut, ReduceOp.MAX));
+        Buffer aIn = ctx.buffer(DataType.INT8, ReduceOp.SUM, sd + 23, r, n * size);
+        Buffer aOut = ctx.poisoned(DataType.INT8, n * size);
+        works.add(c.allToAllAsync(aIn, aOut));
+        Buffer rIn = ctx.buffer(DataType.FLOAT32, ReduceOp.MIN, sd + 24, r, n);
+        Buffer rOut = ctx.poisoned(DataType.FLOAT32, n);
+        works.add(c.reduceAsync(rIn, rOut, ReduceOp.MIN, 0));
+        Buffer gaIn = ctx.buffer(DataType.INT32, ReduceOp.SUM, sd + 25, r, n);
+        Buffer gaOut = ctx.poisoned(DataType.INT32, n * size);
+        works.add(c.gatherAsync(gaIn, gaOut, size - 1));
+        Buffer scIn = r == 0 ? ctx.buffer(DataType.INT32, ReduceOp.SUM, sd + 26, 0, n * size) : ctx.poisoned(DataType.INT32, n * size);
+        Buffer scOut = ctx.poisoned(DataType.INT32, n);
+        works.add(c.scatterAsync(scIn, scOut, 0));
+        works.add(c.barrierAsync());
+        Collections.shuffle(works, new java.util.Random(sd));
+        for (Work w : works) {
+            w.await();
+            ctx.check(w.isDone() && w.exception() == null, () -> "a work is not done, or failed, after await()");
+        }
+        checks.forEach(Runnable::run);
+        for (int p = 0; p < size; p++) {
+            int pp = p;
+            ctx.checkBytes(() -> "async all-gather: block of rank " + pp, gOut, p * n, ctx.input(DataType.FLOAT64, ReduceOp.SUM, sd + 20, p, n));
+            long bs = n;
+            ctx.checkBytes(() -> "async all-to-all: block from rank " + pp, aOut, p * n,
+                    ctx.input(DataType.INT8, ReduceOp.SUM, sd + 23, p, n * size).asSlice(r * bs, bs));
+            if (r == size - 1) {
+                ctx.checkBytes(() -> "async gather: block of rank " + pp, gaOut, p * n, ctx.input(DataType.INT32, ReduceOp.SUM, sd + 25, p, n));
+            }
+        }
+        ctx.checkBytes(() -> "async broadcast", bc, 0, ctx.input(DataType.UINT8, ReduceOp.SUM, sd + 21, size - 1, n));
+        ctx.checkReduced(() -> "async reduce-scatter", rsOut, 0, DataType.INT64, ReduceOp.MAX, sd + 22, r * n, n);
+        if (r == 0) {
+            ctx.checkReduced(() -> "async reduce", rOut, 0, DataType.FLOAT32, ReduceOp.MIN, sd + 24, 0, n);
+        }
+        ctx.checkBytes(() -> "async scatter", scOut, 0, ctx.input(DataType.INT32, ReduceOp.SUM, sd + 26, 0, n * size).asSlice(r * n * 4, n * 4));
+    }
+
+    static void callsAfterClose(Ctx ctx) {
+        Communicator c = ctx.comm();
+        c.close();
+        c.close();
+        Buffer b = ctx.mem().allocate(DataType.FLOAT32, 4);
+        ctx.expectThrows(InvalidUsageException.class, "allReduce after close", () -> c.allReduce(b, ReduceOp.SUM));
+        ctx.expectThrows(InvalidUsageException.class, "allReduceAsync after close", () -> c.allReduceAsync(b, ReduceOp.SUM));
+        ctx.expectThrows(InvalidUsageException.class, "barrier after close", c::barrier);
+        ctx.expectThrows(InvalidUsageException.class, "send after close", () -> c.send(b, 0));
+        ctx.expectThrows(InvalidUsageException.class, "split after close", () -> c.split(0, 0));
+    }
+}

@@ -4,7 +4,11 @@ import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
-/** Broadcast: the root copies each chunk into its slot once; every other rank copies it out. */
+/**
+ * Broadcast: the root copies each chunk into its slot once; every other rank copies it out. On the
+ * first chunk every rank posts its call and checks every other rank's, so that any disagreement
+ * (root, type, count, collective) fails on every rank in this call.
+ */
 public final class ChunkedBroadcast {
     private ChunkedBroadcast() {
     }
@@ -36,9 +40,14 @@ public final class ChunkedBroadcast {
                 }
             } else {
                 if (c == 0) {
+                    // Receivers check every rank's call too, not only the root's: ranks that
+                    // disagree about the root must all fail in this call, and a receiver that
+                    // agrees with its root would otherwise return before the root saw the others.
                     t.postIn(g, first);
+                    t.awaitAllIn(g);
+                } else {
+                    t.awaitIn(root, g);
                 }
-                t.awaitIn(root, g);
                 MemorySegment.copy(rootSeg, slot, recv.segment(), first * es, bytes);
             }
             t.endChunk(g);

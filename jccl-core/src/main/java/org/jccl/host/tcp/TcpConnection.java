@@ -330,7 +330,7 @@ final class TcpConnection {
                     return true;
                 }
                 if (n < 0) {
-                    eof = true;
+                    endOfStream();
                     return true;
                 }
                 if (n == 0) {
@@ -375,7 +375,7 @@ final class TcpConnection {
                 return true;
             }
             if (n < 0) {
-                eof = true;
+                endOfStream();
                 return true;
             }
             if (n == 0) {
@@ -415,13 +415,7 @@ final class TcpConnection {
                     if (avail < Frame.HEADER_BYTES + len) {
                         return moved;
                     }
-                    byte[] r = new byte[len];
-                    MemorySegment.copy(inSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, inRead + Frame.HEADER_BYTES, r, 0, len);
-                    abortReason = printable(new String(r, StandardCharsets.UTF_8));
-                    long code = Frame.word(inSeg, inRead, Frame.TAG);
-                    long blamed = Frame.word(inSeg, inRead, Frame.OFFSET) - 1;
-                    abortCulprit = blamed >= 0 && blamed < Integer.MAX_VALUE ? (int) blamed : -1;
-                    abortCode = code == 0 ? Frame.ABORT_FAILED : code;
+                    readAbort(inRead, len);
                     inRead += Frame.HEADER_BYTES + len;
                     return true;
                 }
@@ -478,6 +472,60 @@ final class TcpConnection {
             }
         }
         return moved;
+    }
+
+    private void readAbort(int at, int len) {
+        byte[] r = new byte[len];
+        MemorySegment.copy(inSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, at + Frame.HEADER_BYTES, r, 0, len);
+        abortReason = printable(new String(r, StandardCharsets.UTF_8));
+        long code = Frame.word(inSeg, at, Frame.TAG);
+        long blamed = Frame.word(inSeg, at, Frame.OFFSET) - 1;
+        abortCulprit = blamed >= 0 && blamed < Integer.MAX_VALUE ? (int) blamed : -1;
+        abortCode = code == 0 ? Frame.ABORT_FAILED : code;
+    }
+
+    /**
+     * The peer's end of the stream was read: everything it sent is in the staging buffer. Parsing
+     * stops at a data frame for a receive not posted yet (the peer ran ahead, e.g. finished its
+     * last call and closed), so its goodbye (CLOSE) or ABORT frame may sit behind such frames:
+     * looks past them, so that a peer that closed after its last call is not taken for a dead one
+     * (the buffered data frames stay for the receives still to come).
+     */
+    private void endOfStream() {
+        eof = true;
+        if (in == null || peerClosed || abortCode != 0) {
+            return;
+        }
+        long at = inRead;
+        if (recvInFrame) {
+            TcpOp op = recvQ.peek();
+            if (op == null || recvDirect != null) {
+                return;
+            }
+            at += op.frameLength(recvFrame, t.chunkBytes()) - recvGot;
+        }
+        while (at + Frame.HEADER_BYTES <= inWrite) {
+            int p = (int) at;
+            int kind = Frame.kind(inSeg, p);
+            int len = Frame.length(inSeg, p);
+            if (len < 0) {
+                return;
+            }
+            if (kind == Frame.CLOSE) {
+                peerClosed = true;
+                return;
+            }
+            if (kind == Frame.ABORT) {
+                if (len <= Frame.MAX_REASON && at + Frame.HEADER_BYTES + len <= inWrite) {
+                    readAbort(p, len);
+                }
+                return;
+            }
+            if (kind != Frame.DATA) {
+                return;
+            }
+            at += Frame.HEADER_BYTES + (long) len;
+        }
     }
 
     /** The reason a peer sent, with control characters (terminal escapes, line breaks in logs) replaced. */

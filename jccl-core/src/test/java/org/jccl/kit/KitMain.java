@@ -7,7 +7,7 @@ import org.jccl.Jccl;
  * One rank of a process world: forms the communicator from the environment ({@code Jccl.init()}:
  * JCCL_*, torchrun, Slurm or Open MPI variables), runs the kit on host memory and prints one
  * {@code KIT-FAIL} line per failure, one {@code KIT-RAN} line per case and {@code KIT-DONE
- * failures=N} at the end. Arguments: the traits' name, then {@code full} or {@code quick}; the
+ * failures=N} at the end; {@code KIT-CASE name} as each case starts (so a hang shows where). Arguments: the traits' name, then {@code full} or {@code quick}; the
  * seed and selection come from {@code JCCL_KIT_SEED} / {@code JCCL_KIT_CASES}.
  */
 public final class KitMain {
@@ -21,7 +21,7 @@ public final class KitMain {
         long seed = Kit.seed();
         try (Communicator comm = Jccl.init()) {
             Traits traits = traitsOf(comm, name);
-            Kit.Report r = Kit.run(comm, Mem::host, traits, seed, full, Kit.selection());
+            Kit.Report r = Kit.run(comm, Mem::host, traits, seed, full, announced(Kit.selection()));
             for (String f : r.failures()) {
                 System.out.println("KIT-FAIL " + f.replace('\n', '|'));
             }
@@ -34,10 +34,26 @@ public final class KitMain {
         System.exit(0);
     }
 
+    /**
+     * {@code select}, printing {@code KIT-CASE name} for each selected case (the kit asks just
+     * before it runs the case): a killed rank's output shows which case it hung in.
+     */
+    public static java.util.function.Predicate<String> announced(java.util.function.Predicate<String> select) {
+        return n -> {
+            boolean run = select.test(n);
+            if (run) {
+                System.out.println("KIT-CASE " + n);
+                System.out.flush();
+            }
+            return run;
+        };
+    }
+
     /** The traits of the communicator's backend; another module's backend registers its own through the name. */
     static Traits traitsOf(Communicator comm, String name) {
         return switch (comm.backend()) {
             case "host" -> Traits.host(name);
+            case "mpi" -> Traits.mpi().named(name);
             default -> throw new IllegalArgumentException("KitMain runs host-memory backends; " + comm.backend()
                     + " has a main of its own");
         };

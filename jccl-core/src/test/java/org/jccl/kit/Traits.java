@@ -28,6 +28,22 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         return new Traits("host/" + transport, EnumSet.allOf(DataType.class), true, true, true, true, true, true);
     }
 
+    /**
+     * The MPI backend (jccl-mpi, Open MPI under {@code mpirun}). Every type (MPI's own reductions,
+     * user operators for FLOAT16, BFLOAT16 and FP8) and the bitwise operators; self send/recv;
+     * {@code withTimeout} views. What it does not promise, and why:
+     * <ul>
+     * <li>{@code mismatchInCall} false: MPI does not check that ranks call the same collective
+     *     with the same op, type, count and root (it hangs, moves the wrong bytes or fails later
+     *     with a truncation error), and jccl-mpi adds no fingerprint exchange (no store);</li>
+     * <li>{@code namesMissingRanks} false: MPI has no store and cannot tell who did not call, so
+     *     a timeout's {@code missingRanks()} is empty (the message still names the collective);</li>
+     * </ul>
+     */
+    public static Traits mpi() {
+        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, false, true, false, true);
+    }
+
     /** The operators the kit runs on {@code t} with this backend. */
     public java.util.List<ReduceOp> ops(DataType t) {
         java.util.List<ReduceOp> ops = new java.util.ArrayList<>(java.util.List.of(ReduceOp.SUM, ReduceOp.PROD,

@@ -178,8 +178,8 @@ public final class MpiRankMain {
         return null;
     }
 
-    /** Fills {@code b} (count elements per rank block, {@code blocks} blocks) with rank {@code p}'s data. */
-    static void fill(HostBuffer b, long seed, int p) {
+    /** Fills {@code b} with rank {@code p}'s data of a job of {@code n} ranks. */
+    static void fill(HostBuffer b, long seed, int p, int n) {
         Reference.fill(b.segment(), b.type(), ReduceOp.SUM, seed, p, b.count(), n);
     }
 
@@ -191,23 +191,23 @@ public final class MpiRankMain {
         // broadcast
         HostBuffer a = alloc(t, c, w.heap(), arena);
         HostBuffer b = w.inPlace() ? a : alloc(t, c, w.heap(), arena);
-        fill(a, seed, r);
+        fill(a, seed, r, n);
         if (w.async()) {
             comm.broadcastAsync(a, b, root).await();
         } else {
             comm.broadcast(a, b, root);
         }
         HostBuffer e = alloc(t, c, false, arena);
-        fill(e, seed, root);
+        fill(e, seed, root, n);
         same(failures, "broadcast " + what, b, e);
         // all-gather: every rank's block, in rank order
         HostBuffer expect = alloc(t, c * n, false, arena);
         for (int p = 0; p < n; p++) {
-            fill(expect.slice(p * c, c), seed, p);
+            fill(expect.slice(p * c, c), seed, p, n);
         }
         HostBuffer all = alloc(t, c * n, w.heap(), arena);
         HostBuffer mine = w.inPlace() ? all.slice(r * c, c) : alloc(t, c, w.heap(), arena);
-        fill(mine, seed, r);
+        fill(mine, seed, r, n);
         if (w.async()) {
             comm.allGatherAsync(mine, all).await();
         } else {
@@ -217,7 +217,7 @@ public final class MpiRankMain {
         // gather to the root (in place on the root: its block is already in recv)
         HostBuffer g = r == root ? alloc(t, c * n, w.heap(), arena) : null;
         HostBuffer gs = w.inPlace() && r == root ? g.slice(r * c, c) : alloc(t, c, w.heap(), arena);
-        fill(gs, seed, r);
+        fill(gs, seed, r, n);
         if (w.async()) {
             comm.gatherAsync(gs, g, root).await();
         } else {
@@ -229,7 +229,7 @@ public final class MpiRankMain {
         // scatter from the root: rank i gets block i of the root's vector
         HostBuffer sv = r == root ? alloc(t, c * n, w.heap(), arena) : null;
         if (sv != null) {
-            fill(sv, seed + 9, root);
+            fill(sv, seed + 9, root, n);
         }
         HostBuffer sr = w.inPlace() && r == root ? sv.slice(r * c, c) : alloc(t, c, w.heap(), arena);
         if (w.async()) {
@@ -238,11 +238,11 @@ public final class MpiRankMain {
             comm.scatter(sv, sr, root);
         }
         HostBuffer rootVec = alloc(t, c * n, false, arena);
-        fill(rootVec, seed + 9, root);
+        fill(rootVec, seed + 9, root, n);
         same(failures, "scatter " + what, sr, rootVec.slice(r * c, c));
         // all-to-all: block p of the result is block r of rank p's input
         HostBuffer in = alloc(t, c * n, w.heap(), arena);
-        fill(in, seed + 7, r);
+        fill(in, seed + 7, r, n);
         HostBuffer res = w.inPlace() ? in : alloc(t, c * n, w.heap(), arena);
         if (w.async()) {
             comm.allToAllAsync(in, res).await();
@@ -251,7 +251,7 @@ public final class MpiRankMain {
         }
         for (int p = 0; p < n; p++) {
             HostBuffer src = alloc(t, c * n, false, arena);
-            fill(src, seed + 7, p);
+            fill(src, seed + 7, p, n);
             same(failures, "allToAll " + what + " from " + p, res.slice(p * c, c), src.slice(r * c, c));
         }
         // ring send/recv: async pairs always (blocking ones would deadlock a ring); blocking on 2 ranks in order

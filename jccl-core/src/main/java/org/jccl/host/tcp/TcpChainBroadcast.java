@@ -7,9 +7,21 @@ import org.jccl.HostBuffer;
  * Pipelined broadcast for large messages: the ranks form a chain from the root (root, root+1,
  * ...) and the message flows down it in chunks, each rank forwarding chunk c as soon as it
  * arrived. Every link carries the message once, so the time approaches one transfer of the
- * message whatever the rank count. Every rank but the root sends an empty hello (its call's
- * fingerprint) to its predecessor on entry, which expects it: two ranks that both believe they are
- * the root meet as a mismatch instead of both passing silently.
+ * message whatever the rank count.
+ *
+ * <p>Every rank agrees with every other before any rank returns, so a disagreement (about the
+ * root, the count, the type, or the collective itself) fails on every rank in this call: a hello
+ * (an empty frame carrying the call's fingerprint) goes once around the ring backwards, from the
+ * root to root-1, root-2, ..., root+1 and back to the root; each rank receives it from rank+1,
+ * checks it and only then passes it on, and the root sends the last chunk only once the hello
+ * came back. The pattern does not depend on the root (each rank receives one hello from rank+1
+ * and sends one to rank-1, whoever it thinks the root is), so ranks that disagree never wait for
+ * each other forever: a rank whose view differs from its neighbour's sees the frame and fails
+ * with both calls named, and tells the others (ABORT), which are all still waiting: a root waits
+ * for the hello, which only comes back when every neighbour pair around the ring agreed, and
+ * every other rank waits for the root's last chunk. The hello is tiny and travels while the
+ * chunks flow, so it costs about nothing next to the transfer (a root of one chunk waits for it:
+ * n one-way latencies).
  */
 public final class TcpChainBroadcast {
     private TcpChainBroadcast() {
@@ -24,27 +36,28 @@ public final class TcpChainBroadcast {
         MemorySegment out = recv.segment();
         long per = Parts.pipelineElems(t, es, count);
         int chunks = Math.max(1, Parts.chunks(count, per));
-        int next = vr + 1 < n ? (t.rank() + 1) % n : -1;
+        int next = (t.rank() + 1) % n;
         int prev = (t.rank() + n - 1) % n;
+        boolean last = vr == n - 1;
         long hello = Parts.tag(Parts.HELLO, 0, 0);
         MemorySegment none = t.scratch(3, 64);
-        if (vr > 0) {
-            t.send(prev, none, 0, 0, hello);
-        }
-        if (next >= 0) {
-            t.recv(next, none, 0, 0, hello);
-        }
+        // The hello around the ring, backwards: from rank+1 in, to rank-1 out (the root starts it).
+        int waveIn = t.recv(next, none, 0, 0, hello);
         if (vr == 0) {
+            t.send(prev, none, 0, 0, hello);
             if (!send.sameStart(recv)) {
                 MemorySegment.copy(send.segment(), 0, out, 0, count * es);
             }
-            for (int c = 0; c < chunks; c++) {
-                long e0 = c * per;
-                t.send(next, out, e0 * es, Math.max(0, Math.min(per, count - e0)) * es, Parts.tag(Parts.CHAIN_BCAST, 0, c));
+            for (int c = 0; c < chunks - 1; c++) {
+                sendChunk(t, next, out, es, per, count, c);
             }
+            // the last chunk leaves once every rank agreed (the hello came back)
+            t.await(waveIn);
+            sendChunk(t, next, out, es, per, count, chunks - 1);
             t.awaitAll();
             return;
         }
+        boolean passed = false;
         int window = Math.max(8, 4 * t.socketsPerPeer());
         int[] ids = t.ids(window);
         int posted = 0;
@@ -55,12 +68,34 @@ public final class TcpChainBroadcast {
                         Parts.tag(Parts.CHAIN_BCAST, 0, posted));
                 posted++;
             }
-            t.await(ids[c % window]);
-            if (next >= 0) {
-                long e0 = c * per;
-                t.send(next, out, e0 * es, Math.max(0, Math.min(per, count - e0)) * es, Parts.tag(Parts.CHAIN_BCAST, 0, c));
+            // wait for chunk c, passing the hello on as soon as it came
+            int id = ids[c % window];
+            int i = 0;
+            while (!t.isDone(id)) {
+                if (!passed && t.isDone(waveIn)) {
+                    t.send(prev, none, 0, 0, hello);
+                    passed = true;
+                }
+                if (t.progress(false)) {
+                    i = 0;
+                } else {
+                    t.idle(i++);
+                }
+            }
+            t.release(id);
+            if (!last) {
+                sendChunk(t, next, out, es, per, count, c);
             }
         }
+        if (!passed) {
+            t.await(waveIn);
+            t.send(prev, none, 0, 0, hello);
+        }
         t.awaitAll();
+    }
+
+    private static void sendChunk(TcpTransport t, int next, MemorySegment out, int es, long per, long count, int c) {
+        long e0 = c * per;
+        t.send(next, out, e0 * es, Math.max(0, Math.min(per, count - e0)) * es, Parts.tag(Parts.CHAIN_BCAST, 0, c));
     }
 }

@@ -20,10 +20,12 @@ import java.util.Map;
  *       2 ranks on 2 cores, a 128 KiB all-reduce took 78-81 us with 1 ms against 40-48 us with
  *       100 ms), else 20 (a sleeping rank leaves the core to the others).</li>
  *   <li>{@code JCCL_CHECK} (or the system property {@code jccl.check}, which wins): {@code 1}
- *       adds the checks that cost a latency to calls that need no answer from a peer: a small
- *       broadcast's root waits for every child's fingerprint, so that ranks which all name
- *       themselves the root fail in that call. Unset, every frame's fingerprint is still checked
- *       by its receiver, and such a broadcast is reported by the next collective instead.</li>
+ *       adds the checks that cost a latency to calls that need no answer from a peer: every rank
+ *       of a small broadcast first checks every other rank's fingerprint (ceil(log2 n) one-way
+ *       latencies), so that any disagreement about it (root, count, type, or a root whose peers
+ *       called another collective) fails on every rank in that call. Unset, every frame's
+ *       fingerprint is still checked by its receiver, and the cases {@link TcpTreeBroadcast}
+ *       lists are reported by the next collective instead.</li>
  * </ul>
  *
  * @param ifname          JCCL_SOCKET_IFNAME, or null

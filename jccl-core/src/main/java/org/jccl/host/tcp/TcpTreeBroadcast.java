@@ -7,15 +7,28 @@ import org.jccl.HostBuffer;
  * Broadcast for small messages: a binomial tree rooted at the root, ceil(log2 n) network hops;
  * every rank forwards the whole message to at most log2 n children.
  *
- * <p>Every receiver checks the fingerprint (root included) of the frame it gets, so a rank that
- * disagrees with its parent about the root fails at once. Only ranks that all name themselves
- * the root receive nothing here: each keeps its own data, and the frames they sent each other
- * make the next collective on the communicator fail with both calls named. With {@code
- * JCCL_CHECK=1} ({@link TcpTransport#checkCalls()}) every non-root also sends an empty hello (its
- * call's fingerprint) to its parent on entry and parents wait for it, so that case fails in the
- * broadcast itself. That wait is why it is not the default: a back-to-back broadcast then costs a
- * one-way latency per call on the root (8.2 against 6.9 us for Open MPI at 8 B across two network
- * namespaces), where without it the root returns once its bytes are in the kernel.
+ * <p>Every receiver checks the fingerprint (root included) of the frame it gets from its parent,
+ * so it fails in the call when it and its parent disagree (about the root, count, type, or the
+ * collective: a parent that called another collective sends other frames). The root returns once
+ * its bytes are in the kernel, without waiting for anyone: that is what makes a back-to-back small
+ * broadcast cost no round trip, and it is why these cases are <em>not</em> caught in the call by
+ * default, but in the next collective on the communicator (which then fails at once on every rank
+ * with both calls named):
+ * <ul>
+ *   <li>a rank that names itself the root (or calls a small broadcast as its root while the others
+ *       call another collective) returns normally: it receives nothing in a broadcast, so it
+ *       cannot see any disagreement;</li>
+ *   <li>a receiver returns normally when its parent and its parent's ancestors (in its own view of
+ *       the tree) agree with it, even if other ranks disagree (e.g. rank 0 names root 0, ranks 1
+ *       and 2 root 1: rank 2's parent, rank 1, agrees with it).</li>
+ * </ul>
+ * With {@code JCCL_CHECK=1} ({@link TcpTransport#checkCalls()}) every rank first exchanges its
+ * call's fingerprint with the others (an empty hello to rank + 2^k and from rank - 2^k for
+ * k = 0..ceil(log2 n)-1, the dissemination pattern, which does not depend on the root), checking
+ * each against its own: no rank can finish the exchange before every rank's fingerprint reached
+ * it through a chain of checked hellos, so any disagreement fails on every rank in the broadcast
+ * (the rank that sees it tells the others, still waiting, with an ABORT). That costs ceil(log2 n)
+ * one-way latencies per call on every rank, the root included.
  */
 public final class TcpTreeBroadcast {
     private TcpTreeBroadcast() {
@@ -24,6 +37,9 @@ public final class TcpTreeBroadcast {
     /** Runs the broadcast (n >= 2); {@code send} is read on the root only. */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, int root) {
         int n = t.size();
+        if (t.checkCalls()) {
+            agree(t);
+        }
         int vr = Math.floorMod(t.rank() - root, n);
         MemorySegment out = recv.segment();
         long bytes = recv.byteSize();
@@ -33,16 +49,10 @@ public final class TcpTreeBroadcast {
                 MemorySegment.copy(send.segment(), 0, out, 0, bytes);
             }
         }
-        boolean check = t.checkCalls();
-        long hello = Parts.tag(Parts.HELLO, 0, 0);
-        MemorySegment none = check ? t.scratch(3, 64) : null;
         int mask = 1;
         while (mask < n) {
             if ((vr & mask) != 0) {
                 int parent = (vr - mask + root) % n;
-                if (check) {
-                    t.send(parent, none, 0, 0, hello);
-                }
                 t.await(t.recv(parent, out, 0, bytes, tag));
                 break;
             }
@@ -51,12 +61,26 @@ public final class TcpTreeBroadcast {
         for (mask >>= 1; mask > 0; mask >>= 1) {
             if (vr + mask < n) {
                 int child = (vr + mask + root) % n;
-                if (check) {
-                    t.recv(child, none, 0, 0, hello);
-                }
                 t.send(child, out, 0, bytes, tag);
             }
         }
         t.awaitAll();
+    }
+
+    /**
+     * The fingerprint exchange of {@code JCCL_CHECK}: dissemination, round k sends an empty hello
+     * (the frame header carries the call's fingerprint) to rank + 2^k and waits for the one of rank
+     * - 2^k, which its receiver checks.
+     */
+    static void agree(TcpTransport t) {
+        int n = t.size();
+        int rank = t.rank();
+        MemorySegment none = t.scratch(3, 64);
+        int k = 0;
+        for (int d = 1; d < n; d <<= 1, k++) {
+            long tag = Parts.tag(Parts.HELLO, k + 1, 0);
+            t.send((rank + d) % n, none, 0, 0, tag);
+            t.await(t.recv((rank - d + n) % n, none, 0, 0, tag));
+        }
     }
 }

@@ -9,7 +9,7 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, tests, tests-nb (the feature and fault tests again with
+# Phases (JCCL_GPU_PHASES, comma separated): probe, tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
@@ -26,9 +26,11 @@ if [ "$mode" = stage ]; then
   dest=$(cd "${2:-$src}" && pwd)
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
   (cd "$src" && mvn -q -pl jccl-core,jccl-cuda -am -DskipTests package 2>&1 | grep -v WARNING || true)
-  (cd "$src" && mvn -q -pl jccl-cuda test-compile 2>&1 | grep -v WARNING || true)
+  (cd "$src" && mvn -q -pl jccl-core,jccl-cuda test-compile 2>&1 | grep -v WARNING || true)
   rm -rf "$dest/.gpu" && mkdir -p "$dest/.gpu/lib"
-  cp "$src"/jccl-core/target/jccl-core-*.jar "$dest/.gpu/lib/jccl-core.jar"
+  cp "$src"/jccl-core/target/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-core.jar"
+  # the conformance kit (org.jccl.kit) that NcclConformanceTest runs: jccl-core's test jar
+  cp "$src"/jccl-core/target/jccl-core-*-tests.jar "$dest/.gpu/lib/jccl-core-tests.jar"
   cp "$src"/jccl-cuda/target/jccl-cuda-*.jar "$dest/.gpu/lib/jccl-cuda.jar"
   cp -r "$src/jccl-cuda/target/test-classes" "$dest/.gpu/test-classes"
   (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
@@ -66,7 +68,7 @@ chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
 # JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.extraVariants=true)
 [ -n "${JCCL_GPU_JAVA_OPTS:-}" ] && JAVA+=($JCCL_GPU_JAVA_OPTS)
-CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/junit-console.jar
+CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/jccl-core-tests.jar:.gpu/lib/junit-console.jar
 PY=python3
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
 PHASES=${JCCL_GPU_PHASES:-probe,tests,tests-nb,bench,torch,matrix}
@@ -121,6 +123,8 @@ if has tests; then
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
     --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
     --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
+  # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): its own log, kit.log
+  junit kit 420 --select-class org.jccl.cuda.NcclConformanceTest
 fi
 
 if has faults; then # the fault and JCCL_CHECK process tests alone

@@ -44,6 +44,33 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, false, true, false, true);
     }
 
+    /**
+     * The NCCL backend (jccl-cuda, one GPU per rank, communicators from {@code Jccl.init} with a
+     * store). Every type NCCL reduces (all twelve; FP8 only where {@code fp8}: sm_90+ and NCCL
+     * 2.24+, {@code CudaDevice.supportsFp8()}); {@code withTimeout} views (the timeout aborts the
+     * case's own split communicator); a timeout names the missing rank (learned through the
+     * store); the same all-reduce result on every rank. What it does not promise, and why:
+     * <ul>
+     * <li>{@code bitwiseOps} false: NCCL has no BAND / BOR / BXOR (jccl refuses them with an
+     *     IllegalArgumentException);</li>
+     * <li>{@code selfP2p} false: NCCL completes a send to self only together with its receive in
+     *     one group (NcclGroup); jccl refuses an ungrouped one, and the kit posts the two as
+     *     separate async calls;</li>
+     * <li>{@code mismatchInCall} false unless {@code jcclCheck}: NCCL cannot tell that ranks called
+     *     different collectives (it hangs or moves wrong bytes). With {@code JCCL_CHECK=1} jccl
+     *     compares every collective's fingerprint through the store and fails all ranks in the
+     *     call, but send/recv sizes are not checked: a {@code jcclCheck} run leaves out
+     *     {@code errors.mismatch.sendRecvSize} through its case selection.</li>
+     * </ul>
+     */
+    public static Traits nccl(boolean fp8, boolean jcclCheck) {
+        Set<DataType> types = EnumSet.allOf(DataType.class);
+        if (!fp8) {
+            types.removeAll(EnumSet.of(DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2));
+        }
+        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, jcclCheck, true, true, true);
+    }
+
     /** The operators the kit runs on {@code t} with this backend. */
     public java.util.List<ReduceOp> ops(DataType t) {
         java.util.List<ReduceOp> ops = new java.util.ArrayList<>(java.util.List.of(ReduceOp.SUM, ReduceOp.PROD,

@@ -1,0 +1,200 @@
+package org.jccl.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.jccl.Communicator;
+import org.jccl.Jccl;
+import org.jccl.Options;
+import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.kit.Kit;
+import org.jccl.kit.Traits;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The conformance kit (org.jccl.kit, jccl-core's test jar) on the NCCL backend, buffers in GPU
+ * memory ({@link DeviceMem}), with {@code Traits.nccl} (what NCCL does not promise is excluded
+ * there, with the reason). Two worlds: one process driving the GPUs (a thread per GPU, each rank
+ * {@code Jccl.init} with its CudaDevice and a shared TCP store) and a process per GPU ({@link
+ * NcclKitMain}); 2 and 4 GPUs. A process world also runs the mismatch cases with {@code
+ * JCCL_CHECK=1}, where jccl detects collective mismatches in the call. Skipped, with the
+ * reason, without CUDA, NCCL or enough GPUs.
+ *
+ * <p>Reproduce: {@code -Djccl.kit.seed=<seed> -Djccl.kit.cases=<regex>} (passed to process ranks).
+ */
+class NcclConformanceTest {
+    private static final long SEED = Kit.seed();
+    private static final Duration TIMEOUT = Duration.ofSeconds(60);
+    /** A world that runs longer than this hangs: it fails with what each rank started last. */
+    private static final long LIMIT_SECONDS = Long.getLong("jccl.kit.ncclLimitSeconds", 240);
+
+    @ParameterizedTest(name = "{0} GPUs, a thread per GPU, {1}")
+    @CsvSource({"2, full", "4, quick"})
+    void threadsAsRanks(int gpus, String matrix) throws Exception {
+        Gpu.assume(gpus);
+        boolean full = matrix.equals("full");
+        String label = "nccl " + gpus + " threads " + matrix;
+        List<CudaDevice> devs = new ArrayList<>();
+        ConcurrentHashMap<Integer, String> started = new ConcurrentHashMap<>();
+        ExecutorService pool = Executors.newFixedThreadPool(gpus);
+        try (TcpStoreServer server = TcpStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), null)) {
+            for (int r = 0; r < gpus; r++) {
+                devs.add(CudaDevice.open(r));
+            }
+            String job = "kitt" + Long.toHexString(System.nanoTime());
+            List<Future<Kit.Report>> fs = new ArrayList<>();
+            for (int r = 0; r < gpus; r++) {
+                int rank = r;
+                CudaDevice dev = devs.get(r);
+                fs.add(pool.submit(() -> {
+                    try (Communicator comm = Jccl.init(Options.of(rank, gpus).withDevice(dev)
+                            .withStore("127.0.0.1", server.port()).withJobId(job).withTimeout(TIMEOUT))) {
+                        assertEquals("nccl", comm.backend());
+                        Traits traits = Traits.nccl(dev.supportsFp8(), false).named(label);
+                        java.util.function.Predicate<String> select = Kit.selection();
+                        return Kit.run(comm, () -> new DeviceMem(dev), traits, SEED, full, n -> {
+                            boolean run = select.test(n);
+                            if (run) {
+                                started.put(rank, n);
+                            }
+                            return run;
+                        });
+                    }
+                }));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT_SECONDS);
+            List<String> failures = new ArrayList<>();
+            for (int r = 0; r < gpus; r++) {
+                Kit.Report rep;
+                try {
+                    rep = fs.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (TimeoutException e) {
+                    fail(label + ": rank " + r + " did not finish within " + LIMIT_SECONDS + " s (a hang); case each rank "
+                            + "started last: " + started);
+                    return;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw new AssertionError(label + ": rank " + r + " failed outside the kit (forming the communicator?)",
+                            e.getCause());
+                }
+                failures.addAll(rep.failures());
+                if (r == 0) {
+                    System.out.println(label + ": " + rep.ran());
+                }
+            }
+            assertNoFailures(label, failures);
+        } finally {
+            pool.shutdownNow();
+            devs.forEach(CudaDevice::close);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} GPUs, a process per GPU, {1}")
+    @CsvSource({"2, quick, ''", "4, full, ''", "2, quick, check"})
+    void processesAsRanks(int gpus, String matrix, String check) throws Exception {
+        Gpu.assume(gpus);
+        boolean jcclCheck = check.equals("check");
+        String label = "nccl " + gpus + " processes " + matrix + (jcclCheck ? " JCCL_CHECK=1" : "");
+        // JCCL_CHECK compares collectives only: that run covers the mismatch cases, send/recv sizes aside (Traits.nccl)
+        String cases = jcclCheck ? "^errors\\.mismatch\\.(?!sendRecvSize)" : System.getProperty("jccl.kit.cases");
+        Path dir = Files.createTempDirectory(Files.createDirectories(Path.of(System.getProperty("jccl.test.dir",
+                System.getProperty("java.io.tmpdir")))), "jccl-kit");
+        List<Process> ps = new ArrayList<>();
+        try (TcpStoreServer server = TcpStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), null)) {
+            String job = "kitp" + Long.toHexString(System.nanoTime());
+            for (int r = 0; r < gpus; r++) {
+                String java = ProcessHandle.current().info().command().orElse("java");
+                List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
+                        "jdk.incubator.vector", "-cp", System.getProperty("java.class.path"), NcclKitMain.class.getName(),
+                        Integer.toString(r), Integer.toString(gpus), Integer.toString(server.port()), job, label, matrix));
+                if (jcclCheck) {
+                    cmd.add("check");
+                }
+                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                        .redirectOutput(dir.resolve("rank" + r + ".log").toFile()).directory(dir.toFile());
+                pb.environment().keySet().removeIf(k -> k.startsWith("JCCL_"));
+                pb.environment().put("NCCL_NVLS_ENABLE", "0");
+                pb.environment().put("JCCL_KIT_SEED", Long.toString(SEED));
+                if (cases != null && !cases.isBlank()) {
+                    pb.environment().put("JCCL_KIT_CASES", cases);
+                }
+                if (jcclCheck) {
+                    pb.environment().put("JCCL_CHECK", "1");
+                }
+                ps.add(pb.start());
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT_SECONDS);
+            for (int r = 0; r < gpus; r++) {
+                if (!ps.get(r).waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    ps.forEach(Process::destroyForcibly);
+                    fail(label + ": rank " + r + " did not finish within " + LIMIT_SECONDS + " s (a hang; killed):\n"
+                            + logs(dir, gpus));
+                }
+            }
+            String all = logs(dir, gpus);
+            List<String> failures = new ArrayList<>();
+            int done = 0;
+            for (String line : all.split("\n")) {
+                if (line.startsWith("KIT-FAIL ")) {
+                    failures.add(line.substring(9).replace('|', '\n'));
+                } else if (line.startsWith("KIT-DONE")) {
+                    done++;
+                }
+            }
+            assertNoFailures(label, failures);
+            assertEquals(gpus, done, label + ": " + done + " of " + gpus + " ranks finished the kit:\n" + all);
+            for (int r = 0; r < gpus; r++) {
+                assertEquals(0, ps.get(r).exitValue(), label + ": rank " + r + " exit code:\n" + all);
+            }
+            assertTrue(all.contains("KIT-RAN "), label + ": no case ran:\n" + all);
+            System.out.println(label + ": every rank passed");
+        } finally {
+            ps.forEach(Process::destroyForcibly);
+        }
+    }
+
+    /** Every rank's log, the last 6000 characters of each but every KIT-FAIL line kept. */
+    private static String logs(Path dir, int size) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        for (int r = 0; r < size; r++) {
+            Path p = dir.resolve("rank" + r + ".log");
+            if (Files.exists(p)) {
+                String s = Files.readString(p);
+                sb.append("---- rank ").append(r).append('\n');
+                if (s.length() > 6000) {
+                    for (String line : s.substring(0, s.length() - 6000).split("\n")) {
+                        if (line.startsWith("KIT-")) {
+                            sb.append(line).append('\n');
+                        }
+                    }
+                    sb.append("...\n").append(s.substring(s.length() - 6000));
+                } else {
+                    sb.append(s);
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    private static void assertNoFailures(String world, List<String> failures) {
+        if (!failures.isEmpty()) {
+            StringBuilder b = new StringBuilder(world + ": " + failures.size() + " failure(s), seed " + SEED
+                    + " (rerun with -Djccl.kit.seed=" + SEED + " -Djccl.kit.cases=<case>):\n");
+            failures.stream().limit(40).forEach(f -> b.append("  ").append(f).append('\n'));
+            fail(b.toString());
+        }
+    }
+}

@@ -345,8 +345,26 @@ abstract class CommunicatorCore implements Communicator {
         } catch (RuntimeException ignored) {
             // telling the peers is best effort: they time out otherwise
         }
-        LOG.warn(rank, j.getMessage());
-        return j;
+        JcclException x = j;
+        try {
+            x = explain(j);
+        } catch (RuntimeException ignored) {
+            // the explanation is best effort: the failure stands as it is
+        }
+        if (broken == j) {
+            broken = x;
+        }
+        LOG.warn(rank, x.getMessage());
+        return x;
+    }
+
+    /**
+     * Restates a failure in the caller's terms, after the peers were told (so they stop too): the
+     * hierarchical communicator names the caller's collective, not one of its internal steps. The
+     * default returns {@code e}.
+     */
+    JcclException explain(JcclException e) {
+        return e;
     }
 
     private void run(Runnable body, long tn) {

@@ -47,7 +47,18 @@ import org.jccl.spi.Liveness;
  *
  * <p>A failure of either part fails the whole communicator on every rank: a leader that fails
  * aborts its host's shared-memory communicator and its TCP peers, so nobody waits beyond the
- * deadline. Ranks named in errors are ranks of this communicator.
+ * deadline. Ranks named in errors are ranks of this communicator, and errors speak of the
+ * caller's collective, not of the internal step that failed ({@link #explain}): ranks that called
+ * different collectives get a {@link CollectiveMismatchException} naming every rank's call, and a
+ * timeout's {@code missingRanks()} are the ranks that never reached the collective, whichever
+ * part waited for them.
+ *
+ * <p>Not caught in the call by default: a broadcast whose ranks disagree about the root returns
+ * normally on ranks that only depend on ranks agreeing with them (the root host's ranks after its
+ * shared-memory step; ranks of another host whose leader does that host's shared-memory step as
+ * the root host's); the leaders' part, or the next collective, fails the others. With {@code
+ * JCCL_CHECK=1} every collective first all-gathers every rank's call, so every disagreement fails
+ * on every rank in the call.
  */
 public final class HierarchicalCommunicator extends CommunicatorCore {
 
@@ -240,6 +251,169 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     @Override
     void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
         collSeq++;
+        userCall = TcpCall.pack(opcode, type.ordinal(), op == null ? TcpCall.NO_REDOP : op.kind().ordinal(), root);
+        userCount = count;
+        userSeq = collSeq;
+        p2pSeq = 0;
+        if (cfg.check()) {
+            agree();
+        }
+    }
+
+    private MemorySegment checkMine;
+    private MemorySegment checkAll;
+
+    /**
+     * {@code JCCL_CHECK=1}: before the collective, every rank learns every rank's call (an
+     * all-gather of the fingerprints through both parts), so that any disagreement fails on every
+     * rank in the call, naming every rank's call. Without it, a broadcast whose ranks disagree
+     * about the root can return on ranks whose part agreed (see the class comment).
+     */
+    private void agree() {
+        if (checkMine == null) {
+            checkMine = Arena.ofAuto().allocate(16, 8);
+            checkAll = Arena.ofAuto().allocate(16L * size, 8);
+        }
+        checkMine.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 0, userCall);
+        checkMine.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 1, userCount);
+        doAllGather(HostBuffer.of(DataType.INT64, checkMine, 2), HostBuffer.of(DataType.INT64, checkAll, 2L * size));
+        java.util.Map<String, List<Integer>> byCall = new java.util.LinkedHashMap<>();
+        for (int p = 0; p < size; p++) {
+            long c = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p);
+            long n = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p + 1);
+            byCall.computeIfAbsent(TcpCall.describe(c, n, collSeq), k -> new ArrayList<>()).add(p);
+        }
+        if (byCall.size() > 1) {
+            // (explain() still runs: a rank whose part failed first, before it saw the table, learns
+            // the calls from the store)
+            StringBuilder b = new StringBuilder("collective mismatch at collective #").append(collSeq).append(" on rank ")
+                    .append(rank).append(" of communicator ").append(id).append(" (JCCL_CHECK):");
+            String sep = " ";
+            for (var g : byCall.entrySet()) {
+                b.append(sep).append(g.getValue().size() == 1 ? "rank " + g.getValue().get(0) : "ranks " + g.getValue())
+                        .append(" called ").append(g.getKey());
+                sep = "; ";
+            }
+            throw new CollectiveMismatchException(b.append(": every rank must call the same collectives with the same "
+                    + "type, count, op and root in the same order").toString());
+        }
+    }
+
+    /** The caller's collective running now (its fingerprint, count, number), or userSeq -1 outside one. */
+    private long userCall;
+    private long userCount;
+    private long userSeq = -1;
+
+    /** Set by a send/recv batch: the number of the next collective, whose ranks read a send/recv failure. */
+    private long p2pSeq;
+    private static final String P2P_ACCOUNT = "send/recv: ";
+
+    /** How long a failing rank waits for the others' account of their call (failures only). */
+    private static final long ACCOUNT_NANOS = 500_000_000L;
+
+    /**
+     * A collective failed in one of its internal steps (a shared-memory reduce, the leaders' TCP
+     * all-reduce, ...), which speak of that step and of the ranks of that part. After the peers
+     * were told, every failing rank writes its own collective (as the caller called it) to the
+     * store and reads the others' (for at most half a second; failures only, nothing on the
+     * collective path), then says what happened in the callers' terms: ranks that called different
+     * collectives (a {@link CollectiveMismatchException} naming every call, whichever step saw it),
+     * ranks that never reached the collective (a {@link CollectiveTimeoutException} whose {@code
+     * missingRanks()} are ranks of this communicator, whichever part waited for them), else the
+     * failure as it was, prefixed with the caller's collective.
+     */
+    @Override
+    JcclException explain(JcclException e) {
+        long seq = userSeq;
+        userSeq = -1;
+        if (seq < 0) {
+            if (p2pSeq > 0) {
+                // a send/recv failed: the ranks in the next collective read why (shared memory passes
+                // on only the start of a reason)
+                String m = e.getMessage();
+                try {
+                    store.set("why/" + p2pSeq + "/" + rank, (P2P_ACCOUNT + (m.length() > 2000 ? m.substring(0, 2000) : m))
+                            .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                } catch (RuntimeException ignored) {
+                    // best effort
+                }
+                p2pSeq = 0;
+            }
+            return e;
+        }
+        String mine = TcpCall.describe(userCall, userCount, seq);
+        String[] calls = new String[size];
+        calls[rank] = mine;
+        int got = 1;
+        try {
+            store.set("why/" + seq + "/" + rank, mine.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            long end = System.nanoTime() + ACCOUNT_NANOS;
+            while (true) {
+                for (int p = 0; p < size; p++) {
+                    if (calls[p] == null) {
+                        byte[] v = store.tryGet("why/" + seq + "/" + p);
+                        if (v != null) {
+                            calls[p] = new String(v, java.nio.charset.StandardCharsets.UTF_8);
+                            got++;
+                        }
+                    }
+                }
+                if (got == size || System.nanoTime() - end > 0) {
+                    break;
+                }
+                LockSupport.parkNanos(5_000_000L);
+            }
+        } catch (RuntimeException ignored) {
+            // the store is gone: say what this rank knows
+        }
+        java.util.Map<String, List<Integer>> byCall = new java.util.LinkedHashMap<>();
+        List<Integer> missing = new ArrayList<>();
+        StringBuilder p2pFailures = new StringBuilder();
+        for (int p = 0; p < size; p++) {
+            if (calls[p] == null) {
+                missing.add(p);
+            } else if (calls[p].startsWith(P2P_ACCOUNT)) {
+                p2pFailures.append(" [rank ").append(p).append(" failed in a send/recv before this collective: ")
+                        .append(calls[p].substring(P2P_ACCOUNT.length())).append(']');
+            } else {
+                byCall.computeIfAbsent(calls[p], k -> new ArrayList<>()).add(p);
+            }
+        }
+        String where = " on rank " + rank + " of communicator " + id;
+        if (byCall.size() > 1) {
+            StringBuilder b = new StringBuilder("collective mismatch at collective #").append(seq).append(where).append(':');
+            String sep = " ";
+            for (var g : byCall.entrySet()) {
+                b.append(sep).append(g.getValue().size() == 1 ? "rank " + g.getValue().get(0) : "ranks " + g.getValue())
+                        .append(" called ").append(g.getKey());
+                sep = "; ";
+            }
+            if (!missing.isEmpty()) {
+                b.append("; rank(s) ").append(missing).append(" did not say");
+            }
+            b.append(": every rank must call the same collectives with the same type, count, op and root in the same order [")
+                    .append(e.getMessage()).append(']');
+            return new CollectiveMismatchException(b.toString());
+        }
+        boolean relayed = e instanceof PeerFailureException pf && !missing.contains(pf.rank());
+        if (!missing.isEmpty() && (e instanceof CollectiveTimeoutException || relayed)) {
+            return new CollectiveTimeoutException(mine + " failed" + where + ": rank(s) " + missing + " never reached it "
+                    + "(a rank is stuck, dead, unreachable or called something else) [" + e.getMessage() + "]", missing);
+        }
+        String msg = mine + " failed" + where + ":" + p2pFailures + " " + e.getMessage();
+        if (e instanceof PeerFailureException pf) {
+            return new PeerFailureException(pf.rank(), msg, e);
+        }
+        if (e instanceof CollectiveTimeoutException te) {
+            return new CollectiveTimeoutException(msg, te.missingRanks());
+        }
+        if (e instanceof CollectiveMismatchException) {
+            return new CollectiveMismatchException(msg);
+        }
+        if (e instanceof AbortedException) {
+            return new AbortedException(msg);
+        }
+        return e;
     }
 
     // ------------------------------------------------------------------ failures of the parts
@@ -712,6 +886,8 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
 
     @Override
     void beginP2pBatch() {
+        userSeq = -1;
+        p2pSeq = collSeq + 1;
         p2p.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, callNanos);
         remoteP2p = 0;
     }

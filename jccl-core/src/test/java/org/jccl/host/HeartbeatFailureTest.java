@@ -28,6 +28,7 @@ import org.jccl.bootstrap.Procs;
 import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
 import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.bootstrap.TimeToError;
 import org.jccl.host.tcp.TcpConfig;
 import org.jccl.spi.Liveness;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -38,14 +39,20 @@ import org.junit.jupiter.params.provider.ValueSource;
  * can see anything: the "dead" rank's sockets and shared memory stay alive), while the heartbeats
  * of rank 1 come from a separate JVM that is killed with SIGKILL. Rank 0, blocked in an all-reduce
  * at that moment, and the other ranks' next all-reduce must fail with a {@link
- * PeerFailureException} naming rank 1 within two heartbeat intervals and a second, although the
- * communicator's deadline is a minute. (Hierarchical: the ranks of the other host learn it from a
- * leader, or from their own heartbeats, whichever comes first; the error names rank 1 then, in its
- * rank or in its message.)
+ * PeerFailureException} naming rank 1 within the time docs/RELIABILITY.md documents (asserted per
+ * rank at most 3x), although the communicator's deadline is a minute. (Hierarchical: the ranks of
+ * the other host learn it from a leader, or from their own heartbeats, whichever comes first; the
+ * error names rank 1 then, in its rank or in its message.)
  */
 class HeartbeatFailureTest {
     static final Duration INTERVAL = Duration.ofMillis(200);
-    static final long BOUND_MS = 2 * INTERVAL.toMillis() + 1000;
+    // docs/RELIABILITY.md's times (upper ends), asserted per rank at <= 3x
+    /** The pending all-reduce of rank 0 fails after the SIGKILL, per transport (under load). */
+    static final Map<String, Double> PENDING_SECS = Map.of("shm", 0.63, "tcp", 0.33, "hierarchical", 0.90);
+    /** The other ranks' next all-reduce, called once rank 0 failed, fails within this of its start (under load). */
+    static final Map<String, Double> NEXT_CALL_SECS = Map.of("shm", 0.57, "tcp", 0.53, "hierarchical", 0.89);
+    /** Jccl.init of the others fails after the SIGKILL of a rank before the rendezvous (under load). */
+    static final double INIT_SECS = 0.68;
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"shm", "tcp", "hierarchical"})
@@ -71,6 +78,7 @@ class HeartbeatFailureTest {
                 CountDownLatch rank0Failed = new CountDownLatch(1);
                 CountDownLatch done = new CountDownLatch(1);
                 long[] failedAt = new long[n];
+                long[] calledAt = new long[n];
                 List<Future<Object>> results = new ArrayList<>();
                 for (int r = 0; r < n; r++) {
                     int rank = r;
@@ -102,6 +110,7 @@ class HeartbeatFailureTest {
                                 } else {
                                     rank0Failed.await(10, TimeUnit.SECONDS); // the next call comes after the death
                                 }
+                                calledAt[rank] = System.nanoTime();
                                 c.allReduce(HostBuffer.of(a), ReduceOp.SUM);
                                 return "no error";
                             } catch (JcclException e) {
@@ -127,20 +136,24 @@ class HeartbeatFailureTest {
                 Object r0 = results.get(0).get(30, TimeUnit.SECONDS);
                 double ms = (failedAt[0] - t0) / 1e6;
                 System.out.printf("%s: rank 0's pending all-reduce failed %.0f ms after the SIGKILL of rank 1's heartbeat "
-                        + "process (interval %d ms, bound %d ms): %s%n", kind, ms, INTERVAL.toMillis(), BOUND_MS, r0);
+                        + "process (interval %d ms): %s%n", kind, ms, INTERVAL.toMillis(), r0);
                 PeerFailureException pf = assertInstanceOf(PeerFailureException.class, r0);
                 assertEquals(1, pf.rank(), pf.getMessage());
                 assertTrue(pf.getMessage().contains("heartbeat"), pf.getMessage());
-                assertTrue(ms < BOUND_MS, kind + ": " + ms + " ms");
+                TimeToError.assertWithin(kind + ": SIGKILL of rank 1's heartbeat, pending all-reduce", 0, ms / 1e3,
+                        PENDING_SECS.get(kind));
                 for (int r = 2; r < n; r++) {
                     Object o = results.get(r).get(30, TimeUnit.SECONDS);
-                    System.out.printf("%s: rank %d's next all-reduce: %s%n", kind, r, o);
+                    double callSecs = (failedAt[r] - calledAt[r]) / 1e9;
+                    System.out.printf("%s: rank %d's next all-reduce failed %.0f ms after its start, %.0f ms after the SIGKILL: %s%n",
+                            kind, r, callSecs * 1e3, (failedAt[r] - t0) / 1e6, o);
                     JcclException e = assertInstanceOf(JcclException.class, o);
                     assertTrue(e.getMessage().contains("rank 1"), e.getMessage());
                     if (!hier) {
                         assertEquals(1, assertInstanceOf(PeerFailureException.class, e).rank(), e.getMessage());
                     }
-                    assertTrue((failedAt[r] - t0) / 1e6 < BOUND_MS + 1000, "rank " + r + ": " + (failedAt[r] - t0) / 1e6);
+                    TimeToError.assertWithin(kind + ": SIGKILL of rank 1's heartbeat, the next all-reduce (from its start)", r,
+                            callSecs, NEXT_CALL_SECS.get(kind));
                 }
                 done.countDown();
                 assertEquals("idle", results.get(1).get(30, TimeUnit.SECONDS));
@@ -157,7 +170,7 @@ class HeartbeatFailureTest {
     /**
      * A rank that dies before it reaches the rendezvous (its heartbeats had started, as they do at
      * the start of Jccl.init): the others, blocked in Jccl.init waiting for its keys with a deadline
-     * of a minute, fail with a PeerFailureException naming it within two intervals and a second.
+     * of a minute, fail with a PeerFailureException naming it within 3x the documented time.
      */
     @org.junit.jupiter.api.Test
     void aRankThatDiesBeforeTheRendezvousEndsEveryonesInit() throws Exception {
@@ -187,13 +200,16 @@ class HeartbeatFailureTest {
                 rank2.process().destroyForcibly();
                 for (int r = 0; r < 2; r++) {
                     Procs.Proc p = ranks.get(r);
-                    long at = p.await(l -> l.contains("PeerFailureException"), 30_000);
-                    assertTrue(at > 0, "rank " + r + " did not fail:\n" + p.output());
-                    double ms = (at - t0) / 1e6;
-                    String line = p.find(l -> l.contains("PeerFailureException"));
+                    assertTrue(p.await(l -> l.contains("PeerFailureException:"), 30_000) > 0, "rank " + r + " did not fail:\n"
+                            + p.output());
+                    String line = p.find(l -> l.contains("PeerFailureException:"));
+                    // RankMain's TIME_TO_ERROR line, printed before the exception: the rank's own clock (this machine's)
+                    String stamp = p.find(l -> l.startsWith("TIME_TO_ERROR at="));
+                    assertTrue(stamp != null && stamp.contains("blames=2"), "rank " + r + ": " + stamp + "\n" + p.output());
+                    double ms = (Long.parseLong(stamp.split("[= ]")[2]) - t0) / 1e6;
                     System.out.printf("init: rank %d's Jccl.init failed %.0f ms after the SIGKILL of rank 2: %s%n", r, ms, line);
                     assertTrue(line.contains("rank 2 died"), p.output());
-                    assertTrue(ms < BOUND_MS, "rank " + r + " failed after " + ms + " ms");
+                    TimeToError.assertWithin("SIGKILL of rank 2 before the rendezvous, Jccl.init", r, ms / 1e3, INIT_SECS);
                     assertTrue(p.process().waitFor(20, TimeUnit.SECONDS), p.output());
                 }
             } finally {

@@ -22,10 +22,47 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
+import org.jccl.bootstrap.TimeToError;
 import org.junit.jupiter.api.Test;
 
 /** Point-to-point, split, async ordering, failures and bad input of the host engine (ranks as threads). */
 class HostEngineBehaviourTest {
+    // docs/RELIABILITY.md's times to error (upper ends), asserted per rank at <= 3x (also over TCP: TcpEngineBehaviourTest)
+    /** A rank never calls, JCCL_TIMEOUT=1s: the waiters fail at the deadline plus a slack (and never before it). */
+    static final double TIMEOUT_DEADLINE_SECS = 1.0;
+
+    /** The transport, as the scenarios name it. */
+    String transport() {
+        return "shm";
+    }
+
+    /**
+     * "Immediately" (a mismatch of a collective or of send/recv sizes, the peer's call after an
+     * abort): documented as at most 1 s from the start of the call.
+     */
+    double immediateSecs() {
+        return 1.0;
+    }
+
+    /** A send/recv size mismatch, the first send/recv of the communicator: under load not immediate. */
+    double sendRecvMismatchSecs() {
+        return 2.93;
+    }
+
+    /** A rank never calls, JCCL_TIMEOUT=1s: the deadline plus its slack (under load). */
+    double timeoutSecs() {
+        return 2.0;
+    }
+
+    /** abort() from another thread: the waiter is released within this of the call to abort() (under load). */
+    double abortSecs() {
+        return 0.52;
+    }
+
+    /** ... and the peer's next call fails within this of its start: immediately. */
+    double abortPeerSecs() {
+        return immediateSecs();
+    }
 
     static float[] seq(int n, int base) {
         float[] a = new float[n];
@@ -82,7 +119,9 @@ class HostEngineBehaviourTest {
 
     @Test
     void sendRecvSizeMismatchIsDetected() throws Exception {
+        double[] secs = new double[2];
         List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            long t0 = System.nanoTime();
             try {
                 if (comm.rank() == 0) {
                     comm.send(HostBuffer.of(new float[10]), 1);
@@ -92,11 +131,19 @@ class HostEngineBehaviourTest {
                 }
                 return "no error";
             } catch (JcclException e) {
+                secs[comm.rank()] = (System.nanoTime() - t0) / 1e9;
                 return e;
             }
         });
+        System.out.println("RELIABILITY send/recv size mismatch: " + out);
         assertInstanceOf(CollectiveMismatchException.class, out.get(1));
         assertTrue(((Exception) out.get(1)).getMessage().contains("44 bytes"), () -> out.get(1).toString());
+        for (int r = 0; r < 2; r++) {
+            if (out.get(r) instanceof JcclException) { // rank 0's send may complete before rank 1 checks the size
+                TimeToError.assertWithin(transport() + ": send/recv size mismatch (from the first call's start)", r, secs[r],
+                        sendRecvMismatchSecs());
+            }
+        }
     }
 
     @Test
@@ -119,8 +166,10 @@ class HostEngineBehaviourTest {
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.ValueSource(strings = {"op", "dtype", "root", "collective"})
     void everyKindOfMismatchIsDetected(String kind) throws Exception {
+        double[] secs = new double[2];
         List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
             boolean odd = comm.rank() == 1;
+            long t0 = System.nanoTime();
             try {
                 switch (kind) {
                     case "op" -> comm.allReduce(HostBuffer.of(new float[8]), odd ? ReduceOp.MAX : ReduceOp.SUM);
@@ -142,6 +191,7 @@ class HostEngineBehaviourTest {
                 }
                 return "no error";
             } catch (JcclException e) {
+                secs[comm.rank()] = (System.nanoTime() - t0) / 1e9;
                 return e;
             }
         });
@@ -150,6 +200,10 @@ class HostEngineBehaviourTest {
         assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveMismatchException), out::toString);
         for (Object o : out) {
             assertInstanceOf(JcclException.class, o, String.valueOf(o));
+        }
+        for (int r = 0; r < 2; r++) {
+            TimeToError.assertWithin(transport() + ": mismatch of " + kind + " (from the first call's start)", r, secs[r],
+                    immediateSecs());
         }
     }
 
@@ -163,69 +217,82 @@ class HostEngineBehaviourTest {
 
     @Test
     void timeoutNamesTheRankThatDidNotArrive() throws Exception {
-        long t0 = System.nanoTime();
+        double[] secs = new double[3];
         List<Object> out = ThreadRanks.run(3, Duration.ofSeconds(1), comm -> {
             if (comm.rank() == 2) {
                 Thread.sleep(2500);
                 return "skipped";
             }
+            long t0 = System.nanoTime();
             try {
                 comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
                 return "no error";
             } catch (JcclException e) {
+                secs[comm.rank()] = (System.nanoTime() - t0) / 1e9;
                 return e;
             }
         });
-        double secs = (System.nanoTime() - t0) / 1e9;
         System.out.println("RELIABILITY timeout: " + out);
         for (int r = 0; r < 2; r++) {
             Object o = out.get(r);
             if (o instanceof CollectiveTimeoutException te) {
                 assertEquals(List.of(2), te.missingRanks(), te.getMessage());
                 assertTrue(te.getMessage().contains("allReduce"), te.getMessage());
+                TimeToError.assertDeadline(transport() + ": JCCL_TIMEOUT=1s, rank 2 never calls", r, secs[r],
+                        TIMEOUT_DEADLINE_SECS, timeoutSecs());
             } else {
                 // the other waiting rank may learn of the failure from the first one's report
                 assertInstanceOf(org.jccl.PeerFailureException.class, o, String.valueOf(o));
+                TimeToError.assertWithin(transport() + ": JCCL_TIMEOUT=1s, rank 2 never calls (told by the rank that timed out)",
+                        r, secs[r], timeoutSecs());
             }
         }
         assertTrue(out.stream().anyMatch(o -> o instanceof CollectiveTimeoutException), out::toString);
-        assertTrue(secs < 20, "took " + secs + " s");
     }
 
     @Test
     void abortFromAnotherThreadReleasesEveryRank() throws Exception {
+        double[] peerSecs = new double[1];
         List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
             if (comm.rank() == 0) {
+                long[] abortCalled = new long[1];
                 Thread aborter = Thread.ofPlatform().start(() -> {
                     try {
                         Thread.sleep(300);
                     } catch (InterruptedException e) {
                         return;
                     }
+                    abortCalled[0] = System.nanoTime();
                     comm.abort();
                 });
-                long t0 = System.nanoTime();
                 try {
                     comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
                     return "no error";
                 } catch (AbortedException e) {
-                    aborter.join();
-                    return (System.nanoTime() - t0) / 1e9;
+                    long released = System.nanoTime();
+                    aborter.join(); // also publishes abortCalled
+                    return (released - abortCalled[0]) / 1e9;
                 }
             }
             Thread.sleep(800);
+            long t0 = System.nanoTime();
             try {
                 comm.barrier();
                 return "no error";
             } catch (JcclException e) {
+                peerSecs[0] = (System.nanoTime() - t0) / 1e9;
                 return e;
             }
         });
         assertInstanceOf(Double.class, out.get(0), String.valueOf(out.get(0)));
-        System.out.println("RELIABILITY abort: waiter released " + out.get(0) + " s after abort() was called 0.3 s in");
-        assertTrue((Double) out.get(0) < 1.5, "abort took " + out.get(0) + " s");
+        System.out.println("RELIABILITY abort: waiter released " + out.get(0) + " s after abort() was called; the peer's next "
+                + "call failed " + peerSecs[0] + " s after its start");
+        TimeToError.assertWithin(transport() + ": abort() from another thread, the waiter (from the call to abort())", 0,
+                (Double) out.get(0), abortSecs());
         assertInstanceOf(AbortedException.class, out.get(1), String.valueOf(out.get(1)));
         assertTrue(((Exception) out.get(1)).getMessage().contains("rank 0"), String.valueOf(out.get(1)));
+        TimeToError.assertWithin(transport() + ": abort() from another thread, the peer's next call (from its start)", 1,
+                peerSecs[0], abortPeerSecs());
     }
 
     @Test

@@ -56,6 +56,12 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
         return false;
     }
 
+    /** Names TCP in the times to error asserted (the figures are HostEngineBehaviourTest's: docs/RELIABILITY.md covers both). */
+    @Override
+    String transport() {
+        return "tcp";
+    }
+
     /**
      * A small broadcast whose ranks all name themselves the root: without JCCL_CHECK each keeps
      * its own data and the next collective fails on every rank naming both calls; with {@code
@@ -66,21 +72,29 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
     void smallBroadcastWithEveryRankItsOwnRootFailsThenOrInTheNextCall(boolean check) throws Exception {
         System.setProperty("jccl.check", check ? "1" : "0");
         try {
+            double[] secs = new double[3];
             List<Object> out = ThreadRanks.run(3, Duration.ofSeconds(10), comm -> {
                 float[] mine = {comm.rank() + 1, comm.rank() + 2};
                 String phase = "broadcast";
+                long t0 = System.nanoTime();
                 try {
                     comm.broadcast(HostBuffer.of(mine), comm.rank());
                     phase = "allReduce";
+                    t0 = System.nanoTime();
                     comm.allReduce(HostBuffer.of(new float[4]), ReduceOp.SUM);
                     return "no error";
                 } catch (org.jccl.JcclException e) {
+                    secs[comm.rank()] = (System.nanoTime() - t0) / 1e9; // of the call that failed
                     // a rank that named itself the root keeps its own data whatever happened
                     assertTrue(mine[0] == comm.rank() + 1 && mine[1] == comm.rank() + 2, java.util.Arrays.toString(mine));
                     return phase + ": " + e.getClass().getSimpleName() + ": " + e.getMessage();
                 }
             });
             System.out.println("RELIABILITY every rank its own root, check=" + check + ": " + out);
+            for (int r = 0; r < 3; r++) {
+                org.jccl.bootstrap.TimeToError.assertWithin("every rank its own root, check=" + check
+                        + " (the failing call, from its start)", r, secs[r], immediateSecs());
+            }
             String expected = check ? "broadcast: " : "allReduce: ";
             for (Object o : out) {
                 assertTrue(String.valueOf(o).startsWith(expected), out::toString);

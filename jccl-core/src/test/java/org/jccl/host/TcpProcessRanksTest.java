@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.bootstrap.TimeToError;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
@@ -18,6 +19,8 @@ import org.junit.jupiter.api.Test;
  * TCP between the leaders), and a SIGKILLed rank over TCP.
  */
 class TcpProcessRanksTest {
+    /** A rank SIGKILLed mid all-reduce over TCP: docs/RELIABILITY.md's time to error (upper end, under load), asserted at <= 3x. */
+    static final double SIGKILL_TCP_SECS = 1.23;
 
     static void runCheck(int n, Map<String, String> env, java.util.function.IntFunction<Map<String, String>> perRank)
             throws Exception {
@@ -94,10 +97,18 @@ class TcpProcessRanksTest {
                     ProcessRanksTest.Rank r = ranks.get(i);
                     assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
                     assertEquals(3, r.process().exitValue(), r.output());
-                    assertTrue(r.output().contains("rank 1"), "error should name rank 1:\n" + r.output());
+                    ProcessRanksTest.Failure f = ProcessRanksTest.failure(r.output(), i);
+                    System.out.println("SIGKILL (tcp): rank " + i + " failed " + f.secsAfter(t0) + " s after the kill, blaming "
+                            + f.blames() + ": " + r.output());
+                    if (!f.blames().equals("1")) {
+                        // issue #21: over TCP a survivor is sometimes blamed for the SIGKILLed rank
+                        System.out.println("ISSUE-21 SIGKILL (tcp): rank " + i + " blames rank " + f.blames()
+                                + " instead of the killed rank 1");
+                    }
+                    TimeToError.assertWithin("SIGKILL of rank 1 (tcp)", i, f.secsAfter(t0), SIGKILL_TCP_SECS);
+                    assertTrue(r.output().contains("rank 1"), "error should name rank 1 (issue #21 when it names a survivor):\n"
+                            + r.output());
                 }
-                double secs = (System.nanoTime() - t0) / 1e9;
-                assertTrue(secs < 10, "survivors took " + secs + " s");
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());
             }

@@ -38,6 +38,7 @@ import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
 import org.jccl.bootstrap.TcpStoreServer;
+import org.jccl.bootstrap.TimeToError;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -62,6 +63,22 @@ import org.junit.jupiter.params.provider.ValueSource;
 class TcpTransportFuzzTest {
     static final Duration T = Duration.ofSeconds(20);
     static final long FUZZ_NANOS = TimeUnit.MILLISECONDS.toNanos(2500);
+    // docs/RELIABILITY.md's times (upper ends), asserted at <= 3x; "immediately" and "at once" are documented as at most 1 s
+    /** A refused caller is closed immediately after its hello (or after the newer caller that takes its slot). */
+    static final double REFUSED_SECS = 1.0;
+    /** A caller that stays silent is closed at the 10 s handshake limit (plus this slack). */
+    static final double SILENT_LIMIT_SECS = 10.0;
+    static final double SILENT_SECS = 10.1;
+    /** The real rank 1, once it comes, completes the setup of both ranks at once. */
+    static final double REAL_RANK_SECS = 1.0;
+    /**
+     * A call that gets a broken frame fails immediately after the frame (a bad header, plus the 0.1 s
+     * wait for the peer's ABORT frame; a cut frame at the hang-up, 20 ms after it here).
+     */
+    static final double BROKEN_FRAME_SECS = 1.0;
+    /** A call that gets a cut frame, then silence, fails at its 2 s deadline (plus this slack) from its start. */
+    static final double FRAME_DEADLINE_SECS = 2.0;
+    static final double CUT_THEN_SILENCE_SECS = 2.1;
     /** Ranks and checks run on platform threads (the ranks poll; allocation is measured per thread). */
     static final ExecutorService VT = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "fuzz-test");
@@ -85,7 +102,7 @@ class TcpTransportFuzzTest {
 
             Random rnd = new Random(token == null ? 7 : 8);
             List<Socket> silent = new ArrayList<>();
-            List<CompletableFuture<Void>> checks = new ArrayList<>();
+            List<CompletableFuture<Double>> checks = new ArrayList<>();
             int connections = 0;
             int[] refusedByCode = new int[8];
             long end = System.nanoTime() + FUZZ_NANOS;
@@ -184,9 +201,14 @@ class TcpTransportFuzzTest {
                         checks.add(expectClosed(old, -1));
                     }
                 }
-                for (CompletableFuture<Void> c : checks) {
-                    c.get(20, TimeUnit.SECONDS);
+                double slowest = 0;
+                for (CompletableFuture<Double> c : checks) {
+                    slowest = Math.max(slowest, c.get(20, TimeUnit.SECONDS));
                 }
+                System.out.printf("listener fuzz, token %s: %d callers, the slowest refusal took %.3f s%n", tokenName,
+                        connections, slowest);
+                // rank 0, the listener's rank, closed every caller it refused in time
+                TimeToError.assertWithin("listener fuzz: the slowest of " + checks.size() + " refusals", 0, slowest, REFUSED_SECS);
                 assertTrue(connections > 100, "only " + connections + " fuzz connections in " + FUZZ_NANOS / 1_000_000 + " ms");
                 assertTrue(refusedByCode[Handshake.R_COMM] > 0 && refusedByCode[Handshake.R_PEER] > 0
                         && refusedByCode[Handshake.R_SETTINGS] > 0 && refusedByCode[Handshake.R_VERSION] > 0,
@@ -197,8 +219,12 @@ class TcpTransportFuzzTest {
                 assertTrue(!r0.isDone(), "rank 0 finished setup without rank 1: " + (r0.isDone() ? r0.get() : ""));
 
                 // now the real rank 1 connects, while the silent callers still hold their sockets
+                long real0 = System.nanoTime();
                 Future<Communicator> r1 = VT.submit(() -> create(server, 1, token, cfg));
                 try (Communicator c0 = r0.get(30, TimeUnit.SECONDS); Communicator c1 = r1.get(30, TimeUnit.SECONDS)) {
+                    double realSecs = (System.nanoTime() - real0) / 1e9;
+                    TimeToError.assertWithin("listener fuzz: the real rank 1 connects afterwards", 0, realSecs, REAL_RANK_SECS);
+                    TimeToError.assertWithin("listener fuzz: the real rank 1 connects afterwards", 1, realSecs, REAL_RANK_SECS);
                     collectivesAreExact(c0, c1);
                     // setup is over: nothing listens at rank 0's address any more
                     assertThrows(ConnectException.class, () -> {
@@ -211,6 +237,39 @@ class TcpTransportFuzzTest {
                 for (Socket s : silent) {
                     s.close();
                 }
+            }
+        }
+    }
+
+    /** A caller that connects and stays silent is closed at the 10 s handshake limit; then the real rank 1 connects. */
+    @org.junit.jupiter.api.Test
+    void aSilentCallerIsClosedAtTheHandshakeLimit() throws Exception {
+        TcpConfig cfg = TcpConfig.defaults();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null);
+             Store probe = TcpStore.connect("127.0.0.1", server.port(), null, T)) {
+            // rank 0 waits for rank 1 longer than the handshake limit: its listener stays up
+            Future<Communicator> r0 = VT.submit(() -> TcpCommunicator.create("silent", 0, 2,
+                    TcpStore.connect("127.0.0.1", server.port(), null, T), Duration.ofSeconds(50), null, cfg, "127.0.0.1", null));
+            InetSocketAddress addr = address(probe, 0);
+            try (Socket silent = new Socket()) {
+                silent.connect(addr, 2000);
+                long t0 = System.nanoTime();
+                silent.setSoTimeout((int) (TimeToError.FACTOR * SILENT_SECS * 1000) + 1000);
+                try {
+                    silent.getInputStream().readAllBytes(); // the welcome, then EOF
+                } catch (SocketTimeoutException e) {
+                    fail("a silent caller was still connected after " + (System.nanoTime() - t0) / 1e9 + " s");
+                } catch (IOException reset) {
+                    // closed with a reset
+                }
+                double secs = (System.nanoTime() - t0) / 1e9;
+                System.out.printf("listener: a silent caller was closed after %.3f s%n", secs);
+                TimeToError.assertDeadline("listener: a silent caller, closed", 0, secs, SILENT_LIMIT_SECS, SILENT_SECS);
+            }
+            Future<Communicator> r1 = VT.submit(() -> TcpCommunicator.create("silent", 1, 2,
+                    TcpStore.connect("127.0.0.1", server.port(), null, T), Duration.ofSeconds(50), null, cfg, "127.0.0.1", null));
+            try (Communicator c0 = r0.get(30, TimeUnit.SECONDS); Communicator c1 = r1.get(30, TimeUnit.SECONDS)) {
+                collectivesAreExact(c0, c1);
             }
         }
     }
@@ -272,6 +331,8 @@ class TcpTransportFuzzTest {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         Random rnd = new Random(token == null ? 11 : 12);
         int rounds = 0, completed = 0;
+        double slowest = 0; // the failed call that took longest after its frame
+        String slowestWhat = "none";
         java.util.Map<String, Integer> outcomes = new java.util.TreeMap<>();
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null);
              Store probe = TcpStore.connect("127.0.0.1", server.port(), null, T)) {
@@ -323,17 +384,20 @@ class TcpTransportFuzzTest {
                         long tid = Thread.currentThread().threadId();
                         long before = mx.getThreadAllocatedBytes(tid);
                         Object result;
+                        long start = System.nanoTime();
                         try {
                             c0.allReduce(HostBuffer.of(mine), ReduceOp.SUM);
                             result = mine.clone();
                         } catch (Throwable t) {
                             result = t;
                         }
+                        long finished = System.nanoTime();
                         long allocated = mx.getThreadAllocatedBytes(tid) - before;
-                        return new Object[] {result, allocated};
+                        return new Object[] {result, allocated, start, finished};
                     });
                     FuzzFrame f = fuzzFrame(rnd, comm, mine.length, silentRound);
                     OutputStream o = socks[f.socket % (k + 1)].getOutputStream();
+                    long written = System.nanoTime();
                     writeQuietly(o, f.bytes);
                     if (f.valid) {
                         call.get(20, TimeUnit.SECONDS); // a well-formed frame: the call completes before the hang-up
@@ -365,6 +429,14 @@ class TcpTransportFuzzTest {
                         assertTrue(!f.valid, what + ": a well-formed frame failed the call: " + e);
                         if (f.holdOpen) {
                             assertInstanceOf(org.jccl.CollectiveTimeoutException.class, e, f.what);
+                            TimeToError.assertDeadline("frame fuzz: " + f.what + " (from the call's start)", 0,
+                                    ((Long) out[3] - (Long) out[2]) / 1e9, FRAME_DEADLINE_SECS, CUT_THEN_SILENCE_SECS);
+                        } else {
+                            double secs = ((Long) out[3] - written) / 1e9;
+                            if (secs > slowest) {
+                                slowest = secs;
+                                slowestWhat = what;
+                            }
                         }
                         outcomes.merge(e.getClass().getSimpleName(), 1, Integer::sum);
                         assertTrue(e.getMessage().chars().noneMatch(ch -> ch == 0 || ch == 0x1b),
@@ -378,6 +450,9 @@ class TcpTransportFuzzTest {
             }
         }
         System.out.println("frame fuzz, token " + tokenName + ": " + rounds + " rounds, outcomes " + outcomes);
+        // rank 0 (the only real rank) failed every broken call in time; the slowest of them:
+        TimeToError.assertWithin("frame fuzz: the slowest failure after its frame, " + slowestWhat, 0, slowest,
+                BROKEN_FRAME_SECS);
         assertTrue(rounds >= 20, "only " + rounds + " rounds");
         assertTrue(completed > 0, "no well-formed frame completed a call: " + outcomes);
         assertTrue(outcomes.keySet().stream().anyMatch(x -> x.contains("Mismatch")), "outcomes " + outcomes);
@@ -495,10 +570,12 @@ class TcpTransportFuzzTest {
 
     /**
      * Checks in the background that the listener closes {@code s}: after the welcome (when it
-     * came) the result byte is {@code code} (-1: any or none), then EOF or a reset.
+     * came) the result byte is {@code code} (-1: any or none), then EOF or a reset. Gives the
+     * seconds from this call to the close.
      */
-    static CompletableFuture<Void> expectClosed(Socket s, int code, int... counts) {
-        return CompletableFuture.runAsync(() -> {
+    static CompletableFuture<Double> expectClosed(Socket s, int code, int... counts) {
+        long t0 = System.nanoTime();
+        return CompletableFuture.supplyAsync(() -> {
             try (s) {
                 InputStream in = s.getInputStream();
                 byte[] all = in.readAllBytes(); // until EOF; a reset also ends it
@@ -519,6 +596,7 @@ class TcpTransportFuzzTest {
             } catch (IOException e) {
                 // reset by the listener: closed
             }
+            return (System.nanoTime() - t0) / 1e9; // from the hello (or from when a newer caller took its slot)
         }, VT);
     }
 

@@ -35,6 +35,8 @@ import org.junit.jupiter.api.TestInstance;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NcclFeaturesTest {
     private static final Duration T = Duration.ofSeconds(60);
+    /** docs/RELIABILITY.md: a withTimeout(500 ms) view's call fails after this (upper end), asserted at <= 3x. */
+    static final double VIEW_SECS = 0.5;
     private List<CudaDevice> devs;
     private List<NcclCommunicator> comms;
     private int n;
@@ -467,9 +469,10 @@ class NcclFeaturesTest {
             // Rank 1 never calls: only the view's deadline can end the wait (the communicator's is 2 minutes).
             CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class,
                     () -> view.allReduce(bufs.get(0), ReduceOp.SUM));
-            long ms = (System.nanoTime() - t0) / 1_000_000;
-            assertTrue(ms >= 450 && ms < 10_000, "failed after " + ms + " ms");
+            double secs = (System.nanoTime() - t0) / 1e9;
             assertTrue(e.getMessage().contains("PT0.5S"), e.getMessage());
+            // docs/RELIABILITY.md: 0.5 s, asserted at <= 3x and never before the deadline (rank 0 is the one that calls)
+            NcclProcessTest.assertDeadline("withTimeout(500 ms) while rank 1 never calls", 0, secs, 0.5, VIEW_SECS);
         } finally {
             for (NcclCommunicator c : fresh) {
                 c.abort();

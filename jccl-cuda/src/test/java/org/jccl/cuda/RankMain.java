@@ -143,9 +143,11 @@ public final class RankMain {
             while (!w.isDone() && System.nanoTime() - t0 < 120_000_000_000L) {
                 Thread.sleep(5);
             }
-            long ms = (System.nanoTime() - t0) / 1_000_000;
+            long now = System.nanoTime();
+            long ms = (now - t0) / 1_000_000;
             JcclException e = w.exception();
-            System.out.println("[0] PENDING_FAILED after " + ms + " ms: " + (e == null ? "NO EXCEPTION" : e));
+            System.out.println("[0] PENDING_FAILED after " + ms + " ms, " + (now - killedAt(dir)) / 1_000_000
+                    + " ms after the kill: " + (e == null ? "NO EXCEPTION" : e));
             if (e == null) {
                 return 1;
             }
@@ -185,13 +187,16 @@ public final class RankMain {
                 System.out.println("[" + rank + "] first all-reduce gave " + out[1023] + ", want " + want);
                 return 1;
             }
+            long m0 = System.nanoTime();
             try {
                 comm.allReduce(rank == 0 ? b : b.slice(0, 1000), ReduceOp.SUM);
                 System.out.println("[" + rank + "] a count mismatch went through");
                 return 1;
             } catch (org.jccl.CollectiveMismatchException e) {
                 System.out.println("[" + rank + "] MISMATCH_COUNT " + e.getMessage());
+                System.out.println("[" + rank + "] MISMATCH_COUNT_FAILED after " + (System.nanoTime() - m0) / 1_000_000 + " ms");
             }
+            m0 = System.nanoTime();
             try {
                 if (rank == 0) {
                     comm.broadcast(b, 0);
@@ -202,6 +207,7 @@ public final class RankMain {
                 return 1;
             } catch (org.jccl.CollectiveMismatchException e) {
                 System.out.println("[" + rank + "] MISMATCH_OP " + e.getMessage());
+                System.out.println("[" + rank + "] MISMATCH_OP_FAILED after " + (System.nanoTime() - m0) / 1_000_000 + " ms");
             }
             b.copyFrom(HostBuffer.of(filled(1024, 2)));
             comm.allReduce(b, ReduceOp.SUM);
@@ -263,8 +269,10 @@ public final class RankMain {
                 System.out.println("[" + rank + "] the all-reduce with a dead rank completed");
                 return 1;
             } catch (JcclException e) {
-                System.out.println("[" + rank + "] FAILED after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
-                        + e.getClass().getSimpleName() + ": " + e.getMessage());
+                long now = System.nanoTime();
+                System.out.println("[" + rank + "] FAILED after " + (now - t0) / 1_000_000 + " ms, "
+                        + (now - killedAt(dir)) / 1_000_000 + " ms after the kill: " + e.getClass().getSimpleName() + ": "
+                        + e.getMessage());
             }
             long t1 = System.nanoTime();
             try (NcclCommunicator small = comm.shrinkExcludingFailed()) {
@@ -301,6 +309,9 @@ public final class RankMain {
                 }
                 Thread.sleep(1000);
                 long t0 = System.nanoTime();
+                Files.writeString(dir.resolve("abort-called.tmp"), Long.toString(t0));
+                Files.move(dir.resolve("abort-called.tmp"), dir.resolve("abort-called"),
+                        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
                 comm.abort();
                 System.out.println("[1] ABORT returned after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
                 comm.close();
@@ -312,13 +323,26 @@ public final class RankMain {
                 System.out.println("[" + rank + "] the all-reduce without rank 1 completed");
                 return 1;
             } catch (JcclException e) {
-                System.out.println("[" + rank + "] ABORT_SEEN after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
+                long now = System.nanoTime();
+                // rank 1 wrote the time just before it called abort(): the file is there by now
+                long abortCalled = Long.parseLong(Files.readString(dir.resolve("abort-called")).trim());
+                System.out.println("[" + rank + "] ABORT_SEEN after " + (now - t0) / 1_000_000 + " ms, "
+                        + (now - abortCalled) / 1_000_000 + " ms after abort() was called: "
                         + e.getClass().getSimpleName() + ": " + e.getMessage());
                 return e instanceof org.jccl.AbortedException && e.getMessage().contains("rank 1 aborted") ? 0 : 1;
             } finally {
                 comm.close();
             }
         }
+    }
+
+    /**
+     * The System.nanoTime at which the parent SIGKILLed a rank, from the "killed" file it writes
+     * afterwards (the same clock in every process of this machine): times to error are measured
+     * from the fault.
+     */
+    private static long killedAt(Path dir) throws java.io.IOException {
+        return Long.parseLong(Files.readString(dir.resolve("killed")).trim());
     }
 
     private static float[] filled(int n, float v) {

@@ -90,6 +90,28 @@ class MpiCollectivesTest {
         assertTrue(verdict.contains("1 of 3 ranks dumped"), verdict);
         assertTrue(verdict.contains("started allReduce(FLOAT32 x 16, SUM)"), verdict);
         assertTrue(r.output().contains("view timed out after"), r.output());
+        // docs/RELIABILITY.md: rank 0 (the one that calls alone) fails at the view's 300 ms and at the
+        // communicator's 2 s: asserted at <= 3x the documented upper ends and never before the deadline
+        assertDeadline(r.output(), "(?m)^view timed out after ([0-9.E-]+) s", "withTimeout(300 ms) view", 0.3, VIEW_SECS);
+        assertDeadline(r.output(), "(?m)^timed out after ([0-9.E-]+) s", "JCCL_TIMEOUT=2s", 2.0, COMM_SECS);
+    }
+
+    /** docs/RELIABILITY.md's times to error (upper ends, under load) of {@link #aLonelyCollectiveTimesOut}. */
+    static final double VIEW_SECS = 0.49;
+    static final double COMM_SECS = 2.10;
+
+    /** Finds rank 0's time in {@code output} and asserts it within 3x {@code documentedSecs}, and not below the deadline. */
+    static void assertDeadline(String output, String regex, String scenario, double deadlineSecs, double documentedSecs) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile(regex).matcher(output);
+        assertTrue(m.find(), scenario + ": rank 0 printed no time:\n" + output);
+        double secs = Double.parseDouble(m.group(1));
+        double bound = 3 * documentedSecs;
+        System.out.printf("TIME_TO_ERROR %s: rank 0 %.3f s (documented %.3f s, bound %.3f s)%n", scenario, secs,
+                documentedSecs, bound);
+        assertTrue(secs <= bound, String.format("%s: rank 0 failed after %.3f s; docs/RELIABILITY.md documents %.3f s, "
+                + "asserted at <= 3x = %.3f s", scenario, secs, documentedSecs, bound));
+        assertTrue(secs >= deadlineSecs, String.format("%s: rank 0 timed out after %.3f s, before its %.3f s deadline",
+                scenario, secs, deadlineSecs));
     }
 
     /**

@@ -43,14 +43,51 @@ class ConformanceTest {
     @ParameterizedTest(name = "{0} threads on hosts {1} ({2}), full matrix {3}")
     @MethodSource("threadWorlds")
     void threadsAsRanks(String name, String[] hosts, String transport, boolean full) throws Exception {
-        Traits traits = Traits.host(name + " " + hosts.length + " threads " + String.join("", hosts));
+        Traits traits = Traits.host(name, false).named(name + " " + hosts.length + " threads " + String.join("", hosts));
         List<Kit.Report> reports = HostWorlds.run(hosts, transport, TIMEOUT, Duration.ofMinutes(8),
                 comm -> Kit.run(comm, Mem::host, traits, SEED, full, Kit.selection()));
+        report(traits, reports);
+    }
+
+    static Stream<Arguments> checkWorlds() {
+        return Stream.of(
+                Arguments.of("tcp", HostWorlds.oneHost(3), "tcp"),
+                Arguments.of("hier", new String[] {"a", "a", "b", "b"}, "auto"),
+                Arguments.of("hier", new String[] {"a", "b", "a", "b"}, "auto"));
+    }
+
+    /**
+     * With {@code JCCL_CHECK=1} (its system property {@code jccl.check}) every disagreement fails in
+     * the call on TCP and hierarchical too: the mismatch cases.
+     */
+    @ParameterizedTest(name = "{0} threads on hosts {1} ({2}) with JCCL_CHECK=1")
+    @MethodSource("checkWorlds")
+    void threadsAsRanksWithJcclCheck(String name, String[] hosts, String transport) throws Exception {
+        Traits traits = Traits.host(name, true).named(name + " " + hosts.length + " threads " + String.join("", hosts)
+                + " JCCL_CHECK=1");
+        java.util.function.Predicate<String> sel = Kit.selection();
+        String before = System.setProperty("jccl.check", "1");
+        try {
+            List<Kit.Report> reports = HostWorlds.run(hosts, transport, TIMEOUT, Duration.ofMinutes(4),
+                    comm -> Kit.run(comm, Mem::host, traits, SEED, false, n -> n.startsWith("errors.mismatch") && sel.test(n)));
+            report(traits, reports);
+        } finally {
+            if (before == null) {
+                System.clearProperty("jccl.check");
+            } else {
+                System.setProperty("jccl.check", before);
+            }
+        }
+    }
+
+    private static void report(Traits traits, List<Kit.Report> reports) {
         List<String> failures = new ArrayList<>();
         for (Kit.Report r : reports) {
             failures.addAll(r.failures());
         }
         System.out.println(traits.name() + ": " + reports.get(0).ran());
+        assertTrue(!reports.get(0).ran().isEmpty() || System.getProperty("jccl.kit.cases") != null,
+                traits.name() + ": no case ran");
         assertNoFailures(traits.name(), failures);
     }
 

@@ -14,7 +14,7 @@ import org.jccl.ReduceOp;
 /**
  * The error contract: bad arguments fail before any byte moves and leave the communicator usable;
  * every rank of a mismatched call fails in that call with a CollectiveMismatchException naming
- * both calls (where the backend promises it, {@link Traits#mismatchInCall}); a timeout names the
+ * both calls (where the backend promises it, {@link Traits#mismatchesInCall}); a timeout names the
  * caller's collective and the rank that did not arrive.
  */
 final class ErrorCases {
@@ -24,13 +24,13 @@ final class ErrorCases {
     static List<KitCase> cases() {
         return List.of(
                 KitCase.of("errors.badArguments", ErrorCases::badArguments),
-                KitCase.of("errors.mismatch.op", c -> mismatch(c, "op", ErrorCases::opMismatch, "MAX", "SUM")),
-                KitCase.of("errors.mismatch.count", c -> mismatch(c, "count", ErrorCases::countMismatch, "x 9", "x 8")),
-                KitCase.of("errors.mismatch.type", c -> mismatch(c, "type", ErrorCases::typeMismatch, "INT32", "FLOAT32")),
-                KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, "root", rootMismatch(8), "root 0", "root 1")),
-                KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, "root", rootMismatch(300_007), "root 0", "root 1")),
-                KitCase.of("errors.mismatch.collective", c -> mismatch(c, "collective", ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
-                KitCase.of("errors.mismatch.sendRecvSize", c -> mismatch(c, "send/recv", ErrorCases::p2pMismatch, "44", "40")),
+                KitCase.of("errors.mismatch.op", c -> mismatch(c, Traits.Mismatch.OP, ErrorCases::opMismatch, "MAX", "SUM")),
+                KitCase.of("errors.mismatch.count", c -> mismatch(c, Traits.Mismatch.COUNT, ErrorCases::countMismatch, "x 9", "x 8")),
+                KitCase.of("errors.mismatch.type", c -> mismatch(c, Traits.Mismatch.TYPE, ErrorCases::typeMismatch, "INT32", "FLOAT32")),
+                KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, Traits.Mismatch.ROOT_SMALL, rootMismatch(8), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.collective", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
+                KitCase.of("errors.mismatch.sendRecvSize", c -> mismatch(c, Traits.Mismatch.SEND_RECV_SIZE, ErrorCases::p2pMismatch, "44", "40")),
                 KitCase.of("errors.timeoutNamesTheMissingRank", ErrorCases::timeout));
     }
 
@@ -80,8 +80,9 @@ final class ErrorCases {
      * first): every rank must fail in the call with a CollectiveMismatchException whose message
      * names both sides.
      */
-    private static void mismatch(Ctx ctx, String what, Mismatch body, String one, String other) {
-        if (!ctx.traits().mismatchInCall() || ctx.size() < 2) {
+    private static void mismatch(Ctx ctx, Traits.Mismatch kind, Mismatch body, String one, String other) {
+        String what = kind.name().toLowerCase(java.util.Locale.ROOT);
+        if (!ctx.traits().mismatchesInCall().contains(kind) || ctx.size() < 2) {
             return;
         }
         for (int i = 0; i < 5; i++) {

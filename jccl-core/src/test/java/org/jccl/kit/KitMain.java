@@ -52,7 +52,8 @@ public final class KitMain {
     /** The traits of the communicator's backend; another module's backend registers its own through the name. */
     static Traits traitsOf(Communicator comm, String name) {
         return switch (comm.backend()) {
-            case "host" -> Traits.host(name);
+            // the name's first word is the transport (shm, tcp, hier): what a mismatch costs to detect
+            case "host" -> Traits.host(name.split(" ")[0], "1".equals(System.getenv("JCCL_CHECK"))).named(name);
             case "mpi" -> Traits.mpi().named(name);
             default -> throw new IllegalArgumentException("KitMain runs host-memory backends; " + comm.backend()
                     + " has a main of its own");

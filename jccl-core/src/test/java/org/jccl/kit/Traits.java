@@ -13,19 +13,54 @@ import org.jccl.ReduceOp;
  * @param types             data types the backend reduces and moves
  * @param bitwiseOps        BAND / BOR / BXOR on integer types
  * @param selfP2p           send to and receive from this rank itself (async pair)
- * @param mismatchInCall    every rank of a mismatched call fails in that call with a
- *                          CollectiveMismatchException naming both calls (op, type, count, root,
- *                          collective, send/recv size)
+ * @param recvBeforeSend    async receives may be posted before the sends that feed them, on every
+ *                          rank at once, without a group
+ * @param mismatchesInCall  the disagreements for which every rank of the call fails in that call
+ *                          with a CollectiveMismatchException naming both sides (the others may
+ *                          return normally and fail in a later call, or hang until the deadline)
  * @param perCallTimeout    {@code withTimeout} views
  * @param namesMissingRanks a timeout's {@code missingRanks()} names the rank that did not call
  * @param bitwiseIdentical  a float all-reduce gives bitwise the same result on every rank
  */
-public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boolean selfP2p, boolean mismatchInCall,
+public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boolean selfP2p, boolean recvBeforeSend, Set<Mismatch> mismatchesInCall,
                      boolean perCallTimeout, boolean namesMissingRanks, boolean bitwiseIdentical) {
 
-    /** The host engine: shared memory, TCP and hierarchical alike. */
-    public static Traits host(String transport) {
-        return new Traits("host/" + transport, EnumSet.allOf(DataType.class), true, true, true, true, true, true);
+    /** A disagreement between the ranks of one call (the kit's errors.mismatch.* cases). */
+    public enum Mismatch {
+        /** Reduction operator. */
+        OP,
+        /** Element count. */
+        COUNT,
+        /** Data type. */
+        TYPE,
+        /** Broadcast root, small message (8 elements). */
+        ROOT_SMALL,
+        /** Broadcast root, large message (300 007 elements). */
+        ROOT_LARGE,
+        /** A small broadcast on one rank, an all-reduce on the others. */
+        COLLECTIVE,
+        /** A send and its receive of different sizes. */
+        SEND_RECV_SIZE
+    }
+
+    /**
+     * The host engine on {@code transport} ("shm", "tcp" or "hier"), with {@code JCCL_CHECK=1}
+     * ({@code check}) or without. Shared memory catches every disagreement in the call. Over TCP a
+     * small broadcast's root receives nothing, so a disagreement about the root or the collective
+     * is caught in the call only with {@code JCCL_CHECK=1} (else by the next call); hierarchical
+     * adds the large broadcast's root (a rank of the root's host can finish before the hosts
+     * compare). See docs/RELIABILITY.md.
+     */
+    public static Traits host(String transport, boolean check) {
+        Set<Mismatch> m = EnumSet.allOf(Mismatch.class);
+        if (!check && (transport.equals("tcp") || transport.equals("hier"))) {
+            m.removeAll(EnumSet.of(Mismatch.ROOT_SMALL, Mismatch.COLLECTIVE));
+            if (transport.equals("hier")) {
+                m.remove(Mismatch.ROOT_LARGE);
+            }
+        }
+        return new Traits("host/" + transport + (check ? "+JCCL_CHECK" : ""), EnumSet.allOf(DataType.class), true, true,
+                true, m, true, true, true);
     }
 
     /**
@@ -33,7 +68,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
      * user operators for FLOAT16, BFLOAT16 and FP8) and the bitwise operators; self send/recv;
      * {@code withTimeout} views. What it does not promise, and why:
      * <ul>
-     * <li>{@code mismatchInCall} false: MPI does not check that ranks call the same collective
+     * <li>{@code mismatchesInCall} none: MPI does not check that ranks call the same collective
      *     with the same op, type, count and root (it hangs, moves the wrong bytes or fails later
      *     with a truncation error), and jccl-mpi adds no fingerprint exchange (no store);</li>
      * <li>{@code namesMissingRanks} false: MPI has no store and cannot tell who did not call, so
@@ -41,7 +76,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
      * </ul>
      */
     public static Traits mpi() {
-        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, false, true, false, true);
+        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, true, EnumSet.noneOf(Mismatch.class), true, false, true);
     }
 
     /**
@@ -56,11 +91,14 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
      * <li>{@code selfP2p} false: NCCL completes a send to self only together with its receive in
      *     one group (NcclGroup); jccl refuses an ungrouped one, and the kit posts the two as
      *     separate async calls;</li>
-     * <li>{@code mismatchInCall} false unless {@code jcclCheck}: NCCL cannot tell that ranks called
+     * <li>{@code recvBeforeSend} false: NCCL runs ungrouped sends and receives in stream order, so a
+     *     receive posted before the send that feeds it blocks its stream (on every rank at once: a
+     *     deadlock, until the deadline). Post both ends in one {@code NcclGroup}, as with NCCL
+     *     itself;</li>
+     * <li>{@code mismatchesInCall} none unless {@code jcclCheck}: NCCL cannot tell that ranks called
      *     different collectives (it hangs or moves wrong bytes). With {@code JCCL_CHECK=1} jccl
      *     compares every collective's fingerprint through the store and fails all ranks in the
-     *     call, but send/recv sizes are not checked: a {@code jcclCheck} run leaves out
-     *     {@code errors.mismatch.sendRecvSize} through its case selection.</li>
+     *     call, but send/recv sizes are not checked.</li>
      * </ul>
      */
     public static Traits nccl(boolean fp8, boolean jcclCheck) {
@@ -68,7 +106,8 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         if (!fp8) {
             types.removeAll(EnumSet.of(DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2));
         }
-        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, jcclCheck, true, true, true);
+        Set<Mismatch> m = jcclCheck ? EnumSet.complementOf(EnumSet.of(Mismatch.SEND_RECV_SIZE)) : EnumSet.noneOf(Mismatch.class);
+        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, false, m, true, true, true);
     }
 
     /** The operators the kit runs on {@code t} with this backend. */
@@ -83,6 +122,6 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
 
     /** A copy with another name (e.g. "host/shm 3 procs"). */
     public Traits named(String n) {
-        return new Traits(n, types, bitwiseOps, selfP2p, mismatchInCall, perCallTimeout, namesMissingRanks, bitwiseIdentical);
+        return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, perCallTimeout, namesMissingRanks, bitwiseIdentical);
     }
 }

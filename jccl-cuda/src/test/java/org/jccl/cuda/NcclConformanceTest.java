@@ -118,7 +118,7 @@ class NcclConformanceTest {
             for (int r = 0; r < gpus; r++) {
                 String java = ProcessHandle.current().info().command().orElse("java");
                 List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
-                        "jdk.incubator.vector", "-cp", System.getProperty("java.class.path"), NcclKitMain.class.getName(),
+                        "jdk.incubator.vector", "-cp", absoluteClassPath(), NcclKitMain.class.getName(),
                         Integer.toString(r), Integer.toString(gpus), Integer.toString(server.port()), job, label, matrix));
                 if (jcclCheck) {
                     cmd.add("check");
@@ -196,5 +196,16 @@ class NcclConformanceTest {
             failures.stream().limit(40).forEach(f -> b.append("  ").append(f).append('\n'));
             fail(b.toString());
         }
+    }
+
+    /** This JVM's class path with absolute entries: the ranks run in a directory of their own. */
+    private static String absoluteClassPath() {
+        StringBuilder b = new StringBuilder();
+        for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            if (!e.isEmpty()) {
+                b.append(b.isEmpty() ? "" : java.io.File.pathSeparator).append(Path.of(e).toAbsolutePath());
+            }
+        }
+        return b.toString();
     }
 }

@@ -100,14 +100,11 @@ class TcpProcessRanksTest {
                     ProcessRanksTest.Failure f = ProcessRanksTest.failure(r.output(), i);
                     System.out.println("SIGKILL (tcp): rank " + i + " failed " + f.secsAfter(t0) + " s after the kill, blaming "
                             + f.blames() + ": " + r.output());
-                    if (!f.blames().equals("1")) {
-                        // issue #21: over TCP a survivor is sometimes blamed for the SIGKILLed rank
-                        System.out.println("ISSUE-21 SIGKILL (tcp): rank " + i + " blames rank " + f.blames()
-                                + " instead of the killed rank 1");
-                    }
-                    TimeToError.assertWithin("SIGKILL of rank 1 (tcp)", i, f.secsAfter(t0), SIGKILL_TCP_SECS);
-                    assertTrue(r.output().contains("rank 1"), "error should name rank 1 (issue #21 when it names a survivor):\n"
+                    // issue #21: a survivor that failed first relays the culprit; the other must not blame it
+                    assertEquals("1", f.blames(), "rank " + i + " blames the wrong rank (must be the killed rank 1):\n"
                             + r.output());
+                    TimeToError.assertWithin("SIGKILL of rank 1 (tcp)", i, f.secsAfter(t0), SIGKILL_TCP_SECS);
+                    assertTrue(r.output().contains("rank 1"), "error should name rank 1:\n" + r.output());
                 }
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());

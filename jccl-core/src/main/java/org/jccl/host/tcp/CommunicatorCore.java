@@ -932,11 +932,19 @@ abstract class CommunicatorCore implements Communicator {
      * whose other part failed): later calls fail, and the peers learn the reason.
      */
     final void failWith(JcclException e) {
+        failWith(e, -1);
+    }
+
+    /**
+     * {@link #failWith(JcclException)} blaming {@code culprit} (a rank of this communicator that
+     * died or did not arrive, -1: none), whom the peers then name rather than this rank.
+     */
+    final void failWith(JcclException e, int culprit) {
         lock.lock();
         try {
             if (broken == null && !closed) {
                 broken = e;
-                propagate(e, -1);
+                propagate(e, culprit);
             }
         } finally {
             lock.unlock();

@@ -921,7 +921,16 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
         p2p.fail(codeOf(e), e.getMessage(), culprit);
         if (leaders != null) {
-            leaders.failWith(e);
+            // The other leaders name the culprit when it is a leader (their rank: its host);
+            // another host's other ranks have no rank there (the account in the store names them).
+            int[][] members = placement.members();
+            int c = -1;
+            for (int h = 0; h < members.length && culprit >= 0; h++) {
+                if (members[h][0] == culprit) {
+                    c = h;
+                }
+            }
+            leaders.failWith(e, c);
         }
         if (local instanceof org.jccl.host.HostCommunicator h) {
             h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort

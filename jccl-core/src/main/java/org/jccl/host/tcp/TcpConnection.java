@@ -66,6 +66,10 @@ final class TcpConnection {
     private int inRead, inWrite;       // [inRead, inWrite) read but not parsed
     private boolean draining;          // after a mismatch: looking for the peer's ABORT frame
     private long drainSkip;            // bytes of a discarded frame still to skip
+    /** Set while the transport fails: the send side finishes the frame it is in and starts no other. */
+    boolean closing;
+    /** Set when writing failed while failing (the peer is gone: nothing more goes out). */
+    boolean sendBroken;
     boolean eof;
     boolean peerClosed;
     /** Set by the selector: readable or writable since the last pass. */
@@ -110,6 +114,11 @@ final class TcpConnection {
         return !eof && ioError == null && (in == null || inWrite < capacity || inRead > 0);
     }
 
+    /** True once the staging buffers exist (the socket was used, or was readable while waiting). */
+    boolean buffered() {
+        return in != null;
+    }
+
     boolean unflushed() {
         return outFill > outFlush;
     }
@@ -126,7 +135,7 @@ final class TcpConnection {
         boolean moved = false;
         int chunk = t.chunkBytes();
         while (true) {
-            TcpOp op = sendQ.peek();
+            TcpOp op = closing && !sendMidFrame ? null : sendQ.peek();
             boolean appended = false;
             if (op != null && pendSize < PENDING_FRAMES) {
                 if (sendFrame < 0) {
@@ -274,7 +283,17 @@ final class TcpConnection {
             try {
                 ch.write(b);
             } catch (IOException e) {
+                sendBroken = true;
                 return false;
+            }
+            if (b.hasRemaining() && b.position() > 0) {
+                // Part of the frame went: stage the rest (retrying from the start would corrupt the stream).
+                buffers();
+                int rest = b.remaining();
+                MemorySegment.copy(s, b.position(), outSeg, 0, rest);
+                outFlush = 0;
+                outFill = rest;
+                return true;
             }
             return !b.hasRemaining();
         }
@@ -294,9 +313,70 @@ final class TcpConnection {
         try {
             flush();
         } catch (IOException e) {
+            sendBroken = true;
             return false;
         }
         return outFill == outFlush;
+    }
+
+    /**
+     * One step of telling the peer why this rank fails: finishes the data frame the send side is
+     * in (its real payload: the caller's memory is still there), appends the ABORT frame once the
+     * stream is between frames, writes what the socket takes. Non-blocking.
+     *
+     * @return true when the ABORT frame reached the kernel, or cannot go (the connection broke)
+     */
+    boolean stepAbort(long code, byte[] reason, int culprit) {
+        closing = true;
+        if (sendBroken) {
+            return true;
+        }
+        try {
+            if (sendMidFrame) {
+                progressSend();
+            }
+        } catch (IOException e) {
+            sendBroken = true;
+            return true;
+        }
+        if (!sendMidFrame && !abortQueued) {
+            abortQueued = appendAbort(code, reason, culprit);
+        }
+        tryFlush();
+        return sendBroken || abortQueued && !unflushed();
+    }
+
+    private boolean abortQueued;
+
+    /**
+     * After this rank shut its output down: reads and discards what the peer sends, so that the
+     * socket is not closed with unread input (that sends a reset, which discards this side's data
+     * not yet transmitted, the ABORT frame included). Non-blocking.
+     *
+     * @return -1 when the peer's end of the stream (or an error) came: nothing more will; else
+     *         the number of bytes discarded now
+     */
+    int discardInput(ByteBuffer scratch) {
+        if (eof) {
+            return -1;
+        }
+        int total = 0;
+        try {
+            while (true) {
+                scratch.clear();
+                int n = rch.read(scratch);
+                if (n < 0) {
+                    eof = true;
+                    return -1;
+                }
+                if (n == 0) {
+                    return total;
+                }
+                total += n;
+            }
+        } catch (IOException e) {
+            return -1;
+        }
     }
 
     // ------------------------------------------------------------------ receive
@@ -557,16 +637,24 @@ final class TcpConnection {
     }
 
     /**
-     * After a mismatch on this socket: discards the data frames that follow (the unexpected one
+     * After a mismatch on this socket, or when a connection broke or ended without a word: discards
+     * the data frames that follow (the rest of the frame being received, the unexpected one
      * included) looking for the peer's ABORT frame among the bytes readable now; an abort of the
-     * peer explains the mismatch better than the mismatch itself. True when one came.
+     * peer explains the mismatch or the broken connection better than they do. True when one came
+     * (now or before). Destructive: the receive side is of no further use.
      */
     boolean drainForAbort() {
-        if (in == null) {
-            return false;
+        if (abortCode != 0) {
+            return true;
         }
+        buffers();
         if (!draining) {
             draining = true;
+            if (recvInFrame) {
+                // in a data frame: its rest (buffered or still in the socket) goes first
+                TcpOp op = recvQ.peek();
+                drainSkip = op == null ? 0 : op.frameLength(recvFrame, t.chunkBytes()) - recvGot;
+            }
             recvQ.clear();
             recvInFrame = false;
             recvDirect = null;

@@ -970,14 +970,61 @@ public final class TcpTransport implements AutoCloseable {
             throw peerAbort(c.peer, c.abortCode, c.abortReason, c.abortCulprit);
         }
         if (c.ioError != null || (c.eof && (!c.peerClosed || c.recvPending() || c.sendPending()))) {
-            String what = c.peerClosed
-                    ? "closed the communicator while rank " + rank + " was in " + call.describe()
-                    + ": all ranks must run the same collectives before close()"
-                    : (c.ioError != null ? "broke its connection (" + c.ioError.getMessage() + ")"
-                    : "closed its connection without a word") + " while rank " + rank + " was in " + call.describe()
-                    + ": the process died, was killed, or its host went away";
-            throw new PeerFailureException(c.peer, "rank " + c.peer + " of communicator " + name + " " + what, c.ioError);
+            if (c.peerClosed) {
+                throw new PeerFailureException(c.peer, "rank " + c.peer + " of communicator " + name
+                        + " closed the communicator while rank " + rank + " was in " + call.describe()
+                        + ": all ranks must run the same collectives before close()");
+            }
+            throw broken(c);
         }
+    }
+
+    /**
+     * {@code c} broke (reset, broken pipe) or ended without a word. The peer may only be the
+     * messenger: a rank that fails because another one died sends an ABORT frame naming that rank
+     * before it closes, and that frame may still sit unread behind the data, on another of its
+     * sockets, or come from a third rank; the heartbeats may know the dead rank too. So before
+     * blaming the peer, looks for a peer's account among the bytes readable on every connection
+     * and asks the liveness watch, for at most {@link #GRACE_NANOS}: the peer's own ABORT frame
+     * says why it went, another rank's names the culprit. Only then is the peer declared dead.
+     */
+    private JcclException broken(TcpConnection c) {
+        IOException io = c.ioError;
+        String what = (io != null ? "broke its connection (" + io.getMessage() + ")" : "closed its connection without a word")
+                + " while rank " + rank + " was in " + call.describe() + ": the process died, was killed, or its host went away";
+        long end = System.nanoTime() + GRACE_NANOS;
+        while (true) {
+            for (TcpConnection x : allRef) {
+                // (sockets of other peers never used stay unread: no staging buffers for them)
+                if (x.peer != rank && (x.peer == c.peer || x.buffered())) {
+                    x.drainForAbort();
+                }
+            }
+            // The peer's own account first (on any of its sockets), then a third rank naming a culprit.
+            for (TcpConnection x : allRef) {
+                if (x.peer == c.peer && x.abortCode != 0) {
+                    return peerAbort(x.peer, x.abortCode, x.abortReason, x.abortCulprit);
+                }
+            }
+            for (TcpConnection x : allRef) {
+                if (x.peer != rank && x.abortCode == Frame.ABORT_FAILED && x.abortCulprit >= 0 && x.abortCulprit < size
+                        && x.abortCulprit != rank && x.abortCulprit != x.peer) {
+                    return peerAbort(x.peer, x.abortCode, x.abortReason
+                            + " [rank " + rank + " also saw rank " + c.peer + " " + what + "]", x.abortCulprit);
+                }
+            }
+            org.jccl.spi.Liveness.Watch w = watch;
+            int d = w == null ? -1 : w.firstDead();
+            if (d >= 0 && d != rank) {
+                return w.failure(d, call.describe() + " on rank " + rank + " of communicator " + name
+                        + " (rank " + c.peer + " " + what + ")");
+            }
+            if (System.nanoTime() - end > 0 || localAbort != null) {
+                break;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+        return new PeerFailureException(c.peer, "rank " + c.peer + " of communicator " + name + " " + what, io);
     }
 
     /**
@@ -1148,9 +1195,12 @@ public final class TcpTransport implements AutoCloseable {
     // ------------------------------------------------------------------ failure, abort, close
 
     /**
-     * Marks this rank failed: tells every peer with an ABORT frame where a socket is between
-     * frames, then closes the sockets (peers see the ABORT or the closed connection and stop
-     * waiting). The first reason stands; later calls do nothing.
+     * Marks this rank failed: tells every peer with an ABORT frame (a socket in the middle of a
+     * data frame finishes it first), shuts the output down, discards what the peers still send
+     * until they close (so that no reset destroys the ABORT frame in flight), then closes the
+     * sockets: peers see the ABORT, or the closed connection, and stop waiting. Bounded: at most
+     * {@link #FAIL_FLUSH_NANOS} to write, {@link #FAIL_DRAIN_NANOS} to drain. The first reason
+     * stands; later calls do nothing.
      */
     public void fail(long code, String reason) {
         fail(code, reason, -1);
@@ -1167,28 +1217,77 @@ public final class TcpTransport implements AutoCloseable {
         }
         failed = true;
         byte[] r = reason.getBytes(StandardCharsets.UTF_8);
-        for (TcpConnection c : allRef) {
-            c.appendAbort(code, r, culprit);
+        TcpConnection[] cs = allRef;
+        boolean[] done = new boolean[cs.length];
+        long end = System.nanoTime() + FAIL_FLUSH_NANOS;
+        while (true) {
+            boolean all = true;
+            for (int i = 0; i < cs.length; i++) {
+                if (!done[i]) {
+                    done[i] = cs[i].stepAbort(code, r, culprit);
+                    all &= done[i];
+                }
+            }
+            if (all || System.nanoTime() - end > 0) {
+                break;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
         }
-        flushAll(200_000_000L);
-        for (TcpConnection c : allRef) {
+        for (TcpConnection c : cs) {
             try {
                 c.ch.shutdownOutput();
             } catch (IOException ignored) {
                 // the peer may be gone already
             }
+        }
+        // Closing a socket with unread input sends a reset, which discards this side's data not
+        // yet transmitted (the ABORT frame) and may cut the peer's reading short: read until each
+        // peer closes too (it does once it failed on the ABORT), has sent nothing for
+        // FAIL_QUIET_NANOS (a peer outside a call: the socket then closes with nothing unread), or
+        // FAIL_DRAIN_NANOS passed.
+        java.util.Arrays.fill(done, false);
+        ByteBuffer scratch = ByteBuffer.allocate(64 << 10);
+        long start = System.nanoTime();
+        long[] lastInput = new long[cs.length];
+        java.util.Arrays.fill(lastInput, start);
+        while (true) {
+            boolean all = true;
+            long now = System.nanoTime();
+            for (int i = 0; i < cs.length; i++) {
+                if (!done[i]) {
+                    int got = cs[i].discardInput(scratch);
+                    if (got > 0) {
+                        lastInput[i] = now;
+                    }
+                    done[i] = got < 0 || now - lastInput[i] > FAIL_QUIET_NANOS;
+                    all &= done[i];
+                }
+            }
+            if (all || now - start > FAIL_DRAIN_NANOS) {
+                break;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(500_000);
+        }
+        for (TcpConnection c : cs) {
             c.close();
         }
         closeQuietly(selector);
     }
+
+    /** How long {@link #fail} writes the ABORT frames at most. */
+    private static final long FAIL_FLUSH_NANOS = 200_000_000L;
+    /** How long {@link #fail} then waits at most for the peers to close, discarding their input. */
+    private static final long FAIL_DRAIN_NANOS = 150_000_000L;
+    /** A peer that sent nothing for this long while {@link #fail} drains is not waited for any longer. */
+    private static final long FAIL_QUIET_NANOS = 20_000_000L;
 
     private void flushAll(long nanos) {
         long end = System.nanoTime() + nanos;
         while (true) {
             boolean all = true;
             for (TcpConnection c : allRef) {
-                if (c.unflushed() && c.ch.isOpen()) {
-                    all &= c.tryFlush();
+                if (c.unflushed() && c.ch.isOpen() && !c.sendBroken) {
+                    all &= c.tryFlush() || c.sendBroken;
                 }
             }
             if (all || System.nanoTime() - end > 0) {

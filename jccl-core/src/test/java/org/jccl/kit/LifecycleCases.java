@@ -231,7 +231,7 @@ final class LifecycleCases {
         ctx.expectThrows(InvalidUsageException.class, "allReduce after close", () -> c.allReduce(b, ReduceOp.SUM));
         ctx.expectThrows(InvalidUsageException.class, "allReduceAsync after close", () -> c.allReduceAsync(b, ReduceOp.SUM));
         ctx.expectThrows(InvalidUsageException.class, "barrier after close", c::barrier);
-        ctx.expectThrows(InvalidUsageException.class, "send after close", () -> c.send(b, 0));
+        ctx.expectThrows(InvalidUsageException.class, "send after close", () -> c.send(b, (ctx.rank() + 1) % ctx.size()));
         ctx.expectThrows(InvalidUsageException.class, "split after close", () -> c.split(0, 0));
     }
 }

@@ -4,27 +4,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.jccl.Communicator;
 import org.jccl.HostBuffer;
 import org.jccl.JcclException;
-import org.jccl.Options;
 import org.jccl.ReduceOp;
-import org.jccl.bootstrap.PrefixStore;
-import org.jccl.bootstrap.Store;
-import org.jccl.bootstrap.TcpStore;
-import org.jccl.bootstrap.TcpStoreServer;
 import org.jccl.host.tcp.HierarchicalCommunicator;
 import org.jccl.host.tcp.TcpCommunicator;
-import org.jccl.host.tcp.TcpConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -39,43 +27,7 @@ class HierarchicalTest {
 
     /** Runs one thread per rank; rank r claims host {@code hosts[r]}. */
     static <T> List<T> run(String[] hosts, Duration timeout, ThreadRanks.RankBody<T> body) throws Exception {
-        int n = hosts.length;
-        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
-            ExecutorService pool = Executors.newFixedThreadPool(n);
-            try {
-                String job = "hier" + Long.toHexString(System.nanoTime());
-                List<Future<T>> futures = new ArrayList<>();
-                for (int r = 0; r < n; r++) {
-                    int rank = r;
-                    futures.add(pool.submit(() -> {
-                        Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
-                        Options o = Options.of(rank, n).withJobId(job).withTimeout(timeout).withStore(store);
-                        try (Communicator comm = HostBackend.create(o, new PrefixStore("c/", store), job, hosts[rank],
-                                TcpConfig.Transport.AUTO)) {
-                            return body.run(comm);
-                        } finally {
-                            store.close();
-                        }
-                    }));
-                }
-                List<T> out = new ArrayList<>();
-                long end = System.nanoTime() + Duration.ofSeconds(240).toNanos();
-                for (Future<T> f : futures) {
-                    try {
-                        out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
-                    } catch (ExecutionException e) {
-                        if (e.getCause() instanceof Exception ex) {
-                            throw ex;
-                        }
-                        throw e;
-                    }
-                }
-                return out;
-            } finally {
-                pool.shutdownNow();
-                pool.awaitTermination(10, TimeUnit.SECONDS);
-            }
-        }
+        return HostWorlds.run(hosts, "auto", timeout, Duration.ofSeconds(240), body::run);
     }
 
     static String[] placement(int which) {

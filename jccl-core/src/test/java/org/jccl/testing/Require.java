@@ -20,8 +20,7 @@ import org.junit.jupiter.api.Assumptions;
  * Require.require("netns", Netns.unavailable());   // null: available, the test goes on
  * }</pre>
  *
- * <p>Each module has its own copy of this class in its test sources (test classes are not shared
- * between modules); this one is jccl-core's.
+ * <p>The other modules use it through jccl-core's test jar.
  */
 public final class Require {
     /** The environment variable that lists the required capabilities. */

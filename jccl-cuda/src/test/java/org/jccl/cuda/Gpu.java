@@ -1,5 +1,6 @@
 package org.jccl.cuda;
 
+import org.jccl.testing.Require;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,5 +1,6 @@
 package org.jccl.mpi;
 
+import org.jccl.testing.Require;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

@@ -32,9 +32,9 @@ class ConformanceTest {
                 Arguments.of("shm", HostWorlds.oneHost(2), "auto", true),
                 Arguments.of("shm", HostWorlds.oneHost(3), "auto", true),
                 Arguments.of("shm", HostWorlds.oneHost(4), "auto", true),
-                Arguments.of("tcp", HostWorlds.oneHost(2), "tcp", true),
+                Arguments.of("tcp", HostWorlds.oneHost(2), "tcp", false),
                 Arguments.of("tcp", HostWorlds.oneHost(3), "tcp", true),
-                Arguments.of("tcp", HostWorlds.oneHost(4), "tcp", true),
+                Arguments.of("tcp", HostWorlds.oneHost(4), "tcp", false),
                 Arguments.of("hier", new String[] {"a", "a", "b", "b"}, "auto", true),
                 Arguments.of("hier", new String[] {"a", "b", "a", "b"}, "auto", false),
                 Arguments.of("hier", new String[] {"a", "a", "a", "b"}, "auto", false));

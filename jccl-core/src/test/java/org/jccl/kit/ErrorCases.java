@@ -77,32 +77,51 @@ final class ErrorCases {
 
     /**
      * Runs a mismatched call on a fresh communicator, five times (the races are in who learns it
-     * first): every rank must fail in the call with a CollectiveMismatchException whose message
-     * names both sides.
+     * first). Where the backend catches it in the call, every rank must fail there with a
+     * CollectiveMismatchException whose message names both sides; where it is caught by the next
+     * call ({@link Traits#mismatchesByNextCall}), a rank that returned normally must fail in its
+     * next collective: no rank may go on as if nothing happened.
      */
     private static void mismatch(Ctx ctx, Traits.Mismatch kind, Mismatch body, String one, String other) {
         String what = kind.name().toLowerCase(java.util.Locale.ROOT);
-        if (!ctx.traits().mismatchesInCall().contains(kind) || ctx.size() < 2) {
+        boolean inCall = ctx.traits().mismatchesInCall().contains(kind);
+        if (!inCall && !ctx.traits().mismatchesByNextCall().contains(kind) || ctx.size() < 2) {
             return;
         }
         for (int i = 0; i < 5; i++) {
             try (Communicator c = ctx.fresh()) {
+                // a rank that misses the mismatch must not wait for the world's deadline
+                Communicator v = ctx.traits().perCallTimeout() ? c.withTimeout(Duration.ofSeconds(10)) : c;
                 Throwable got = null;
                 try {
-                    // a rank that misses the mismatch must not wait for the world's deadline
-                    body.call(ctx, ctx.traits().perCallTimeout() ? c.withTimeout(Duration.ofSeconds(10)) : c);
+                    body.call(ctx, v);
                 } catch (Throwable e) {
                     got = e;
                 }
                 int ii = i;
                 Throwable g = got;
-                if (!(g instanceof CollectiveMismatchException)) {
-                    ctx.fail(what + " mismatch, try " + ii + ": expected a CollectiveMismatchException in the call, got "
-                            + (g == null ? "a normal return" : g.toString()));
+                if (inCall) {
+                    if (!(g instanceof CollectiveMismatchException)) {
+                        ctx.fail(what + " mismatch, try " + ii + ": expected a CollectiveMismatchException in the call, got "
+                                + (g == null ? "a normal return" : g.toString()));
+                    } else {
+                        ctx.check(g.getMessage().contains(one) && g.getMessage().contains(other),
+                                () -> what + " mismatch, try " + ii + ": the message does not name both calls ('" + one
+                                        + "' and '" + other + "'): " + g.getMessage());
+                    }
+                } else if (g == null) {
+                    Throwable next = null;
+                    try {
+                        v.allReduce(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 6, ctx.rank(), 4), ReduceOp.SUM);
+                    } catch (Throwable e) {
+                        next = e;
+                    }
+                    Throwable n = next;
+                    ctx.check(n instanceof JcclException, () -> what + " mismatch, try " + ii + ": this rank returned "
+                            + "normally from the mismatched call and its next collective "
+                            + (n == null ? "returned normally too (silent divergence)" : "threw " + n));
                 } else {
-                    ctx.check(g.getMessage().contains(one) && g.getMessage().contains(other),
-                            () -> what + " mismatch, try " + ii + ": the message does not name both calls ('" + one
-                                    + "' and '" + other + "'): " + g.getMessage());
+                    ctx.check(g instanceof JcclException, () -> what + " mismatch, try " + ii + ": failed with " + g);
                 }
             }
             ctx.world().barrier();

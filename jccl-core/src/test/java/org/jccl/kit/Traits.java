@@ -18,11 +18,13 @@ import org.jccl.ReduceOp;
  * @param mismatchesInCall  the disagreements for which every rank of the call fails in that call
  *                          with a CollectiveMismatchException naming both sides (the others may
  *                          return normally and fail in a later call, or hang until the deadline)
+ * @param mismatchesByNextCall the disagreements that fail, at the latest, the next collective of
+ *                          every rank that returned normally (no silent divergence)
  * @param perCallTimeout    {@code withTimeout} views
  * @param namesMissingRanks a timeout's {@code missingRanks()} names the rank that did not call
  * @param bitwiseIdentical  a float all-reduce gives bitwise the same result on every rank
  */
-public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boolean selfP2p, boolean recvBeforeSend, Set<Mismatch> mismatchesInCall,
+public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boolean selfP2p, boolean recvBeforeSend, Set<Mismatch> mismatchesInCall, Set<Mismatch> mismatchesByNextCall,
                      boolean perCallTimeout, boolean namesMissingRanks, boolean bitwiseIdentical) {
 
     /** A disagreement between the ranks of one call (the kit's errors.mismatch.* cases). */
@@ -60,7 +62,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
             }
         }
         return new Traits("host/" + transport + (check ? "+JCCL_CHECK" : ""), EnumSet.allOf(DataType.class), true, true,
-                true, m, true, true, true);
+                true, m, EnumSet.allOf(Mismatch.class), true, true, true);
     }
 
     /**
@@ -76,7 +78,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
      * </ul>
      */
     public static Traits mpi() {
-        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, true, EnumSet.noneOf(Mismatch.class), true, false, true);
+        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, true, EnumSet.noneOf(Mismatch.class), EnumSet.noneOf(Mismatch.class), true, false, true);
     }
 
     /**
@@ -107,7 +109,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
             types.removeAll(EnumSet.of(DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2));
         }
         Set<Mismatch> m = jcclCheck ? EnumSet.complementOf(EnumSet.of(Mismatch.SEND_RECV_SIZE)) : EnumSet.noneOf(Mismatch.class);
-        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, false, m, true, true, true);
+        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, false, m, m, true, true, true);
     }
 
     /** The operators the kit runs on {@code t} with this backend. */
@@ -122,6 +124,6 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
 
     /** A copy with another name (e.g. "host/shm 3 procs"). */
     public Traits named(String n) {
-        return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, perCallTimeout, namesMissingRanks, bitwiseIdentical);
+        return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, mismatchesByNextCall, perCallTimeout, namesMissingRanks, bitwiseIdentical);
     }
 }

@@ -7,7 +7,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * One daemon thread that tells the NCCL communicators of this process about failures their peers
  * posted in the job's store (a peer's abort(), timeout or NCCL error): every 50 ms it reads one
- * counter per communicator that is waiting for work, and reads the reasons only when it grew. Store
+ * counter per communicator that is waiting for work (an idle one every 0.5 s), and reads the
+ * reasons only when it grew. Store
  * I/O lives here, never on a waiting thread or the watchdog, so a slow or lost store delays
  * nothing else.
  */

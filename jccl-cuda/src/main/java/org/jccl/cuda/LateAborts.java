@@ -32,4 +32,22 @@ final class LateAborts {
     static void schedule(Runnable abort, long delayNanos) {
         EXEC.schedule(abort, delayNanos, TimeUnit.NANOSECONDS);
     }
+
+    /**
+     * Runs an NCCL teardown (ncclCommAbort, ncclCommFinalize/Destroy) on a daemon thread of its
+     * own. In a process that drives several GPUs, the last rank to destroy or abort an NCCL
+     * communicator frees the resources of every rank of it in the process (commReclaim in NCCL's
+     * init.cc), on their GPUs too; a free synchronizes a GPU, so it waits for whatever kernel runs
+     * there, possibly another communicator's collective that waits for the calling thread. Neither
+     * the caller, nor this executor, nor the watchdog may wait for that.
+     */
+    static void offThread(String name, Runnable task) {
+        Thread t = new Thread(task, name);
+        t.setDaemon(true);
+        try {
+            t.start();
+        } catch (Throwable e) {
+            task.run(); // no thread to be had: as before, on the caller
+        }
+    }
 }

@@ -48,7 +48,10 @@ import org.jccl.spi.Liveness;
  * NCCL 2.28 every operation of a nonblocking communicator costs a thread start (about 50 us), a
  * blocking one enqueues in a few microseconds, and sharing keeps one set of buffers. A blocking
  * enqueue can only wait inside NCCL for the CUDA launch queue (jccl caps outstanding work so it
- * never fills) or for a first-use connection to a peer that is alive but never joins.
+ * never fills) or for a first send or receive between two ranks, which connects them and waits
+ * for the peer's matching call. Every collective algorithm is connected when the communicator is
+ * created, with the deadline ({@code NCCL_RUNTIME_CONNECT=0}, which jccl sets unless the user
+ * did; see {@link NcclLibrary#EAGER_CONNECT}).
  * {@code JCCL_NCCL_NONBLOCKING=1} runs the collectives on the nonblocking communicator instead.
  *
  * <p>A watchdog aborts the communicator when a work passes its deadline or NCCL reports an
@@ -64,6 +67,23 @@ public final class NcclCommunicator implements Communicator {
             "allToAll", "gather", "scatter", "send", "recv", "barrier"};
 
     private static final int OPEN = 0, ABORTED = 1, CLOSED = 2;
+    /** Open communicators of this process per GPU ordinal (see {@link #severalGpus}). */
+    private static final java.util.concurrent.ConcurrentHashMap<Integer, AtomicInteger> LIVE_PER_GPU =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Whether this process has communicators on another GPU than this one's. Only then can NCCL's
+     * teardown of one wait for another rank's thread (see {@link LateAborts#offThread}), and only
+     * then does it run on a thread of its own; a process per GPU keeps it on the caller.
+     */
+    private boolean severalGpus() {
+        for (Map.Entry<Integer, AtomicInteger> e : LIVE_PER_GPU.entrySet()) {
+            if (e.getKey() != device.ordinal() && e.getValue().get() > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
     /** Collectives on the nonblocking control communicator (slower small messages; see the class comment). */
     static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
     /**
@@ -148,6 +168,7 @@ public final class NcclCommunicator implements Communicator {
         this.watchScratch = arena.allocate(64, 16);
         this.stream = device.createStream();
         this.streamHandle = stream.handle();
+        LIVE_PER_GPU.computeIfAbsent(device.ordinal(), k -> new AtomicInteger()).incrementAndGet();
         Watchdog.register(this);
         if (jobStore != null) {
             FailureWatch.register(this);
@@ -1004,6 +1025,7 @@ public final class NcclCommunicator implements Communicator {
 
     private NcclWork barrierAsync(boolean blocking) {
         DeviceBuffer b;
+        ensureNotClosed();
         lock.lock();
         try {
             ensureOpen();
@@ -1027,6 +1049,7 @@ public final class NcclCommunicator implements Communicator {
             throw new InvalidUsageException("blocking " + OP_NAMES[kind] + " inside an NcclGroup can never finish before "
                     + "the group is launched: call " + OP_NAMES[kind] + "Async and wait after closing the group");
         }
+        ensureNotClosed();
         if (group == null && !ring.hasRoom()) {
             makeRoom(); // outside the lock
         }
@@ -1500,10 +1523,24 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ failure handling
 
+    /**
+     * Throws at once, without the lock, for a closed communicator: with several GPUs in one process
+     * its teardown can hold the lock for as long as NCCL's finalize waits for other GPUs.
+     */
+    private void ensureNotClosed() {
+        if (state.get() == CLOSED) {
+            ensureOpen();
+        }
+    }
+
     private void ensureOpen() {
         int s = state.get();
         if (s == OPEN) {
             return;
+        }
+        if (s == CLOSED) {
+            // The user closed it: whatever its teardown met afterwards (a finalize that had to abort) is not news.
+            throw new InvalidUsageException(describe() + " is closed: create a new communicator");
         }
         JcclException f = failure.get();
         if (f instanceof PeerFailureException pf) {
@@ -1831,6 +1868,11 @@ public final class NcclCommunicator implements Communicator {
         }
     }
 
+    /** FailureWatch periods since this communicator's counter was last read; FailureWatch's thread only. */
+    private int idlePeriods;
+    /** An idle communicator's counter is read every this many FailureWatch periods (0.5 s). */
+    private static final int IDLE_PERIODS = 10;
+
     /** Failures counted under {@code <scope>/failures} that this rank has read. */
     private long seenPostedFailures;
     private volatile boolean postedFailuresOff;
@@ -1864,9 +1906,16 @@ public final class NcclCommunicator implements Communicator {
 
     /** FailureWatch: reads the failure counter while this communicator waits for work; fails it on news. */
     void checkPostedFailures() {
-        if (jobStore == null || postedFailuresOff || state.get() != OPEN || (waiters.get() == 0 && !ring.hasWatched())) {
+        if (jobStore == null || postedFailuresOff || state.get() != OPEN) {
             return;
         }
+        // An idle communicator is read too, every IDLE_PERIODS periods: a rank that was elsewhere
+        // (a long close, another communicator) while a peer posted its failure and aborted must not
+        // launch into the aborted peer, whose abort can end this rank's kernel as if it completed.
+        if (waiters.get() == 0 && !ring.hasWatched() && ++idlePeriods < IDLE_PERIODS) {
+            return;
+        }
+        idlePeriods = 0;
         long n = jobStore.add(scope + "/failures", 0);
         if (n <= seenPostedFailures) {
             return;
@@ -1900,11 +1949,24 @@ public final class NcclCommunicator implements Communicator {
         }
     }
 
-    /** ncclCommAbort of both NCCL communicators, once. */
+    /**
+     * ncclCommAbort of both NCCL communicators, once, on a thread of its own (see
+     * {@link LateAborts#offThread}): NCCL sets the abort flags at once, but the reclaim that follows
+     * can wait for kernels on other GPUs of this process.
+     */
     private void nativeAbort() {
         if (!nativeAborted.compareAndSet(false, true)) {
             return;
         }
+        if (severalGpus()) {
+            LateAborts.offThread("jccl-nccl-abort-" + name, this::nativeAbortNow);
+        } else {
+            nativeAbortNow();
+        }
+    }
+
+    /** The ncclCommAborts of {@link #nativeAbort}, after claiming them. */
+    private void nativeAbortNow() {
         lock.lock();
         try {
             abortQuietly(comm);
@@ -1913,6 +1975,23 @@ public final class NcclCommunicator implements Communicator {
             }
         } finally {
             lock.unlock();
+            nativeAbortDone.countDown();
+        }
+    }
+
+    /** Counted down when the ncclCommAborts of {@link #nativeAbortNow} returned. */
+    private final java.util.concurrent.CountDownLatch nativeAbortDone = new java.util.concurrent.CountDownLatch(1);
+
+    /** In close's teardown thread: aborts NCCL if no one has yet, else waits for the abort under way. */
+    private void finishNativeAbort() {
+        if (nativeAborted.compareAndSet(false, true)) {
+            nativeAbortNow();
+            return;
+        }
+        try {
+            nativeAbortDone.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -2385,6 +2464,7 @@ public final class NcclCommunicator implements Communicator {
         if (NcclGroup.current() != null) {
             throw new InvalidUsageException(what + " inside an NcclGroup is not supported: close the group first");
         }
+        ensureNotClosed();
         // Every member of the parent derives in the same order, so this number names the child on every rank.
         String tag = "d" + (++derived) + checkTag;
         Arena childArena = Arena.ofShared();
@@ -2492,19 +2572,60 @@ public final class NcclCommunicator implements Communicator {
         }
         Watchdog.unregister(this);
         FailureWatch.unregister(this);
+        boolean apart = severalGpus();
+        LIVE_PER_GPU.get(device.ordinal()).decrementAndGet();
+        // NCCL's part of the teardown (ncclCommFinalize/Destroy or ncclCommAbort) runs on a thread of
+        // its own, which then frees the arena NCCL may still read (the names) and an owned device:
+        // with several GPUs in one process, the last rank to destroy a communicator frees every
+        // rank's resources of it, which waits for the kernels on their GPUs, e.g. a peer's next
+        // collective on another communicator that waits for this rank (LateAborts#offThread).
+        Runnable nativeTeardown = this::finishNativeAbort;
+        java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
         try {
             if (prior == ABORTED) {
-                awaitDelayedAbort();
-                nativeAbort(); // a delayed abort may still be due: it must run before the resources go
+                awaitDelayedAbort(); // a delayed abort may still be due: the teardown thread runs it
             }
             if (prior == OPEN) {
                 lock.lock();
                 try {
-                    finalizeAndDestroy();
+                    device.makeCurrent();
+                    long deadline = System.nanoTime() + timeoutNanos;
+                    // Outstanding work must finish first: a blocking ncclCommFinalize would wait for it with no deadline.
+                    if (!drainPending(deadline)) {
+                        failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " still had work running "
+                                + timeout + " after close(): aborted instead of finalized", List.of()));
+                    } else {
+                        nativeTeardown = () -> {
+                            lock.lock();
+                            try {
+                                finalizeAndDestroy(deadline);
+                            } finally {
+                                lock.unlock();
+                            }
+                        };
+                    }
                 } finally {
                     lock.unlock();
                 }
             }
+        } finally {
+            Runnable nt = nativeTeardown;
+            if (apart) {
+                LateAborts.offThread("jccl-nccl-close-" + name, () -> {
+                    runTeardown(nt);
+                    // the arena and an owned device go only after NCCL is done with them and the caller with its resources
+                    try {
+                        released.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    closeArenaAndDevice();
+                });
+            } else {
+                runTeardown(nt);
+            }
+        }
+        try {
             JcclException f = failure.get();
             for (NcclWork w : ring.unfinished()) {
                 if (f == null && w.isDone()) {
@@ -2513,23 +2634,37 @@ public final class NcclCommunicator implements Communicator {
                 w.fail(failureFor(w, f != null ? f : new AbortedException(describe() + " was closed")));
             }
         } finally {
-            releaseResources();
+            try {
+                releaseResources();
+            } finally {
+                released.countDown();
+                if (!apart) {
+                    closeArenaAndDevice();
+                }
+            }
         }
     }
 
-    private void finalizeAndDestroy() {
-        device.makeCurrent();
-        long deadline = System.nanoTime() + timeoutNanos;
-        // Outstanding work must finish first: a blocking ncclCommFinalize would wait for it with no deadline.
-        if (!drainPending(deadline)) {
-            failure.compareAndSet(null, new CollectiveTimeoutException(describe() + " still had work running " + timeout
-                    + " after close(): aborted instead of finalized", List.of()));
-            abortQuietly(comm);
-            if (ctl != comm) {
-                abortQuietly(ctl);
-            }
+    private void runTeardown(Runnable nativeTeardown) {
+        try {
+            nativeTeardown.run();
+        } catch (RuntimeException | Error e) {
+            LOG.warn(rank, "closing the NCCL communicators of " + describe() + " failed: " + e);
+        }
+    }
+
+    /** ncclCommFinalize and ncclCommDestroy of both NCCL communicators (aborted instead on error or deadline). */
+    private void finalizeAndDestroy(long deadline) {
+        try {
+            device.makeCurrent();
+        } catch (RuntimeException e) {
+            // a caller's device closed meanwhile: NCCL sets its own device for what follows
+        }
+        if (!nativeAborted.compareAndSet(false, true)) {
+            finishNativeAbort(); // aborted meanwhile (cannot happen once closed; kept safe): wait for it
             return;
         }
+        nativeAbortDone.countDown(); // finalized or aborted here: a late nativeAbort must not touch the handles
         try {
             destroyPreMulOps();
             boolean clean = finalizeOne(comm, deadline);
@@ -2638,12 +2773,20 @@ public final class NcclCommunicator implements Communicator {
             }
         }
         ring.clearEvents();
-        arena.close();
         if (store != null) {
             store.release(rank);
         }
         if (adopted != null) {
             adopted.release(rank);
+        }
+    }
+
+    /** The last of close(): on its teardown thread, after NCCL's teardown and {@link #releaseResources}. */
+    private void closeArenaAndDevice() {
+        try {
+            arena.close();
+        } catch (RuntimeException e) {
+            LOG.warn(rank, "closing the arena of " + describe() + " failed: " + e);
         }
         if (ownsDevice) {
             device.close();

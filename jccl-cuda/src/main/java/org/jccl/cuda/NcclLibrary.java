@@ -58,6 +58,17 @@ final class NcclLibrary {
     private static final MemoryLayout UNIQUE_ID = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(UNIQUE_ID_BYTES, JAVA_BYTE));
 
+    /**
+     * Whether NCCL connects every algorithm of a communicator when it is created (jccl's default),
+     * not at its first use. A first use that connects runs inside the enqueue of a blocking
+     * communicator, waits there for every rank of the communicator, and no deadline can end it
+     * safely (ncclCommAbort while another thread is inside the enqueue frees what that thread
+     * uses); creation is polled with the deadline. Set before NCCL reads its parameters, and only
+     * where the user did not set NCCL_RUNTIME_CONNECT: {@code NCCL_RUNTIME_CONNECT=1} restores
+     * NCCL's lazy connection (less GPU memory for algorithms never used, e.g. NVLS buffers).
+     */
+    static final boolean EAGER_CONNECT = eagerConnect();
+
     private static final NativeBinder LIB = NativeBinder.open("libnccl.so.2", candidates());
 
     static final MethodHandle ncclGetVersion = LIB.required(FunctionDescriptor.of(JAVA_INT, ADDRESS), "ncclGetVersion");
@@ -152,6 +163,23 @@ final class NcclLibrary {
     }
 
     private NcclLibrary() {
+    }
+
+    /** setenv("NCCL_RUNTIME_CONNECT", "0", 0) through libc; see {@link #EAGER_CONNECT}. */
+    private static boolean eagerConnect() {
+        String user = System.getenv("NCCL_RUNTIME_CONNECT");
+        if (user != null) {
+            return "0".equals(user.trim());
+        }
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+            MethodHandle setenv = linker.downcallHandle(linker.defaultLookup().find("setenv").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+            // overwrite 0: a value set natively since the JVM started (another library, nccl.conf) stays
+            return (int) setenv.invokeExact(a.allocateFrom("NCCL_RUNTIME_CONNECT"), a.allocateFrom("0"), 0) == 0;
+        } catch (Throwable t) {
+            return false;
+        }
     }
 
     /** "2.28.3" for 22803 (and the pre-2.9 encoding 2708 -> "2.7.8"). */

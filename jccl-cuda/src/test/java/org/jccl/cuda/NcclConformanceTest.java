@@ -84,7 +84,7 @@ class NcclConformanceTest {
                     rep = fs.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 } catch (TimeoutException e) {
                     fail(label + ": rank " + r + " did not finish within " + LIMIT_SECONDS + " s (a hang); case each rank "
-                            + "started last: " + started);
+                            + "started last: " + started + "\n" + jcclStacks());
                     return;
                 } catch (java.util.concurrent.ExecutionException e) {
                     throw new AssertionError(label + ": rank " + r + " failed outside the kit (forming the communicator?)",
@@ -139,6 +139,7 @@ class NcclConformanceTest {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT_SECONDS);
             for (int r = 0; r < gpus; r++) {
                 if (!ps.get(r).waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    dumpThreads(ps);
                     ps.forEach(Process::destroyForcibly);
                     fail(label + ": rank " + r + " did not finish within " + LIMIT_SECONDS + " s (a hang; killed):\n"
                             + logs(dir, gpus));
@@ -166,21 +167,80 @@ class NcclConformanceTest {
         }
     }
 
-    /** Every rank's log, the last 6000 characters of each but every KIT-FAIL line kept. */
+    /** A hang's evidence: the stacks of this JVM's threads that are in jccl, jccl frames and the one on top. */
+    private static String jcclStacks() {
+        StringBuilder b = new StringBuilder("threads in jccl:\n");
+        Thread.getAllStackTraces().forEach((t, st) -> {
+            if (java.util.Arrays.stream(st).anyMatch(f -> f.getClassName().startsWith("org.jccl"))) {
+                b.append("  \"").append(t.getName()).append("\" ").append(t.getState()).append('\n');
+                for (int i = 0; i < st.length; i++) {
+                    if (i == 0 || st[i].getClassName().startsWith("org.jccl.cuda") || st[i].getClassName().startsWith("org.jccl.kit")) {
+                        b.append("      at ").append(st[i]).append('\n');
+                    }
+                }
+            }
+        });
+        return b.toString();
+    }
+
+    /** SIGQUIT to the ranks still running: each JVM prints its threads' stacks into its log (see {@link #logs}). */
+    private static void dumpThreads(List<Process> ps) throws InterruptedException {
+        for (Process p : ps) {
+            if (p.isAlive()) {
+                try {
+                    new ProcessBuilder("kill", "-QUIT", Long.toString(p.pid())).start().waitFor(5, TimeUnit.SECONDS);
+                } catch (IOException e) {
+                    // no kill(1): the logs say what they say
+                }
+            }
+        }
+        Thread.sleep(2000);
+    }
+
+    /**
+     * A thread dump's threads that are in jccl, their jccl frames and the one on top; the rest of
+     * the log (before the dump) as {@link #logs} keeps it.
+     */
+    private static String compactDump(String log) {
+        int at = log.indexOf("Full thread dump");
+        if (at < 0) {
+            return log;
+        }
+        StringBuilder b = new StringBuilder(log.substring(0, at)).append("thread dump, threads in jccl:\n");
+        for (String thread : log.substring(at).split("\n\n")) {
+            if (!thread.contains("org.jccl")) {
+                continue;
+            }
+            String[] lines = thread.split("\n");
+            boolean top = true;
+            for (String line : lines) {
+                String t = line.trim();
+                if (t.startsWith("\"")) {
+                    b.append("  ").append(t, 0, Math.min(t.length(), 120)).append('\n');
+                } else if (t.startsWith("at ") && (top || t.contains("org.jccl.cuda") || t.contains("org.jccl.kit"))) {
+                    b.append("      ").append(t).append('\n');
+                    top = false;
+                }
+            }
+        }
+        return b.toString();
+    }
+
+    /** Every rank's log, the last 12000 characters of each but every KIT-FAIL line kept. */
     private static String logs(Path dir, int size) throws IOException {
         StringBuilder sb = new StringBuilder();
         for (int r = 0; r < size; r++) {
             Path p = dir.resolve("rank" + r + ".log");
             if (Files.exists(p)) {
-                String s = Files.readString(p);
+                String s = compactDump(Files.readString(p));
                 sb.append("---- rank ").append(r).append('\n');
-                if (s.length() > 6000) {
-                    for (String line : s.substring(0, s.length() - 6000).split("\n")) {
+                if (s.length() > 12000) {
+                    for (String line : s.substring(0, s.length() - 12000).split("\n")) {
                         if (line.startsWith("KIT-")) {
                             sb.append(line).append('\n');
                         }
                     }
-                    sb.append("...\n").append(s.substring(s.length() - 6000));
+                    sb.append("...\n").append(s.substring(s.length() - 12000));
                 } else {
                     sb.append(s);
                 }

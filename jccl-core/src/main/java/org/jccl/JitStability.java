@@ -10,8 +10,8 @@ import java.nio.ByteBuffer;
  * analysis); the first heap segment the process makes, anywhere (an array passed to any API,
  * {@code MemorySegment.copy} from an array, a benchmark's bookkeeping), then throws away every
  * such compiled method at once, the reduction kernels and the transports' hot loops included, and
- * they run slowly until recompiled: measured at 2 MiB over TCP on 2 cores, calls 2x slower for
- * the next ~100 ms. Loaded up front, the JIT relies on per-call-site type profiles instead, which
+ * they run slowly until recompiled, long enough to show in the timings of the calls that follow.
+ * Loaded up front, the JIT relies on per-call-site type profiles instead, which
  * only the call sites that really see another kind pay for.
  */
 final class JitStability {

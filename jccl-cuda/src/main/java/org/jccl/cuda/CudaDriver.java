@@ -100,10 +100,10 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), "cuDevicePrimaryCtxRetain");
     private static final MethodHandle cuDevicePrimaryCtxRelease = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_INT), "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
-    // No critical (trivial) downcalls on the hot path: measured on H200 (NCCL 2.28, driver 580), a
-    // critical cuEventRecord right after jccl's C2-compiled launch code cost ~0.3 us more per call
-    // than a regular downcall (docs/BENCHMARKS.md, run 15), and a critical call that blocks in the
-    // driver (a full launch queue) would hold every other Java thread at the next safepoint.
+    // No critical (trivial) downcalls on the hot path: inside jccl's compiled launch code a critical
+    // cuEventRecord cost more per call than a regular downcall, not less (docs/BENCHMARKS.md, NCCL
+    // backend), and a critical call that blocks in the driver (a full launch queue) would hold
+    // every other Java thread at the next safepoint.
     private static final MethodHandle cuCtxSetCurrent = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuCtxSetCurrent");
     private static final MethodHandle cuCtxGetCurrent = LIB.required(

@@ -18,8 +18,8 @@ import java.util.List;
  *
  * <p>One writer: the thread that holds the communicator's lock arms works here, with plain stores
  * and one release store of the tail, so a launch pays no lock, atomic instruction or fence of its
- * own (a monitor-guarded queue, an event pool and an atomic counter did before: together about
- * 0.1 us per call on H200, docs/BENCHMARKS.md). A slot is reused only once the work in it has finished, which also bounds the works in
+ * own (a monitor-guarded queue, an event pool and an atomic counter cost measurably more per
+ * call: docs/BENCHMARKS.md). A slot is reused only once the work in it has finished, which also bounds the works in
  * flight (so an enqueue never waits in CUDA's launch queue) and makes the slot's event free to
  * record again.
  *

@@ -60,10 +60,9 @@ import org.jccl.internal.Log;
  * an FFM upcall stub per operator that calls {@link Reductions#accumulate}, the host engine's
  * kernel, on the two vectors MPI hands over. Sums of INT8 and UINT8 take the same path (see
  * {@link #op}). Each call of the user function costs one upcall plus the kernel over the
- * vector MPI passes (a whole message, or a segment of a pipelined one): on the 2-core machine
- * of docs/BENCHMARKS.md an 8-byte all-reduce of 2 ranks took 0.97 us in BFLOAT16 against
- * 0.67 us in FLOAT32 (MPI's own sum), and 16 MB took the same time in both, so the upcall
- * costs about 0.3 us per call and nothing measurable per element. PREMUL_SUM scales each
+ * vector MPI passes (a whole message, or a segment of a pipelined one): a fixed cost per call
+ * that shows in small messages, and nothing measurable per element in large ones
+ * (docs/BENCHMARKS.md, MPI backend). PREMUL_SUM scales each
  * rank's input with {@link Reductions#scale} before a sum; AVG divides the sum once with
  * {@link Reductions#divide}.
  */

@@ -243,15 +243,14 @@ public final class PerfRunner {
     /**
      * Shortest untimed run of one size and placement before it is timed (with {@link
      * #settle(double)}): after a change of size the JIT, the TCP stacks and the scheduler all
-     * adapt (measured on 2 cores: the first tens of milliseconds at a new size ran up to 3x
-     * slower even once no compilation finished any more).
+     * adapt: the first tens of milliseconds at a new size run slower even once no compilation
+     * finishes any more (docs/BENCHMARKS.md, Across hosts).
      */
     static final double SETTLE_MIN_SECONDS = 0.25;
     /**
-     * The same for messages of 1 MiB and more: measured across two network namespaces on 2 cores,
-     * the placement timed first after a change of size ran up to 1.6x slower than the second
-     * after 0.25 s (4 MiB all-reduce: 2.4-3.0 ms against 1.8-2.0 ms, whichever placement came
-     * first) and as fast after 1.5 s (1.9-2.0 ms both).
+     * The same for messages of 1 MiB and more: there, after a change of size, the placement timed
+     * first (whichever it was) still ran slower than the second after {@value #SETTLE_MIN_SECONDS}
+     * s of untimed calls, and as fast after this long (docs/BENCHMARKS.md, Across hosts).
      */
     static final double SETTLE_MIN_LARGE_SECONDS = 1.5;
     /** Length of one block of the warm-up that waits for the JIT. */
@@ -264,7 +263,7 @@ public final class PerfRunner {
      * which no rank's JIT compiled anything, for at most {@link #settle(double)} seconds (0: not
      * at all). A size or placement that takes a path the
      * compiled code had not seen sends those methods back to the interpreter until they are
-     * recompiled (on 2 busy cores that took up to a second), and a short timed loop would measure
+     * recompiled (slow on a busy machine), and a short timed loop would measure
      * that instead of the collective. The ranks agree on every block (they exchange their
      * compilation activity), so all run the same number of calls.
      */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # jccl-cuda on a GPU machine: the GPU tests, NcclBench and the torch.distributed reference, in one go.
 #
-#   bench/gpu/run-gpu.sh stage [DEST]   here (JDK 25 + Maven): builds jccl-core/jccl-cuda jars and the
-#                                       test classes, fetches JUnit's console launcher, and puts them with
-#                                       this script in DEST/.gpu (DEST defaults to the repository root).
+#   bench/gpu/run-gpu.sh stage [DEST]   here (JDK 25 + Maven): builds the jccl-core/jccl-cuda jars, the
+#                                       jccl-bench jar (NcclBench) and the test classes, fetches JUnit's
+#                                       console launcher, and puts them with this script in DEST/.gpu
+#                                       (DEST defaults to the repository root).
 #                                       DEST/.jre must exist: run ../shared/device/make-jre.sh in DEST once.
 #   bash .gpu/run.sh                    on the GPU machine (it has no Java: .jre travels), from DEST:
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
@@ -25,13 +26,15 @@ if [ "$mode" = stage ]; then
   src=$(cd "$(dirname "$0")/../.." && pwd)
   dest=$(cd "${2:-$src}" && pwd)
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
-  (cd "$src" && mvn -q -pl jccl-core,jccl-cuda -am -DskipTests package 2>&1 | grep -v WARNING || true)
+  (cd "$src" && mvn -q -pl jccl-core,jccl-cuda,jccl-bench -am -DskipTests package 2>&1 | grep -v WARNING || true)
   (cd "$src" && mvn -q -pl jccl-core,jccl-cuda test-compile 2>&1 | grep -v WARNING || true)
   rm -rf "$dest/.gpu" && mkdir -p "$dest/.gpu/lib"
   cp "$src"/jccl-core/target/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-core.jar"
   # the conformance kit (org.jccl.kit) that NcclConformanceTest runs: jccl-core's test jar
   cp "$src"/jccl-core/target/jccl-core-*-tests.jar "$dest/.gpu/lib/jccl-core-tests.jar"
   cp "$src"/jccl-cuda/target/jccl-cuda-*.jar "$dest/.gpu/lib/jccl-cuda.jar"
+  # NcclBench (module jccl-bench, outside the library jars)
+  cp "$src"/jccl-bench/target/jccl-bench-*.jar "$dest/.gpu/lib/jccl-bench.jar"
   cp -r "$src/jccl-cuda/target/test-classes" "$dest/.gpu/test-classes"
   (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
       -DoutputDirectory="$dest/.gpu/lib" 2>&1 | grep -v WARNING || true)
@@ -40,15 +43,15 @@ if [ "$mode" = stage ]; then
   (cd "$src" && mvn -q dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$dest/.gpu/lib" \
       2>&1 | grep -v WARNING || true)
   (cd "$dest/.gpu/lib" && unzip -q -j -o async-profiler-4.2.jar linux-x64/libasyncProfiler.so && rm -f async-profiler-4.2.jar)
-  # JCCL_GPU_BASE=<commit>: that commit's jars go to .gpu/lib-base, and the overhead phase measures both
+  # JCCL_GPU_BASE=<commit>: that commit's jars go to .gpu/lib-base, and the overhead phase measures both with this
+  # tree's NcclBench (.gpu/lib/jccl-bench.jar, first on the class path: it wins over the NcclBench that a base's
+  # jccl-cuda.jar from before jccl-bench still holds)
   if [ -n "${JCCL_GPU_BASE:-}" ]; then
     wt=$(mktemp -d /tmp/jccl-base-XXXX)
     (cd "$src" && git worktree add -q --detach "$wt" "$JCCL_GPU_BASE")
     (cd "$wt" && mvn -q -o -Djccl.build=-base -pl jccl-core,jccl-cuda -DskipTests package 2>&1 | grep -v WARNING || true)
-    mkdir -p "$dest/.gpu/lib-base" "$dest/.gpu/bench-classes"
-    # the same NcclBench for both builds: this tree's, first on the class path
-    (cd "$dest/.gpu/bench-classes" && unzip -q -o "$dest/.gpu/lib/jccl-cuda.jar" 'org/jccl/cuda/bench/*')
-    cp "$wt"/jccl-core/target-base/jccl-core-*.jar "$dest/.gpu/lib-base/jccl-core.jar"
+    mkdir -p "$dest/.gpu/lib-base"
+    cp "$wt"/jccl-core/target-base/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib-base/jccl-core.jar" # not its -tests.jar
     cp "$wt"/jccl-cuda/target-base/jccl-cuda-*.jar "$dest/.gpu/lib-base/jccl-cuda.jar"
     (cd "$src" && git worktree remove --force "$wt")
   fi
@@ -68,7 +71,7 @@ chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
 # JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.extraVariants=true)
 [ -n "${JCCL_GPU_JAVA_OPTS:-}" ] && JAVA+=($JCCL_GPU_JAVA_OPTS)
-CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/test-classes:.gpu/lib/jccl-core-tests.jar:.gpu/lib/junit-console.jar
+CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/lib/jccl-bench.jar:.gpu/test-classes:.gpu/lib/jccl-core-tests.jar:.gpu/lib/junit-console.jar
 PY=python3
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
 PHASES=${JCCL_GPU_PHASES:-probe,tests,kit,tests-nb,bench,torch,matrix}
@@ -141,7 +144,7 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
   for rep in $(seq 1 "${JCCL_GPU_OVERHEAD_REPS:-2}"); do
     for lib in ${JCCL_GPU_OVERHEAD_LIBS:-lib-base lib}; do
       [ -d ".gpu/$lib" ] || continue
-      cp=.gpu/bench-classes:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar
+      cp=.gpu/lib/jccl-bench.jar:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar # this tree's NcclBench for every build
       timeout -k 10 150 "${JAVA[@]}" -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-$lib-$rep.log" 2>&1
       rc=$?; check "overhead-$lib-$rep" $rc
       echo "[overhead $lib run $rep] exit $rc after $(( $(date +%s) - start )) s"
@@ -149,8 +152,7 @@ if has overhead; then # jccl's host time per call against the bare NCCL call, al
     done
   done
   if [ -n "${JCCL_GPU_GC:-}" ]; then # the same with another collector (e.g. -XX:+UseParallelGC): GC barriers' share
-    cp=.gpu/bench-classes:.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
-    [ -d .gpu/bench-classes ] || cp=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
+    cp=.gpu/lib/jccl-bench.jar:.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar
     timeout -k 10 150 "${JAVA[@]}" $JCCL_GPU_GC -cp "$cp" org.jccl.cuda.bench.NcclBench -o none > "$OUT/overhead-gc.log" 2>&1
     rc=$?; check overhead-gc $rc
     echo "[overhead lib $JCCL_GPU_GC] exit $rc after $(( $(date +%s) - start )) s"

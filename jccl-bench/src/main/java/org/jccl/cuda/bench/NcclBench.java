@@ -40,7 +40,7 @@ import org.jccl.cuda.NcclWork;
  * as a raw ncclAllReduce downcall on the same communicator and stream.
  *
  * <pre>
- * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar org.jccl.cuda.bench.NcclBench \
+ * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar org.jccl.cuda.bench.NcclBench \
  *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall]
  * </pre>
  */
@@ -234,6 +234,7 @@ public final class NcclBench {
     }
 
     /** Raw ncclAllReduce and ncclCommGetAsyncError, bound here independently of jccl's binding. */
+    @SuppressWarnings("restricted") // binding NCCL and the CUDA driver is what this class is for
     private static final class Raw {
         static final MethodHandle ALL_REDUCE;
         static final MethodHandle ASYNC_ERROR;

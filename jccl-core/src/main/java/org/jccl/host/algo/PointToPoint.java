@@ -8,7 +8,7 @@ import org.jccl.host.shm.ShmTransport;
  * several can advance together (consecutive async sends/recvs behave like an NCCL group). Messages
  * between a pair match in order; each carries its byte count and type, checked by the receiver.
  */
-public final class PointToPoint {
+public final class PointToPoint implements org.jccl.host.engine.EngineCommunicator.P2p {
     private final ShmTransport t;
     private final boolean isSend;
     private final HostBuffer buffer;
@@ -27,21 +27,25 @@ public final class PointToPoint {
     }
 
     /** The peer. */
+    @Override
     public int peer() {
         return peer;
     }
 
     /** True for a send. */
+    @Override
     public boolean isSend() {
         return isSend;
     }
 
     /** The buffer sent or received into. */
+    @Override
     public HostBuffer buffer() {
         return buffer;
     }
 
     /** True once every byte moved. */
+    @Override
     public boolean isDone() {
         return done;
     }
@@ -51,6 +55,7 @@ public final class PointToPoint {
      *
      * @return true when any chunk moved
      */
+    @Override
     public boolean progress() {
         if (done) {
             return false;
@@ -83,6 +88,7 @@ public final class PointToPoint {
     }
 
     /** Runs this operation to completion on the calling thread. */
+    @Override
     public void runToCompletion() {
         int idle = 0;
         while (!done) {

@@ -1,5 +1,6 @@
 package org.jccl.host.shm;
 
+import org.jccl.host.engine.OpCode;
 import static org.jccl.host.shm.ShmSegmentDescriptor.*;
 
 import java.io.IOException;
@@ -358,7 +359,7 @@ public final class ShmTransport implements AutoCloseable {
                 // The peer failed or aborted after posting; that, not the mismatch, is the news.
                 throw peerAbort(peer, code);
             }
-            String theirs = CallInfo.describe(packed, count, seq);
+            String theirs = OpCode.describe(packed, count, seq);
             String msg = "collective mismatch: rank " + rank + " called " + call.describe() + " but rank " + peer
                     + " called " + theirs + " at the same step: every rank must call the same collectives "
                     + "with the same type, count, op and root in the same order";
@@ -661,7 +662,7 @@ public final class ShmTransport implements AutoCloseable {
     public static final class CallInfo {
         /** Collective sequence number (per communicator, same on every rank). */
         public long seq;
-        /** Operation code (an {@link org.jccl.host.HostCommunicator} constant). */
+        /** Operation code (an {@link OpCode} constant). */
         public int opcode;
         /** DataType ordinal. */
         public int dtype;
@@ -675,10 +676,6 @@ public final class ShmTransport implements AutoCloseable {
         public long deadline;
         /** Timeout the deadline was computed from. */
         public long timeoutNanos;
-
-        /** Operation names by opcode. */
-        public static final String[] NAMES = {"allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
-            "allToAll", "gather", "scatter", "barrier", "send", "recv"};
 
         /** Sets the fields for a new call. */
         public void set(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
@@ -694,32 +691,12 @@ public final class ShmTransport implements AutoCloseable {
 
         /** opcode, dtype, redop and root packed into one word. */
         public long packed() {
-            return ((long) opcode << 48) | ((long) dtype << 40) | ((long) redop << 32) | (root & 0xffffffffL);
+            return OpCode.pack(opcode, dtype, redop, root);
         }
 
         /** Human description of this call. */
         public String describe() {
-            return describe(packed(), count, seq);
-        }
-
-        static String describe(long packed, long count, long seq) {
-            int op = (int) (packed >>> 48) & 0xffff;
-            int dt = (int) (packed >>> 40) & 0xff;
-            int ro = (int) (packed >>> 32) & 0xff;
-            int root = (int) packed;
-            StringBuilder b = new StringBuilder();
-            b.append(op < NAMES.length ? NAMES[op] : "op" + op).append(" #").append(seq).append(" (");
-            if (op != 8) {
-                b.append(dt < org.jccl.DataType.values().length ? org.jccl.DataType.values()[dt] : "type" + dt);
-                b.append(" x ").append(count);
-                if (ro < org.jccl.ReduceOp.Kind.values().length) {
-                    b.append(", ").append(org.jccl.ReduceOp.Kind.values()[ro]);
-                }
-                if (root >= 0) {
-                    b.append(", root ").append(root);
-                }
-            }
-            return b.append(')').toString();
+            return OpCode.describe(packed(), count, seq);
         }
     }
 }

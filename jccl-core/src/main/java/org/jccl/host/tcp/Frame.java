@@ -51,6 +51,12 @@ public final class Frame {
     /** ABORT codes. */
     public static final long ABORT_ABORTED = 1, ABORT_FAILED = 2, ABORT_MISMATCH = 4;
 
+    /** The ABORT code that tells peers about {@code e}: what it is, so that they fail with the same kind. */
+    static long abortCode(org.jccl.JcclException e) {
+        return e instanceof org.jccl.CollectiveMismatchException ? ABORT_MISMATCH
+                : e instanceof org.jccl.AbortedException ? ABORT_ABORTED : ABORT_FAILED;
+    }
+
     static final int KIND = 0, LENGTH = 4, COMM = 8, SEQ = 16, CALL = 24, COUNT = 32, TAG = 40, OFFSET = 48, MSG_BYTES = 56;
 
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);

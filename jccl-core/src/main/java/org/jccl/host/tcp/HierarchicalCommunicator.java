@@ -18,6 +18,8 @@ import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
+import org.jccl.host.engine.EngineCommunicator;
+import org.jccl.host.engine.OpCode;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.spi.Liveness;
 
@@ -60,7 +62,7 @@ import org.jccl.spi.Liveness;
  * JCCL_CHECK=1} every collective first all-gathers every rank's call, so every disagreement fails
  * on every rank in the call.
  */
-public final class HierarchicalCommunicator extends CommunicatorCore {
+public final class HierarchicalCommunicator extends EngineCommunicator {
 
     /** Creates the shared-memory communicator of one host's ranks. */
     @FunctionalInterface
@@ -80,12 +82,10 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     private final Communicator local;
     private final TcpCommunicator leaders;
     private final TcpTransport p2p;
-    private final Store store;
     private final String token;
     private final TcpConfig cfg;
     private final String storeHost;
     private final LocalFactory factory;
-    private final Liveness.Watch watch;
     /** Views of the parts with the deadline of the current call, when it is not the default one. */
     private Communicator localView;
     private Communicator leadersView;
@@ -99,8 +99,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     private HierarchicalCommunicator(String id, int rank, int size, Duration timeout, Placement placement, Communicator local,
                                      TcpCommunicator leaders, TcpTransport p2p, Store store, String token, TcpConfig cfg,
                                      String storeHost, LocalFactory factory, Liveness.Watch watch) {
-        super(id, rank, size, timeout);
-        this.watch = watch;
+        super(id, rank, size, timeout, store, watch);
         this.placement = placement;
         this.myHost = placement.hostOf()[rank];
         this.localRank = placement.localRank(rank);
@@ -109,7 +108,6 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         this.local = local;
         this.leaders = leaders;
         this.p2p = p2p;
-        this.store = store;
         this.token = token;
         this.cfg = cfg;
         this.storeHost = storeHost;
@@ -220,11 +218,6 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         return leadersView;
     }
 
-    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
-    public Liveness.Watch watch() {
-        return watch;
-    }
-
     private MemorySegment scratch(int slot, long bytes) {
         MemorySegment s = scratch[slot];
         if (s == null || s.byteSize() < bytes) {
@@ -249,11 +242,10 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
-        collSeq++;
-        userCall = TcpCall.pack(opcode, type.ordinal(), op == null ? TcpCall.NO_REDOP : op.kind().ordinal(), root);
+    protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
+        userCall = TcpCall.pack(opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root);
         userCount = count;
-        userSeq = collSeq;
+        userSeq = seq;
         p2pSeq = 0;
         if (cfg.check()) {
             agree();
@@ -281,12 +273,12 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         for (int p = 0; p < size; p++) {
             long c = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p);
             long n = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p + 1);
-            byCall.computeIfAbsent(TcpCall.describe(c, n, collSeq), k -> new ArrayList<>()).add(p);
+            byCall.computeIfAbsent(TcpCall.describe(c, n, collectiveSequence()), k -> new ArrayList<>()).add(p);
         }
         if (byCall.size() > 1) {
             // (explain() still runs: a rank whose part failed first, before it saw the table, learns
             // the calls from the store)
-            StringBuilder b = new StringBuilder("collective mismatch at collective #").append(collSeq).append(" on rank ")
+            StringBuilder b = new StringBuilder("collective mismatch at collective #").append(collectiveSequence()).append(" on rank ")
                     .append(rank).append(" of communicator ").append(id).append(" (JCCL_CHECK):");
             String sep = " ";
             for (var g : byCall.entrySet()) {
@@ -323,7 +315,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
      * failure as it was, prefixed with the caller's collective.
      */
     @Override
-    JcclException explain(JcclException e) {
+    protected JcclException explain(JcclException e) {
         long seq = userSeq;
         userSeq = -1;
         if (seq < 0) {
@@ -467,7 +459,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     // ------------------------------------------------------------------ collectives
 
     @Override
-    void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+    protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
         try {
             loc().reduce(s, r, localOp(op), 0);
         } catch (JcclException e) {
@@ -491,7 +483,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doBroadcast(HostBuffer s, HostBuffer r, int root) {
+    protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
         int rootHost = placement.hostOf()[root];
         try {
             if (myHost == rootHost) {
@@ -517,7 +509,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+    protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
         int rootHost = placement.hostOf()[root];
         int rootLocal = placement.localRank(root);
         boolean rootIsLeader = rootLocal == 0;
@@ -567,7 +559,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doAllGather(HostBuffer s, HostBuffer r) {
+    protected void doAllGather(HostBuffer s, HostBuffer r) {
         DataType type = s.type();
         long c = s.count();
         HostBuffer mineBuf = leader() ? buf(0, type, maxLocal * c) : null;
@@ -593,7 +585,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doGather(HostBuffer s, HostBuffer r, int root) {
+    protected void doGather(HostBuffer s, HostBuffer r, int root) {
         DataType type = s.type();
         long c = s.count();
         int rootHost = placement.hostOf()[root];
@@ -631,7 +623,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+    protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
         DataType type = s.type();
         long rc = r.count();
         long bb = rc * type.byteSize();
@@ -662,7 +654,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doAllToAll(HostBuffer s, HostBuffer r) {
+    protected void doAllToAll(HostBuffer s, HostBuffer r) {
         DataType type = s.type();
         int es = type.byteSize();
         long bc = s.count() / size;
@@ -718,7 +710,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doScatter(HostBuffer s, HostBuffer r, int root) {
+    protected void doScatter(HostBuffer s, HostBuffer r, int root) {
         DataType type = r.type();
         long rc = r.count();
         long bb = rc * type.byteSize();
@@ -760,7 +752,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doBarrier() {
+    protected void doBarrier() {
         try {
             loc().barrier();
         } catch (JcclException e) {
@@ -783,7 +775,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     // ------------------------------------------------------------------ send/recv
 
     @Override
-    P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
         if (placement.hostOf()[peer] == myHost) {
             return new LocalP2p(isSend, b, placement.localRank(peer), peer);
         }
@@ -829,6 +821,16 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         @Override
         public int peer() {
             return peer;
+        }
+
+        @Override
+        public boolean isSend() {
+            return isSend;
+        }
+
+        @Override
+        public HostBuffer buffer() {
+            return b;
         }
 
         @Override
@@ -879,21 +881,31 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
         }
 
         @Override
+        public boolean isSend() {
+            return op.isSend();
+        }
+
+        @Override
+        public HostBuffer buffer() {
+            return op.buffer();
+        }
+
+        @Override
         public void runToCompletion() {
             op.runToCompletion();
         }
     }
 
     @Override
-    void beginP2pBatch() {
+    protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
         userSeq = -1;
-        p2pSeq = collSeq + 1;
-        p2p.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, callNanos);
+        p2pSeq = collectiveSequence() + 1;
+        p2p.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
         remoteP2p = 0;
     }
 
     @Override
-    void idleP2p(int iteration) {
+    protected void idleP2p(int iteration, int peer) {
         if (remoteP2p > 0) {
             p2p.idle(iteration);
             return;
@@ -910,16 +922,16 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void touchP2pBatch() {
+    protected void touchP2pBatch() {
         p2p.call.touch();
     }
 
     // ------------------------------------------------------------------ failure, close, split
 
     @Override
-    void propagate(JcclException e, int culprit) {
+    protected void propagate(JcclException e, int culprit) {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
-        p2p.fail(codeOf(e), e.getMessage(), culprit);
+        p2p.fail(Frame.abortCode(e), e.getMessage(), culprit);
         if (leaders != null) {
             // The other leaders name the culprit when it is a leader (their rank: its host);
             // another host's other ranks have no rank there (the account in the store names them).
@@ -932,7 +944,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
             }
             leaders.failWith(e, c);
         }
-        if (local instanceof org.jccl.host.HostCommunicator h) {
+        if (local instanceof EngineCommunicator h) {
             h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort
         } else {
             local.abort();
@@ -940,7 +952,7 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void abortLocally(String reason) {
+    protected void abortLocally(String reason) {
         p2p.abort(reason);
         if (leaders != null) {
             leaders.abort();
@@ -949,22 +961,16 @@ public final class HierarchicalCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void closeResources() {
-        try {
-            p2p.close();
-            if (leaders != null) {
-                leaders.close();
-            }
-            local.close();
-        } finally {
-            store.close();
+    protected void closeResources() {
+        p2p.close();
+        if (leaders != null) {
+            leaders.close();
         }
+        local.close();
     }
 
     @Override
-    Communicator createSplit(int splitNo, int color, int[] members, int newRank) {
-        String subId = id + "s" + splitNo + "c" + color;
-        Store sub = new PrefixStore("split" + splitNo + "/" + color + "/", store);
+    protected Communicator createSub(String subId, int[] members, int newRank, Store sub) {
         String[] ids = new String[members.length];
         for (int i = 0; i < members.length; i++) {
             ids[i] = placement.hostIds()[members[i]];

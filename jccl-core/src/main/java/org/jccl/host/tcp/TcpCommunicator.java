@@ -1,5 +1,8 @@
 package org.jccl.host.tcp;
 
+import org.jccl.host.engine.EngineCommunicator;
+import org.jccl.host.engine.OpCode;
+
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.HashSet;
@@ -8,9 +11,10 @@ import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.Tuner;
+import org.jccl.host.engine.EngineCommunicator;
+import org.jccl.host.engine.OpCode;
 import org.jccl.spi.Liveness;
 
 /**
@@ -29,7 +33,7 @@ import org.jccl.spi.Liveness;
  * allocating after warm-up; async calls run in order on a worker thread; after a failure the
  * communicator is broken and later calls fail with the original cause.
  */
-public final class TcpCommunicator extends CommunicatorCore {
+public final class TcpCommunicator extends EngineCommunicator {
     /** Largest message broadcast through the binomial tree (larger: the pipelined chain). */
     static final long TREE_BCAST_MAX_BYTES = 256 << 10;
     /** Largest message reduced directly at the root (larger: the pipelined chain). */
@@ -40,7 +44,6 @@ public final class TcpCommunicator extends CommunicatorCore {
     static final long DIRECT_RS_MAX_BYTES = 64 << 10;
 
     private final TcpTransport t;
-    private final Store store;
     private final String token;
     private final TcpConfig cfg;
     private final String storeHost;
@@ -48,15 +51,12 @@ public final class TcpCommunicator extends CommunicatorCore {
     private final int hosts;
     private Tuner tuner;
     private final Staging staging = new Staging();
-    private final Liveness.Watch watch;
 
     private TcpCommunicator(String id, int rank, int size, Duration timeout, TcpTransport t, Store store, String token,
                             TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner, Liveness.Watch watch) {
-        super(id, rank, size, timeout);
-        this.watch = watch;
-        t.watch(watch);
+        super(id, rank, size, timeout, store, watch);
+        t.watch(this.watch);
         this.t = t;
-        this.store = store;
         this.token = token;
         this.cfg = cfg;
         this.storeHost = storeHost;
@@ -126,12 +126,12 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void begin(int opcode, DataType type, ReduceOp op, int root, long count) {
-        t.call.set(++collSeq, opcode, type, op, root, count, callNanos);
+    protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
+        t.call.set(seq, opcode, type, op, root, count, timeoutNanos);
     }
 
     @Override
-    void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+    protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
         if (!s.segment().isNative() || !r.segment().isNative()) {
             // Heap arrays: reduce in native memory (see staged) and copy the result back.
             HostBuffer w = staging.whole(s.type(), s.count());
@@ -153,7 +153,7 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doBroadcast(HostBuffer s, HostBuffer r, int root) {
+    protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
         if (r.byteSize() <= TREE_BCAST_MAX_BYTES) {
             TcpTreeBroadcast.run(t, s, r, root);
         } else {
@@ -162,7 +162,7 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+    protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
         if (!s.segment().isNative() || r != null && !r.segment().isNative()) {
             HostBuffer w = staging.whole(s.type(), s.count());
             MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
@@ -184,7 +184,7 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doAllGather(HostBuffer s, HostBuffer r) {
+    protected void doAllGather(HostBuffer s, HostBuffer r) {
         if (r.byteSize() <= DIRECT_ALLGATHER_MAX_BYTES) {
             TcpDirectAllGather.run(t, s, r);
         } else {
@@ -193,12 +193,12 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doGather(HostBuffer s, HostBuffer r, int root) {
+    protected void doGather(HostBuffer s, HostBuffer r, int root) {
         TcpDirectGather.run(t, s, r, root);
     }
 
     @Override
-    void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+    protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
         if (!s.segment().isNative() || !r.segment().isNative()) {
             HostBuffer w = staging.whole(s.type(), s.count());
             MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
@@ -219,73 +219,62 @@ public final class TcpCommunicator extends CommunicatorCore {
     }
 
     @Override
-    void doAllToAll(HostBuffer s, HostBuffer r) {
+    protected void doAllToAll(HostBuffer s, HostBuffer r) {
         TcpPairwiseAllToAll.run(t, s, r);
     }
 
     @Override
-    void doScatter(HostBuffer s, HostBuffer r, int root) {
+    protected void doScatter(HostBuffer s, HostBuffer r, int root) {
         TcpDirectScatter.run(t, s, r, root);
     }
 
     @Override
-    void doBarrier() {
+    protected void doBarrier() {
         TcpBarrier.run(t);
     }
 
     @Override
-    P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
         return new TcpPointToPoint(t, isSend, b, peer);
     }
 
     @Override
-    void beginP2pBatch() {
-        t.call.set(0, TcpCall.OP_SEND, DataType.INT8, null, -1, 0, callNanos);
+    protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
+        t.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
     }
 
     @Override
-    void idleP2p(int iteration) {
+    protected void idleP2p(int iteration, int peer) {
         t.idle(iteration);
     }
 
     @Override
-    void touchP2pBatch() {
+    protected void touchP2pBatch() {
         t.call.touch();
     }
 
     @Override
-    void propagate(org.jccl.JcclException e, int culprit) {
-        t.fail(codeOf(e), e.getMessage(), culprit);
+    protected void propagate(org.jccl.JcclException e, int culprit) {
+        t.fail(Frame.abortCode(e), e.getMessage(), culprit);
     }
 
     @Override
-    void abortLocally(String reason) {
+    protected void abortLocally(String reason) {
         t.abort(reason);
     }
 
     @Override
-    void closeResources() {
-        try {
-            t.close();
-        } finally {
-            store.close();
-        }
+    protected void closeResources() {
+        t.close();
     }
 
     @Override
-    Communicator createSplit(int splitNo, int color, int[] members, int newRank) {
-        String subId = id + "s" + splitNo + "c" + color;
-        Store sub = new PrefixStore("split" + splitNo + "/" + color + "/", store);
+    protected Communicator createSub(String subId, int[] members, int newRank, Store sub) {
         String[] h = new String[members.length];
         for (int i = 0; i < members.length; i++) {
             h[i] = hostOf[members[i]];
         }
         return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h, 0, watch.sub(members));
-    }
-
-    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
-    public Liveness.Watch watch() {
-        return watch;
     }
 
     @Override

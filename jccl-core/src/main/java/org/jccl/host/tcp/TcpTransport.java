@@ -1,5 +1,7 @@
 package org.jccl.host.tcp;
 
+import org.jccl.host.engine.OpCode;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -784,13 +786,13 @@ public final class TcpTransport implements AutoCloseable {
     /** Posts a point-to-point send (matched in order per pair; its header carries the type and count). */
     public int sendP2p(int peer, MemorySegment seg, long off, long bytes, DataType type, long count) {
         long no = ++sendMessages[peer];
-        return post(true, true, peer, seg, off, bytes, 0, no, TcpCall.pack(TcpCall.OP_SEND, type.ordinal(), TcpCall.NO_REDOP, -1), count);
+        return post(true, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count);
     }
 
     /** Posts a point-to-point receive. */
     public int recvP2p(int peer, MemorySegment seg, long off, long bytes, DataType type, long count) {
         long no = ++recvMessages[peer];
-        return post(false, true, peer, seg, off, bytes, 0, no, TcpCall.pack(TcpCall.OP_SEND, type.ordinal(), TcpCall.NO_REDOP, -1), count);
+        return post(false, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count);
     }
 
     private int post(boolean send, boolean isP2p, int peer, MemorySegment seg, long off, long bytes, long tag, long seq,
@@ -1177,7 +1179,7 @@ public final class TcpTransport implements AutoCloseable {
             int theirs = (int) (packed >>> 40) & 0xff;
             msg = "send/recv mismatch: rank " + rank + " posts recv #" + op.seq + " of " + op.bytes + " bytes of "
                     + types[mine] + " from rank " + c.peer + ", but rank " + c.peer + " sent "
-                    + (((packed >>> 48) & 0xffff) == TcpCall.OP_SEND ? "message #" + seq + " of " + msgBytes + " bytes of "
+                    + (((packed >>> 48) & 0xffff) == OpCode.SEND ? "message #" + seq + " of " + msgBytes + " bytes of "
                     + (theirs < types.length ? types[theirs] : "type " + theirs) : "something else")
                     + ": sends and receives between a pair must match in order, type and count";
         } else {

@@ -1,5 +1,7 @@
 package org.jccl.host.tcp;
 
+import org.jccl.host.engine.OpCode;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -463,7 +465,7 @@ class TcpTransportFuzzTest {
 
     /** One thing a broken or hostile peer sends where rank 0 expects the 64-byte one-shot frame of call #1. */
     static FuzzFrame fuzzFrame(Random rnd, long comm, int count, boolean silent) {
-        long packed = TcpCall.pack(TcpCall.OP_ALLREDUCE, DataType.FLOAT32.ordinal(), ReduceOp.Kind.SUM.ordinal(), -1);
+        long packed = TcpCall.pack(OpCode.ALL_REDUCE, DataType.FLOAT32.ordinal(), ReduceOp.Kind.SUM.ordinal(), -1);
         long tag = Parts.tag(Parts.ONESHOT, 0, 0);
         int bytes = count * 4;
         float[] payload = new float[count];

@@ -1,5 +1,7 @@
 package org.jccl.host.tcp;
 
+import org.jccl.host.engine.OpCode;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -118,7 +120,7 @@ class TcpTransportTest {
         List<Object> out = ranks(2, (r, s) -> {
             try (TcpTransport t = open(r, 2, s, null, Duration.ofSeconds(10)); Arena a = Arena.ofConfined()) {
                 MemorySegment m = a.allocate(4096);
-                t.call.set(1, TcpCall.OP_ALLREDUCE, DataType.FLOAT32, ReduceOp.SUM, -1, 100, Duration.ofSeconds(10).toNanos());
+                t.call.set(1, OpCode.ALL_REDUCE, DataType.FLOAT32, ReduceOp.SUM, -1, 100, Duration.ofSeconds(10).toNanos());
                 if (r == 0) {
                     t.await(t.send(1, m, 0, 400, 7));
                     return "sent";
@@ -138,7 +140,7 @@ class TcpTransportTest {
         List<Object> out = ranks(2, (r, s) -> {
             try (TcpTransport t = open(r, 2, s, null, Duration.ofSeconds(30)); Arena a = Arena.ofConfined()) {
                 MemorySegment m = a.allocate(64);
-                t.call.set(1, TcpCall.OP_BARRIER, DataType.INT8, null, -1, 0, Duration.ofSeconds(30).toNanos());
+                t.call.set(1, OpCode.BARRIER, DataType.INT8, null, -1, 0, Duration.ofSeconds(30).toNanos());
                 if (r == 1) {
                     Thread.sleep(300);
                     return "left"; // closes without taking part
@@ -191,7 +193,7 @@ class TcpTransportTest {
                     try (Arena a = round == 2 ? Arena.ofConfined() : Arena.ofShared()) {
                         MemorySegment buf = a.allocate(total, 64);
                         for (long[] cut : cuts) {
-                            t.call.set(++seq, TcpCall.OP_BROADCAST, DataType.UINT8, null, 0, cut[1],
+                            t.call.set(++seq, OpCode.BROADCAST, DataType.UINT8, null, 0, cut[1],
                                     Duration.ofSeconds(20).toNanos());
                             MemorySegment part = buf.asSlice(cut[0], cut[1]);
                             if (r == 0) {

@@ -1,4 +1,4 @@
-package org.jccl.host.tcp;
+package org.jccl.host.engine;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -18,21 +18,29 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
+import org.jccl.bootstrap.PrefixStore;
+import org.jccl.bootstrap.Store;
+import org.jccl.diag.FlightRecorder;
+import org.jccl.spi.Liveness;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.internal.Log;
 
 /**
- * What the TCP and the hierarchical communicators share with the shared-memory one: argument
- * checks (the same messages), blocking calls inline on the caller's thread without allocating,
- * async calls in order on one worker thread (consecutive async sends/recvs progress together, like
- * an NCCL group), the one-rank cases, and "broken after the first failure". Subclasses supply the
- * collectives for two or more ranks.
+ * The host engine's runtime, the same under every transport (shared memory, TCP, hierarchical):
+ * argument checks (one set of messages), blocking calls inline on the caller's thread without
+ * allocating, async calls in order on one worker thread (consecutive async sends/recvs progress
+ * together, like an NCCL group, messages between a pair in posting order), deadlines, the one-rank
+ * cases, "broken after the first failure" with the failure told to the peers, the flight recorder
+ * ({@code JCCL_TRACE_DIR}), split, and shrink by agreement through the store. Subclasses supply the
+ * collectives for two or more ranks and their transport's hooks.
+ *
+ * <p>Calls must come from one thread at a time, as with NCCL.
  */
-abstract class CommunicatorCore implements Communicator {
-    private static final Log LOG = Log.get(CommunicatorCore.class);
+public abstract class EngineCommunicator implements Communicator {
+    private static final Log LOG = Log.get(EngineCommunicator.class);
 
     /** A send or receive the worker progresses together with its neighbours in the queue. */
-    interface P2p {
+    public interface P2p {
         /** Moves what can move now; true when anything moved. */
         boolean progress();
 
@@ -41,6 +49,12 @@ abstract class CommunicatorCore implements Communicator {
 
         /** The peer. */
         int peer();
+
+        /** True for a send. */
+        boolean isSend();
+
+        /** The message's buffer. */
+        HostBuffer buffer();
 
         /** Runs to completion on the calling thread. */
         void runToCompletion();
@@ -51,11 +65,21 @@ abstract class CommunicatorCore implements Communicator {
     protected final int size;
     protected final Duration timeout;
     protected final long timeoutNanos;
+    /** The job's store under this communicator's prefix (split and shrink agree through it). */
+    protected final Store store;
+    /** Deaths the store's heartbeats report, in this communicator's ranks. */
+    protected final Liveness.Watch watch;
     private final ReentrantLock lock = new ReentrantLock();
-    private final LinkedBlockingDeque<TcpWork> queue = new LinkedBlockingDeque<>();
+    private final LinkedBlockingDeque<EngineWork> queue = new LinkedBlockingDeque<>();
     private final AtomicInteger pending = new AtomicInteger();
-    protected long collSeq;
-    protected int splits;
+    private final FlightRecorder recorder = FlightRecorder.fromEnv(OpCode.names());
+    private final java.nio.file.Path traceDir = FlightRecorder.traceDirFromEnv();
+    private final java.util.Set<Integer> failedRanks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Flight recorder handle of the call running now (under the call lock). */
+    private long current = -1;
+    private long collSeq;
+    private int splits;
+    private int shrinks;
     /** The deadline a {@link #withTimeout} view set for the caller's next call (caller thread; null: the default). */
     private Duration viewTimeout;
     /** The deadline of the call running now (under the call lock); subclasses start their waits with it. */
@@ -64,64 +88,124 @@ abstract class CommunicatorCore implements Communicator {
     private volatile JcclException broken;
     private volatile boolean closed;
 
-    CommunicatorCore(String id, int rank, int size, Duration timeout) {
+    /**
+     * @param store the job's store under this communicator's prefix; closed with the communicator
+     * @param watch deaths the store's heartbeats report (null: none)
+     */
+    protected EngineCommunicator(String id, int rank, int size, Duration timeout, Store store, Liveness.Watch watch) {
         this.id = id;
         this.rank = rank;
         this.size = size;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
         this.callNanos = timeoutNanos;
+        this.store = store;
+        this.watch = watch != null ? watch : Liveness.NONE.watch(size);
     }
 
     // ------------------------------------------------------------------ what subclasses supply (n >= 2)
 
-    abstract void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op);
+    protected abstract void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op);
 
-    abstract void doBroadcast(HostBuffer s, HostBuffer r, int root);
+    protected abstract void doBroadcast(HostBuffer s, HostBuffer r, int root);
 
-    abstract void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root);
+    protected abstract void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root);
 
-    abstract void doAllGather(HostBuffer s, HostBuffer r);
+    protected abstract void doAllGather(HostBuffer s, HostBuffer r);
 
-    abstract void doGather(HostBuffer s, HostBuffer r, int root);
+    protected abstract void doGather(HostBuffer s, HostBuffer r, int root);
 
-    abstract void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op);
+    protected abstract void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op);
 
-    abstract void doAllToAll(HostBuffer s, HostBuffer r);
+    protected abstract void doAllToAll(HostBuffer s, HostBuffer r);
 
-    abstract void doScatter(HostBuffer s, HostBuffer r, int root);
+    protected abstract void doScatter(HostBuffer s, HostBuffer r, int root);
 
-    abstract void doBarrier();
+    protected abstract void doBarrier();
 
     /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv). */
-    abstract P2p newP2p(boolean isSend, HostBuffer b, int peer);
+    protected abstract P2p newP2p(boolean isSend, HostBuffer b, int peer);
 
-    /** Starts a batch of async sends/recvs (its deadline). */
-    abstract void beginP2pBatch();
+    /**
+     * Starts a blocking send/recv or a batch of async ones with deadline {@code timeoutNanos}
+     * ({@code op} is {@link OpCode#SEND} or {@link OpCode#RECV}, {@code b} and {@code peer} those of
+     * a blocking one; a batch passes SEND, null, -1).
+     */
+    protected abstract void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos);
 
-    /** Idles one step of a send/recv batch that did not progress; checks abort, peers and the deadline. */
-    abstract void idleP2p(int iteration);
+    /**
+     * Idles one step of a send/recv batch that did not progress, waiting on {@code peer} (-1: any);
+     * checks abort, peers and the deadline.
+     */
+    protected abstract void idleP2p(int iteration, int peer);
 
     /** Restarts the batch deadline after progress. */
-    abstract void touchP2pBatch();
+    protected abstract void touchP2pBatch();
 
     /**
      * Tells the peers this rank failed (the first failure only), so their waits end; {@code
      * culprit} is the rank (of this communicator) the failure blames, or -1 (this rank's own).
      */
-    abstract void propagate(JcclException e, int culprit);
+    protected abstract void propagate(JcclException e, int culprit);
 
     /** Ends this rank's waits at once (any thread). */
-    abstract void abortLocally(String reason);
+    protected abstract void abortLocally(String reason);
 
-    /** Releases the transports. */
-    abstract void closeResources();
+    /** Releases the transports (the store is closed after it). */
+    protected abstract void closeResources();
 
-    /** Forms the sub-communicator of {@code members} (old ranks, in new rank order). */
-    abstract Communicator createSplit(int splitNo, int color, int[] members, int newRank);
+    /**
+     * Forms the communicator of {@code members} (ranks of this one, in new rank order) meeting
+     * through {@code sub}: a split's or a shrink's.
+     */
+    protected abstract Communicator createSub(String subId, int[] members, int newRank, Store sub);
 
-    /** Starts collective number {@code ++collSeq} (fingerprint, deadline). */
-    abstract void begin(int opcode, org.jccl.DataType type, ReduceOp op, int root, long count);
+    /**
+     * Starts collective number {@code seq}: the transport's fingerprint and deadline ({@code
+     * timeoutNanos}).
+     */
+    protected abstract void beginCall(long seq, int opcode, org.jccl.DataType type, ReduceOp op, int root, long count,
+                                      long timeoutNanos);
+
+    /**
+     * True when {@link #propagate} may run while a call is in progress on another thread (it only
+     * publishes a word the waits poll); false makes {@link #failWith} wait for the call lock.
+     */
+    protected boolean propagatesFromAnyThread() {
+        return false;
+    }
+
+    /**
+     * True when the runtime must keep a pair's messages in posting order itself: a message moves
+     * only after every earlier one between the pair in that direction has moved completely (shared
+     * memory, whose messages share the pair's mailbox). False when the transport numbers and
+     * matches the messages itself (TCP), so that several can be in flight.
+     */
+    protected boolean p2pInPostingOrder() {
+        return false;
+    }
+
+    /** Ranks the transport itself knows dead (e.g. a pid that is gone); shrinkExcludingFailed drops them. */
+    protected java.util.Set<Integer> transportDeadRanks() {
+        return java.util.Set.of();
+    }
+
+    /** The number of the last collective started (the same on every rank). */
+    protected final long collectiveSequence() {
+        return collSeq;
+    }
+
+    /** Starts collective number {@code ++seq}: flight recorder, then the transport's {@link #beginCall}. */
+    private void begin(int opcode, org.jccl.DataType type, ReduceOp op, int root, long count) {
+        long seq = ++collSeq;
+        current = recorder.schedule(seq, opcode, type.ordinal(), count, op == null ? -1 : op.kind().ordinal(), root, -1);
+        recorder.startedNow(current);
+        beginCall(seq, opcode, type, op, root, count, callNanos);
+    }
+
+    private void end() {
+        recorder.completed(current);
+    }
 
     // ------------------------------------------------------------------ basics
 
@@ -148,6 +232,11 @@ abstract class CommunicatorCore implements Communicator {
     /** This communicator's id. */
     public String id() {
         return id;
+    }
+
+    /** The liveness watch of this communicator (deaths the store's heartbeats report). */
+    public Liveness.Watch watch() {
+        return watch;
     }
 
     /**
@@ -178,7 +267,7 @@ abstract class CommunicatorCore implements Communicator {
 
     // ------------------------------------------------------------------ validation
 
-    static HostBuffer host(Buffer b, String name) {
+    protected static HostBuffer host(Buffer b, String name) {
         if (b == null) {
             throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
         }
@@ -328,11 +417,17 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     /** Records the first failure, tells the peers, returns what to throw. */
-    final JcclException failed(RuntimeException e) {
+    protected final JcclException failed(RuntimeException e) {
         JcclException j = e instanceof JcclException je ? je
                 : new JcclException("rank " + rank + " of communicator " + id + ": a collective failed: " + e, e);
         if (broken == null) {
             broken = j;
+        }
+        recorder.failed(current);
+        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank) {
+            failedRanks.add(pf.rank());
+        } else if (j instanceof org.jccl.CollectiveTimeoutException te) {
+            failedRanks.addAll(te.missingRanks());
         }
         int culprit = -1;
         if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank) {
@@ -354,8 +449,30 @@ abstract class CommunicatorCore implements Communicator {
         if (broken == j) {
             broken = x;
         }
+        autoDump(x.getMessage());
         LOG.warn(rank, x.getMessage());
         return x;
+    }
+
+    private void autoDump(String reason) {
+        if (traceDir != null) {
+            try {
+                java.nio.file.Path f = recorder.dump(traceDir, id, rank, size, reason);
+                LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
+            } catch (java.io.IOException e) {
+                LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+            }
+        }
+    }
+
+    @Override
+    public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+        Checks.notNull(dir, "dir");
+        try {
+            return recorder.dump(dir, id, rank, size, "dumpFlightRecord() called");
+        } catch (java.io.IOException e) {
+            throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
+        }
     }
 
     /**
@@ -363,7 +480,7 @@ abstract class CommunicatorCore implements Communicator {
      * hierarchical communicator names the caller's collective, not one of its internal steps. The
      * default returns {@code e}.
      */
-    JcclException explain(JcclException e) {
+    protected JcclException explain(JcclException e) {
         return e;
     }
 
@@ -382,10 +499,10 @@ abstract class CommunicatorCore implements Communicator {
         checkOpen();
         Duration d = callDuration();
         long tn = d.toNanos();
-        return enqueue(new TcpWork(what + " on rank " + rank, d, () -> run(body, tn), null));
+        return enqueue(new EngineWork(what + " on rank " + rank, d, () -> run(body, tn), null));
     }
 
-    private Work enqueue(TcpWork w) {
+    private Work enqueue(EngineWork w) {
         pending.incrementAndGet();
         queue.add(w);
         workerThread();
@@ -401,7 +518,7 @@ abstract class CommunicatorCore implements Communicator {
 
     private void workerLoop() {
         while (!closed) {
-            TcpWork w;
+            EngineWork w;
             try {
                 w = queue.poll(50, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
@@ -429,48 +546,78 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     /** Progresses consecutive sends/recvs together, taking in ones queued meanwhile. */
-    private void runP2pBatch(TcpWork first) {
-        List<TcpWork> batch = new ArrayList<>();
+    private void runP2pBatch(EngineWork first) {
+        List<EngineWork> batch = new ArrayList<>();
         batch.add(first);
         lock.lock();
         try {
             checkOpen();
+            trace(first);
             callNanos = first.timeoutNanos;
-            beginP2pBatch();
+            beginP2p(OpCode.SEND, null, -1, callNanos);
             int idle = 0;
             int open = 1;
+            // One lane per peer and direction: a message may move only once every message posted
+            // before it on its lane has moved completely, so that messages between a pair match in
+            // posting order whatever the transport interleaves.
+            boolean lanes = p2pInPostingOrder();
+            boolean[] laneBusy = new boolean[2 * size];
             while (open > 0) {
                 checkOpen();
-                TcpWork next = queue.peekFirst();
+                EngineWork next = queue.peekFirst();
                 if (next != null && next.p2p != null && queue.remove(next)) {
                     batch.add(next);
+                    trace(next);
                     open++;
+                    callNanos = Math.min(callNanos, next.timeoutNanos);
                 }
                 boolean moved = false;
-                for (TcpWork w : batch) {
+                int waitingOn = -1;
+                java.util.Arrays.fill(laneBusy, false);
+                for (EngineWork w : batch) {
                     if (w.isDone()) {
+                        continue;
+                    }
+                    int lane = 2 * w.p2p.peer() + (w.p2p.isSend() ? 1 : 0);
+                    if (lanes && laneBusy[lane]) {
                         continue;
                     }
                     if (w.p2p.progress()) {
                         moved = true;
                     }
                     if (w.p2p.isDone()) {
+                        recorder.completed(w.trace);
                         w.complete();
                         pending.decrementAndGet();
                         open--;
+                    } else {
+                        laneBusy[lane] = true;
+                        waitingOn = w.p2p.peer();
                     }
                 }
                 if (moved) {
                     idle = 0;
                     touchP2pBatch();
                 } else if (open > 0) {
-                    idleP2p(idle++);
+                    try {
+                        idleP2p(idle++, waitingOn);
+                    } catch (JcclException e) {
+                        // Take what the peers sent before they closed or failed, then give up.
+                        boolean late = false;
+                        for (EngineWork w : batch) {
+                            late |= !w.isDone() && w.p2p.progress();
+                        }
+                        if (!late) {
+                            throw e;
+                        }
+                    }
                 }
             }
         } catch (RuntimeException e) {
             JcclException j = failed(e);
-            for (TcpWork w : batch) {
+            for (EngineWork w : batch) {
                 if (!w.isDone()) {
+                    recorder.failed(w.trace);
                     w.fail(j);
                     pending.decrementAndGet();
                 }
@@ -480,8 +627,15 @@ abstract class CommunicatorCore implements Communicator {
         }
     }
 
+    private void trace(EngineWork w) {
+        P2p op = w.p2p;
+        w.trace = recorder.schedule(0, op.isSend() ? OpCode.SEND : OpCode.RECV, op.buffer().type().ordinal(),
+                op.buffer().count(), -1, -1, op.peer());
+        recorder.started(w.trace);
+    }
+
     private void failPending(JcclException e) {
-        TcpWork w;
+        EngineWork w;
         while ((w = queue.poll()) != null) {
             w.fail(e);
             pending.decrementAndGet();
@@ -510,12 +664,13 @@ abstract class CommunicatorCore implements Communicator {
     // ------------------------------------------------------------------ the operations, dispatched
 
     private void allReduceBody(HostBuffer s, HostBuffer r, ReduceOp op) {
-        begin(TcpCall.OP_ALLREDUCE, s.type(), op, -1, s.count());
+        begin(OpCode.ALL_REDUCE, s.type(), op, -1, s.count());
         if (size == 1) {
             copySelf(s, r, op, one, oneOff);
         } else {
             doAllReduce(s, r, op);
         }
+        end();
     }
 
     @Override
@@ -546,12 +701,13 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void broadcastBody(HostBuffer s, HostBuffer r, int root) {
-        begin(TcpCall.OP_BROADCAST, r.type(), null, root, r.count());
+        begin(OpCode.BROADCAST, r.type(), null, root, r.count());
         if (size == 1) {
             copy(s, r);
         } else {
             doBroadcast(s, r, root);
         }
+        end();
     }
 
     @Override
@@ -584,12 +740,13 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void reduceBody(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
-        begin(TcpCall.OP_REDUCE, s.type(), op, root, s.count());
+        begin(OpCode.REDUCE, s.type(), op, root, s.count());
         if (size == 1) {
             copySelf(s, r, op, one, oneOff);
         } else {
             doReduce(s, r, op, root);
         }
+        end();
     }
 
     @Override
@@ -618,7 +775,7 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void allGatherBody(HostBuffer s, HostBuffer r, int root) {
-        begin(root < 0 ? TcpCall.OP_ALLGATHER : TcpCall.OP_GATHER, s.type(), null, root, s.count());
+        begin(root < 0 ? OpCode.ALL_GATHER : OpCode.GATHER, s.type(), null, root, s.count());
         if (size == 1) {
             copy(s, r);
         } else if (root < 0) {
@@ -626,6 +783,7 @@ abstract class CommunicatorCore implements Communicator {
         } else {
             doGather(s, r, root);
         }
+        end();
     }
 
     @Override
@@ -681,12 +839,13 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void reduceScatterBody(HostBuffer s, HostBuffer r, ReduceOp op) {
-        begin(TcpCall.OP_REDUCESCATTER, s.type(), op, -1, r.count());
+        begin(OpCode.REDUCE_SCATTER, s.type(), op, -1, r.count());
         if (size == 1) {
             copySelf(s, r, op, one, oneOff);
         } else {
             doReduceScatter(s, r, op);
         }
+        end();
     }
 
     @Override
@@ -717,12 +876,13 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void allToAllBody(HostBuffer s, HostBuffer r) {
-        begin(TcpCall.OP_ALLTOALL, s.type(), null, -1, s.count());
+        begin(OpCode.ALL_TO_ALL, s.type(), null, -1, s.count());
         if (size == 1) {
             copy(s, r);
         } else {
             doAllToAll(s, r);
         }
+        end();
     }
 
     @Override
@@ -753,12 +913,13 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     private void scatterBody(HostBuffer s, HostBuffer r, int root) {
-        begin(TcpCall.OP_SCATTER, r.type(), null, root, r.count());
+        begin(OpCode.SCATTER, r.type(), null, root, r.count());
         if (size == 1) {
             copy(s, r);
         } else {
             doScatter(s, r, root);
         }
+        end();
     }
 
     @Override
@@ -794,8 +955,12 @@ abstract class CommunicatorCore implements Communicator {
         try {
             checkOpen();
             callNanos = tn;
-            beginP2pBatch();
+            int op = isSend ? OpCode.SEND : OpCode.RECV;
+            current = recorder.schedule(0, op, b.type().ordinal(), b.count(), -1, -1, peer);
+            recorder.startedNow(current);
+            beginP2p(op, b, peer, tn);
             newP2p(isSend, b, peer).runToCompletion();
+            recorder.completed(current);
         } catch (RuntimeException e) {
             throw failed(e);
         } finally {
@@ -806,7 +971,7 @@ abstract class CommunicatorCore implements Communicator {
     private Work p2pAsync(boolean isSend, HostBuffer b, int peer) {
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        return enqueue(new TcpWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
+        return enqueue(new EngineWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
     }
 
     @Override
@@ -848,10 +1013,11 @@ abstract class CommunicatorCore implements Communicator {
     // ------------------------------------------------------------------ barrier
 
     private void barrierBody() {
-        begin(TcpCall.OP_BARRIER, org.jccl.DataType.INT8, null, -1, 0);
+        begin(OpCode.BARRIER, org.jccl.DataType.INT8, null, -1, 0);
         if (size > 1) {
             doBarrier();
         }
+        end();
     }
 
     @Override
@@ -904,7 +1070,133 @@ abstract class CommunicatorCore implements Communicator {
                 newRank = i;
             }
         }
-        return createSplit(splitNo, color, order, newRank);
+        return createSub(id + "s" + splitNo + "c" + color, order, newRank,
+                new PrefixStore("split" + splitNo + "/" + color + "/", store));
+    }
+
+    @Override
+    public Communicator shrink(java.util.Set<Integer> excluded) {
+        Checks.notNull(excluded, "excluded");
+        java.util.TreeSet<Integer> ex = new java.util.TreeSet<>();
+        for (Integer r : excluded) {
+            if (r == null) {
+                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
+            }
+            Checks.rank(r, size, "excluded rank");
+            ex.add(r);
+        }
+        if (ex.contains(rank)) {
+            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not call shrink");
+        }
+        return shrinkTo(ex);
+    }
+
+    /**
+     * Agrees through the store on the ranks that failed: each survivor posts what it knows (the
+     * failures it saw, the heartbeats' and the transport's dead ranks) and waits, with the
+     * deadline, to hear from every rank not known dead; the union is excluded.
+     */
+    @Override
+    public Communicator shrinkExcludingFailed() {
+        int no = shrinks + 1;
+        String base = "shrink" + no + "/known/";
+        java.util.TreeSet<Integer> known = new java.util.TreeSet<>(failedRanks());
+        known.remove(rank);
+        store.set(base + rank, encode(known));
+        // Hear from every rank not known dead; a rank another survivor (or the transport) reports
+        // dead meanwhile is dropped from the wait.
+        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(known);
+        java.util.TreeSet<Integer> waiting = new java.util.TreeSet<>();
+        for (int r = 0; r < size; r++) {
+            if (r != rank && !known.contains(r)) {
+                waiting.add(r);
+            }
+        }
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (!waiting.isEmpty()) {
+            for (java.util.Iterator<Integer> it = waiting.iterator(); it.hasNext(); ) {
+                int r = it.next();
+                byte[] v = store.tryGet(base + r);
+                if (v != null) {
+                    union.addAll(decode(v));
+                    it.remove();
+                }
+            }
+            waiting.removeAll(union);
+            waiting.removeAll(deadNow());
+            if (waiting.isEmpty()) {
+                break;
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new org.jccl.CollectiveTimeoutException("shrinkExcludingFailed on rank " + rank + " timed out after "
+                        + timeout + ": rank(s) " + waiting + " neither joined nor were reported failed", new ArrayList<>(waiting));
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
+        }
+        union.addAll(deadNow());
+        union.remove(rank);
+        return shrinkTo(union);
+    }
+
+    private java.util.Set<Integer> deadNow() {
+        java.util.Set<Integer> d = new java.util.TreeSet<>(transportDeadRanks());
+        d.addAll(watch.deadMembers());
+        return d;
+    }
+
+    private Communicator shrinkTo(java.util.SortedSet<Integer> excluded) {
+        int no = ++shrinks;
+        String base = "shrink" + no + "/";
+        byte[] mine = encode(excluded);
+        store.set(base + "set/" + rank, mine);
+        List<Integer> survivors = new ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            if (!excluded.contains(r)) {
+                survivors.add(r);
+            }
+        }
+        if (survivors.isEmpty()) {
+            throw new IllegalArgumentException("excluded holds every rank: nothing would be left");
+        }
+        for (int r : survivors) {
+            if (r != rank) {
+                byte[] theirs = store.get(base + "set/" + r, timeout);
+                if (!java.util.Arrays.equals(mine, theirs)) {
+                    throw new CollectiveMismatchException("shrink: rank " + rank + " excludes " + excluded + " but rank "
+                            + r + " excludes " + decode(theirs) + ": every survivor must exclude the same ranks");
+                }
+            }
+        }
+        int newRank = survivors.indexOf(rank);
+        LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of "
+                + survivors.size());
+        int[] members = survivors.stream().mapToInt(Integer::intValue).toArray();
+        return createSub(id + "x" + no, members, newRank, new PrefixStore(base + "comm/", store));
+    }
+
+    private static byte[] encode(java.util.Set<Integer> ranks) {
+        StringBuilder b = new StringBuilder();
+        for (int r : new java.util.TreeSet<>(ranks)) {
+            b.append(r).append(',');
+        }
+        return b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private static java.util.Set<Integer> decode(byte[] v) {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
+        for (String p : new String(v, java.nio.charset.StandardCharsets.UTF_8).split(",")) {
+            if (!p.isEmpty()) {
+                out.add(Integer.parseInt(p));
+            }
+        }
+        return out;
+    }
+
+    /** Ranks this communicator has seen fail or time out, and those the heartbeats or the transport report dead. */
+    public java.util.Set<Integer> failedRanks() {
+        java.util.TreeSet<Integer> out = new java.util.TreeSet<>(failedRanks);
+        out.addAll(deadNow());
+        return out;
     }
 
     @Override
@@ -925,13 +1217,15 @@ abstract class CommunicatorCore implements Communicator {
             }
         }
         LOG.info(rank, () -> reason);
+        autoDump(reason);
     }
 
     /**
      * Fails this communicator with {@code e} as if one of its calls had (a composing communicator
-     * whose other part failed): later calls fail, and the peers learn the reason.
+     * whose other part failed): later calls fail, and the peers learn the reason. Any thread; the
+     * first failure stands.
      */
-    final void failWith(JcclException e) {
+    public final void failWith(JcclException e) {
         failWith(e, -1);
     }
 
@@ -939,7 +1233,16 @@ abstract class CommunicatorCore implements Communicator {
      * {@link #failWith(JcclException)} blaming {@code culprit} (a rank of this communicator that
      * died or did not arrive, -1: none), whom the peers then name rather than this rank.
      */
-    final void failWith(JcclException e, int culprit) {
+    public final void failWith(JcclException e, int culprit) {
+        Checks.notNull(e, "cause");
+        if (propagatesFromAnyThread()) {
+            // no lock: a call in progress on another thread (a worker's long wait) must not delay it
+            if (broken == null && !closed) {
+                broken = e;
+                propagate(e, culprit);
+            }
+            return;
+        }
         lock.lock();
         try {
             if (broken == null && !closed) {
@@ -952,7 +1255,7 @@ abstract class CommunicatorCore implements Communicator {
     }
 
     /** True once the communicator failed or was aborted. */
-    final boolean isBroken() {
+    public final boolean isBroken() {
         return broken != null;
     }
 
@@ -982,13 +1285,10 @@ abstract class CommunicatorCore implements Communicator {
             closeResources();
         } finally {
             lock.unlock();
+            if (store != null) {
+                store.close();
+            }
         }
         LOG.info(rank, () -> "closed communicator " + id);
-    }
-
-    /** The ABORT code that tells peers about {@code e}. */
-    static long codeOf(JcclException e) {
-        return e instanceof CollectiveMismatchException ? Frame.ABORT_MISMATCH
-                : e instanceof AbortedException ? Frame.ABORT_ABORTED : Frame.ABORT_FAILED;
     }
 }

@@ -1,4 +1,4 @@
-package org.jccl.host.tcp;
+package org.jccl.host.engine;
 
 import java.time.Duration;
 import java.util.List;
@@ -9,18 +9,20 @@ import org.jccl.CollectiveTimeoutException;
 import org.jccl.JcclException;
 import org.jccl.Work;
 
-/** Work of the TCP and hierarchical communicators: completed by the communicator's worker thread. */
-final class TcpWork implements Work {
+/** Work of the host engine (every transport): completed by the communicator's worker thread. */
+final class EngineWork implements Work {
     private final CountDownLatch latch = new CountDownLatch(1);
     private final String description;
     private final Duration defaultTimeout;
     /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
     final long timeoutNanos;
     final Runnable body;
-    final CommunicatorCore.P2p p2p;
+    final EngineCommunicator.P2p p2p;
+    /** Flight recorder handle of a send/recv (set by the worker). */
+    long trace = -1;
     private volatile JcclException failure;
 
-    TcpWork(String description, Duration defaultTimeout, Runnable body, CommunicatorCore.P2p p2p) {
+    EngineWork(String description, Duration defaultTimeout, Runnable body, EngineCommunicator.P2p p2p) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
         this.timeoutNanos = defaultTimeout.toNanos();

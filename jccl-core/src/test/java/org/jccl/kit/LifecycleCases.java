@@ -25,6 +25,8 @@ final class LifecycleCases {
                 KitCase.of("split.disjointAtOnce", LifecycleCases::disjointAtOnce),
                 KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
                 KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
+                KitCase.fresh("shrink.excludingTheLast", LifecycleCases::shrinkExcludingTheLast),
+                KitCase.of("flightRecord.dump", LifecycleCases::flightRecordDump),
                 KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose));
     }
 
@@ -221,6 +223,59 @@ final class LifecycleCases {
             ctx.checkReduced(() -> "async reduce", rOut, 0, DataType.FLOAT32, ReduceOp.MIN, sd + 24, 0, n);
         }
         ctx.checkBytes(() -> "async scatter", scOut, 0, ctx.input(DataType.INT32, ReduceOp.SUM, sd + 26, 0, n * size).asSlice(r * n * 4, n * 4));
+    }
+
+    /**
+     * Every rank but the last shrinks the communicator without it (the leaving rank does not call
+     * shrink): ranks keep their order, the new one all-reduces the survivors' ranks, and the
+     * parent goes on working.
+     */
+    static void shrinkExcludingTheLast(Ctx ctx) {
+        if (!ctx.traits().shrink() || ctx.size() < 2) {
+            return;
+        }
+        int leaving = ctx.size() - 1;
+        Communicator c = ctx.comm();
+        if (ctx.rank() != leaving) {
+            List<Integer> members = new ArrayList<>();
+            for (int p = 0; p < leaving; p++) {
+                members.add(p);
+            }
+            try (Communicator s = c.shrink(java.util.Set.of(leaving))) {
+                ctx.check(s.size() == leaving && s.rank() == ctx.rank(), () -> "shrink without rank " + leaving + " gave rank "
+                        + s.rank() + " of " + s.size() + ", want rank " + ctx.rank() + " of " + leaving);
+                checkSum(ctx, s, members, "shrink without rank " + leaving);
+            }
+        }
+        List<Integer> all = new ArrayList<>();
+        for (int p = 0; p < ctx.size(); p++) {
+            all.add(p);
+        }
+        checkSum(ctx, c, all, "the parent after a shrink");
+    }
+
+    /**
+     * {@code dumpFlightRecord} writes a file that names the collectives this rank ran (every
+     * backend keeps a flight recorder).
+     */
+    static void flightRecordDump(Ctx ctx) throws java.io.IOException {
+        Communicator c = ctx.comm();
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, ctx.seed(), ctx.rank(), 16);
+        c.allReduce(b, ReduceOp.SUM);
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("jccl-kit-flight");
+        try {
+            java.nio.file.Path f = c.dumpFlightRecord(dir);
+            String s = java.nio.file.Files.readString(f);
+            ctx.check(s.contains("allReduce"), () -> "the flight record " + f + " does not name the allReduce just run: "
+                    + s.substring(0, Math.min(400, s.length())));
+        } finally {
+            try (var files = java.nio.file.Files.list(dir)) {
+                for (java.nio.file.Path p : files.toList()) {
+                    java.nio.file.Files.deleteIfExists(p);
+                }
+            }
+            java.nio.file.Files.deleteIfExists(dir);
+        }
     }
 
     static void callsAfterClose(Ctx ctx) {

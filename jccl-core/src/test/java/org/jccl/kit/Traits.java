@@ -23,9 +23,11 @@ import org.jccl.ReduceOp;
  * @param perCallTimeout    {@code withTimeout} views
  * @param namesMissingRanks a timeout's {@code missingRanks()} names the rank that did not call
  * @param bitwiseIdentical  a float all-reduce gives bitwise the same result on every rank
+ * @param shrink            {@code shrink(Set)}: the survivors form a communicator without the
+ *                          excluded ranks, which do not call it
  */
 public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boolean selfP2p, boolean recvBeforeSend, Set<Mismatch> mismatchesInCall, Set<Mismatch> mismatchesByNextCall,
-                     boolean perCallTimeout, boolean namesMissingRanks, boolean bitwiseIdentical) {
+                     boolean perCallTimeout, boolean namesMissingRanks, boolean bitwiseIdentical, boolean shrink) {
 
     /** A disagreement between the ranks of one call (the kit's errors.mismatch.* cases). */
     public enum Mismatch {
@@ -62,7 +64,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
             }
         }
         return new Traits("host/" + transport + (check ? "+JCCL_CHECK" : ""), EnumSet.allOf(DataType.class), true, true,
-                true, m, EnumSet.allOf(Mismatch.class), true, true, true);
+                true, m, EnumSet.allOf(Mismatch.class), true, true, true, true);
     }
 
     /**
@@ -75,10 +77,12 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
      *     with a truncation error), and jccl-mpi adds no fingerprint exchange (no store);</li>
      * <li>{@code namesMissingRanks} false: MPI has no store and cannot tell who did not call, so
      *     a timeout's {@code missingRanks()} is empty (the message still names the collective);</li>
+     * <li>{@code shrink} false: Open MPI 4 has no ULFM in its default build, and jccl-mpi has no
+     *     store to agree on the survivors (create a new communicator with MPI_Comm_split);</li>
      * </ul>
      */
     public static Traits mpi() {
-        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, true, EnumSet.noneOf(Mismatch.class), EnumSet.noneOf(Mismatch.class), true, false, true);
+        return new Traits("mpi", EnumSet.allOf(DataType.class), true, true, true, EnumSet.noneOf(Mismatch.class), EnumSet.noneOf(Mismatch.class), true, false, true, false);
     }
 
     /**
@@ -109,7 +113,7 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
             types.removeAll(EnumSet.of(DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2));
         }
         Set<Mismatch> m = jcclCheck ? EnumSet.complementOf(EnumSet.of(Mismatch.SEND_RECV_SIZE)) : EnumSet.noneOf(Mismatch.class);
-        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, false, m, m, true, true, true);
+        return new Traits(jcclCheck ? "nccl+JCCL_CHECK" : "nccl", types, false, false, false, m, m, true, true, true, true);
     }
 
     /** The operators the kit runs on {@code t} with this backend. */
@@ -124,6 +128,6 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
 
     /** A copy with another name (e.g. "host/shm 3 procs"). */
     public Traits named(String n) {
-        return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, mismatchesByNextCall, perCallTimeout, namesMissingRanks, bitwiseIdentical);
+        return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, mismatchesByNextCall, perCallTimeout, namesMissingRanks, bitwiseIdentical, shrink);
     }
 }

@@ -165,11 +165,14 @@ class ProcessRanksTest {
         assertNoSegmentsLeft(job);
     }
 
-    @Test
-    void survivorsShrinkAfterASigkillAndGoOnCorrectly() throws Exception {
-        String job = "shrink" + ProcessHandle.current().pid();
+    /** Shared memory and TCP (one runtime, one agreement protocol): the same shrink after a SIGKILL. */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"shm", "tcp"})
+    void survivorsShrinkAfterASigkillAndGoOnCorrectly(String transport) throws Exception {
+        String job = "shrink" + transport + ProcessHandle.current().pid();
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "s")) {
-            List<Rank> ranks = start(4, server.port(), "s", job, "shrink", Map.of("JCCL_TIMEOUT", "60s"));
+            List<Rank> ranks = start(4, server.port(), "s", job, "shrink", Map.of("JCCL_TIMEOUT", "60s",
+                    "JCCL_TRANSPORT", transport.equals("tcp") ? "tcp" : "auto"));
             try {
                 for (Rank r : ranks) {
                     assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());

@@ -2185,54 +2185,8 @@ public final class NcclCommunicator implements Communicator {
         } finally {
             lock.unlock();
         }
-        String base = scope + "/shrink" + no + "/";
-        java.util.TreeSet<Integer> known = knownFailed();
-        known.remove(rank);
-        jobStore.set(base + "known/" + rank, encodeRanks(known));
-        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(known);
-        java.util.TreeSet<Integer> heard = new java.util.TreeSet<>(java.util.Set.of(rank));
-        long deadline = System.nanoTime() + timeoutNanos;
-        byte[] decision;
-        while (true) {
-            decision = jobStore.tryGet(base + "decision");
-            if (decision != null) {
-                break;
-            }
-            for (int r = 0; r < size; r++) {
-                if (!heard.contains(r)) {
-                    byte[] v = jobStore.tryGet(base + "known/" + r);
-                    if (v != null) {
-                        heard.add(r);
-                        union.addAll(decodeRanks(v));
-                    }
-                }
-            }
-            union.addAll(knownFailed());
-            boolean complete = true;
-            for (int r = 0; r < size; r++) {
-                complete &= heard.contains(r) || union.contains(r);
-            }
-            boolean late = System.nanoTime() - deadline > 0;
-            if (complete || late) {
-                java.util.TreeSet<Integer> proposal = new java.util.TreeSet<>(union);
-                if (late) {
-                    for (int r = 0; r < size; r++) {
-                        if (!heard.contains(r)) {
-                            proposal.add(r); // silent until the deadline: treated as failed
-                        }
-                    }
-                }
-                proposal.removeAll(heard.stream().filter(r -> !union.contains(r)).toList());
-                decision = jobStore.compareSet(base + "decision", null, encodeRanks(proposal));
-                break;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
-        }
-        java.util.TreeSet<Integer> agreed = decodeRanks(decision);
-        if (agreed.contains(rank)) {
-            throw new PeerFailureException(rank, "shrinkExcludingFailed on rank " + rank + ": the other survivors decided "
-                    + "without this rank (it was reported failed or joined after their deadline); excluded " + agreed);
-        }
+        java.util.SortedSet<Integer> agreed = org.jccl.internal.ShrinkAgreement.decideFailed(jobStore,
+                scope + "/shrink" + no + "/", rank, size, this::knownFailed, timeout);
         LOG.info(rank, () -> "shrinkExcludingFailed on " + describe() + ": survivors agreed to exclude " + agreed);
         return shrinkTo(agreed);
     }
@@ -2283,18 +2237,7 @@ public final class NcclCommunicator implements Communicator {
         }
         String base = scope + "/shrinkto" + no + "/";
         if (jobStore != null) {
-            byte[] mine = encodeRanks(excluded);
-            jobStore.set(base + "set/" + rank, mine);
-            for (int r : survivors) {
-                if (r != rank) {
-                    byte[] theirs = jobStore.get(base + "set/" + r, timeout);
-                    if (!java.util.Arrays.equals(mine, theirs)) {
-                        throw new org.jccl.CollectiveMismatchException("shrink: rank " + rank + " excludes " + excluded
-                                + " but rank " + r + " excludes " + decodeRanks(theirs) + ": every survivor must exclude "
-                                + "the same ranks");
-                    }
-                }
-            }
+            org.jccl.internal.ShrinkAgreement.checkSameExclusion(jobStore, base, rank, excluded, survivors, timeout);
         }
         int newRank = survivors.indexOf(rank);
         if (state.get() == OPEN && Nccl.hasShrink()) {
@@ -2436,24 +2379,6 @@ public final class NcclCommunicator implements Communicator {
         if (liveness != null && liveness != Liveness.NONE) {
             watch = liveness.watch(size);
         }
-    }
-
-    private static byte[] encodeRanks(java.util.Set<Integer> ranks) {
-        StringBuilder b = new StringBuilder();
-        for (int r : new java.util.TreeSet<>(ranks)) {
-            b.append(r).append(',');
-        }
-        return b.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-    }
-
-    private static java.util.TreeSet<Integer> decodeRanks(byte[] v) {
-        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
-        for (String p : new String(v, java.nio.charset.StandardCharsets.US_ASCII).split(",")) {
-            if (!p.isEmpty()) {
-                out.add(Integer.parseInt(p));
-            }
-        }
-        return out;
     }
 
     private interface DeriveCall {

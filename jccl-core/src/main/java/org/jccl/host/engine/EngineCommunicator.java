@@ -24,6 +24,7 @@ import org.jccl.diag.FlightRecorder;
 import org.jccl.spi.Liveness;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.internal.Log;
+import org.jccl.internal.ShrinkAgreement;
 
 /**
  * The host engine's runtime, the same under every transport (shared memory, TCP, hierarchical):
@@ -661,293 +662,236 @@ public abstract class EngineCommunicator implements Communicator {
         }
     }
 
-    // ------------------------------------------------------------------ the operations, dispatched
+    // ------------------------------------------------------------------ one path for every collective
 
-    private void allReduceBody(HostBuffer s, HostBuffer r, ReduceOp op) {
-        begin(OpCode.ALL_REDUCE, s.type(), op, -1, s.count());
-        if (size == 1) {
-            copySelf(s, r, op, one, oneOff);
+    /**
+     * Runs validated collective {@code code}: on the caller's thread without allocating when
+     * nothing async is pending, else behind the pending work; {@code async} returns its Work at once.
+     */
+    private Work run(int code, HostBuffer s, HostBuffer r, ReduceOp op, int root, boolean async) {
+        if (async) {
+            return submit(OpCode.name(code), () -> body(code, s, r, op, root));
+        }
+        if (inline()) {
+            enter(callTimeoutNanos());
+            try {
+                body(code, s, r, op, root);
+            } catch (RuntimeException e) {
+                throw failed(e);
+            } finally {
+                lock.unlock();
+            }
         } else {
-            doAllReduce(s, r, op);
+            submit(OpCode.name(code), () -> body(code, s, r, op, root)).await();
+        }
+        return null;
+    }
+
+    /**
+     * One collective under the call lock: its fingerprint (per-rank count), the flight recorder and
+     * the deadline ({@link #begin}), then the one-rank copy or the transport's algorithm.
+     */
+    private void body(int code, HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        switch (code) {
+            case OpCode.ALL_REDUCE, OpCode.REDUCE -> begin(code, s.type(), op, root, s.count());
+            case OpCode.REDUCE_SCATTER -> begin(code, s.type(), op, root, r.count());
+            case OpCode.BROADCAST, OpCode.SCATTER -> begin(code, r.type(), null, root, r.count());
+            case OpCode.BARRIER -> begin(code, org.jccl.DataType.INT8, null, root, 0);
+            default -> begin(code, s.type(), null, root, s.count()); // all-gather, gather, all-to-all
+        }
+        if (size == 1) {
+            switch (code) {
+                case OpCode.ALL_REDUCE, OpCode.REDUCE, OpCode.REDUCE_SCATTER -> copySelf(s, r, op, one, oneOff);
+                case OpCode.BARRIER -> { }
+                default -> copy(s, r);
+            }
+        } else {
+            switch (code) {
+                case OpCode.ALL_REDUCE -> doAllReduce(s, r, op);
+                case OpCode.BROADCAST -> doBroadcast(s, r, root);
+                case OpCode.REDUCE -> doReduce(s, r, op, root);
+                case OpCode.ALL_GATHER -> doAllGather(s, r);
+                case OpCode.GATHER -> doGather(s, r, root);
+                case OpCode.REDUCE_SCATTER -> doReduceScatter(s, r, op);
+                case OpCode.ALL_TO_ALL -> doAllToAll(s, r);
+                case OpCode.SCATTER -> doScatter(s, r, root);
+                default -> doBarrier();
+            }
         }
         end();
+    }
+
+    /** A host buffer argument; one an async call uses must be reachable from the worker thread. */
+    private HostBuffer arg(Buffer b, String name, boolean async) {
+        HostBuffer h = host(b, name);
+        return async ? async(h, name) : h;
+    }
+
+    private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = arg(recv, "recv", async);
+        checkAllReduce(s, r, op);
+        return run(OpCode.ALL_REDUCE, s, r, op, -1, async);
     }
 
     @Override
     public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
-        checkAllReduce(s, r, op);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                allReduceBody(s, r, op);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("allReduce", () -> allReduceBody(s, r, op)).await();
-        }
+        allReduce(send, recv, op, false);
     }
 
     @Override
     public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        checkAllReduce(s, r, op);
-        return submit("allReduce", () -> allReduceBody(s, r, op));
+        return allReduce(send, recv, op, true);
     }
 
-    private void broadcastBody(HostBuffer s, HostBuffer r, int root) {
-        begin(OpCode.BROADCAST, r.type(), null, root, r.count());
-        if (size == 1) {
-            copy(s, r);
-        } else {
-            doBroadcast(s, r, root);
-        }
-        end();
+    private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
+        Checks.rank(root, size, "root");
+        HostBuffer r = arg(recv, "recv", async);
+        HostBuffer s = rank == root ? arg(send, "send", async) : null;
+        checkBroadcast(s, r, root);
+        return run(OpCode.BROADCAST, s, r, null, root, async);
     }
 
     @Override
     public void broadcast(Buffer send, Buffer recv, int root) {
-        Checks.rank(root, size, "root");
-        HostBuffer r = host(recv, "recv");
-        HostBuffer s = rank == root ? host(send, "send") : null;
-        checkBroadcast(s, r, root);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                broadcastBody(s, r, root);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("broadcast", () -> broadcastBody(s, r, root)).await();
-        }
+        broadcast(send, recv, root, false);
     }
 
     @Override
     public Work broadcastAsync(Buffer send, Buffer recv, int root) {
-        Checks.rank(root, size, "root");
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        HostBuffer s = rank == root ? async(host(send, "send"), "send") : null;
-        checkBroadcast(s, r, root);
-        return submit("broadcast", () -> broadcastBody(s, r, root));
+        return broadcast(send, recv, root, true);
     }
 
-    private void reduceBody(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
-        begin(OpCode.REDUCE, s.type(), op, root, s.count());
-        if (size == 1) {
-            copySelf(s, r, op, one, oneOff);
-        } else {
-            doReduce(s, r, op, root);
-        }
-        end();
+    private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = checkReduce(s, recv, op, root);
+        return run(OpCode.REDUCE, s, async ? async(r, "recv") : r, op, root, async);
     }
 
     @Override
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = checkReduce(s, recv, op, root);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                reduceBody(s, r, op, root);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("reduce", () -> reduceBody(s, r, op, root)).await();
-        }
+        reduce(send, recv, op, root, false);
     }
 
     @Override
     public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(checkReduce(s, recv, op, root), "recv");
-        return submit("reduce", () -> reduceBody(s, r, op, root));
+        return reduce(send, recv, op, root, true);
     }
 
-    private void allGatherBody(HostBuffer s, HostBuffer r, int root) {
-        begin(root < 0 ? OpCode.ALL_GATHER : OpCode.GATHER, s.type(), null, root, s.count());
-        if (size == 1) {
-            copy(s, r);
-        } else if (root < 0) {
-            doAllGather(s, r);
-        } else {
-            doGather(s, r, root);
-        }
-        end();
+    private Work allGather(Buffer send, Buffer recv, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = arg(recv, "recv", async);
+        checkGather(s, r, "allGather");
+        return run(OpCode.ALL_GATHER, s, r, null, -1, async);
     }
 
     @Override
     public void allGather(Buffer send, Buffer recv) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
-        checkGather(s, r, "allGather");
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                allGatherBody(s, r, -1);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("allGather", () -> allGatherBody(s, r, -1)).await();
-        }
+        allGather(send, recv, false);
     }
 
     @Override
     public Work allGatherAsync(Buffer send, Buffer recv) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        checkGather(s, r, "allGather");
-        return submit("allGather", () -> allGatherBody(s, r, -1));
+        return allGather(send, recv, true);
+    }
+
+    private Work gather(Buffer send, Buffer recv, int root, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = checkGatherRoot(s, recv, root);
+        return run(OpCode.GATHER, s, async ? async(r, "recv") : r, null, root, async);
     }
 
     @Override
     public void gather(Buffer send, Buffer recv, int root) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = checkGatherRoot(s, recv, root);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                allGatherBody(s, r, root);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("gather", () -> allGatherBody(s, r, root)).await();
-        }
+        gather(send, recv, root, false);
     }
 
     @Override
     public Work gatherAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(checkGatherRoot(s, recv, root), "recv");
-        return submit("gather", () -> allGatherBody(s, r, root));
+        return gather(send, recv, root, true);
     }
 
-    private void reduceScatterBody(HostBuffer s, HostBuffer r, ReduceOp op) {
-        begin(OpCode.REDUCE_SCATTER, s.type(), op, -1, r.count());
-        if (size == 1) {
-            copySelf(s, r, op, one, oneOff);
-        } else {
-            doReduceScatter(s, r, op);
-        }
-        end();
+    private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = arg(recv, "recv", async);
+        checkReduceScatter(s, r, op);
+        return run(OpCode.REDUCE_SCATTER, s, r, op, -1, async);
     }
 
     @Override
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
-        checkReduceScatter(s, r, op);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                reduceScatterBody(s, r, op);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("reduceScatter", () -> reduceScatterBody(s, r, op)).await();
-        }
+        reduceScatter(send, recv, op, false);
     }
 
     @Override
     public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        checkReduceScatter(s, r, op);
-        return submit("reduceScatter", () -> reduceScatterBody(s, r, op));
+        return reduceScatter(send, recv, op, true);
     }
 
-    private void allToAllBody(HostBuffer s, HostBuffer r) {
-        begin(OpCode.ALL_TO_ALL, s.type(), null, -1, s.count());
-        if (size == 1) {
-            copy(s, r);
-        } else {
-            doAllToAll(s, r);
-        }
-        end();
+    private Work allToAll(Buffer send, Buffer recv, boolean async) {
+        HostBuffer s = arg(send, "send", async);
+        HostBuffer r = arg(recv, "recv", async);
+        checkAllToAll(s, r);
+        return run(OpCode.ALL_TO_ALL, s, r, null, -1, async);
     }
 
     @Override
     public void allToAll(Buffer send, Buffer recv) {
-        HostBuffer s = host(send, "send");
-        HostBuffer r = host(recv, "recv");
-        checkAllToAll(s, r);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                allToAllBody(s, r);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("allToAll", () -> allToAllBody(s, r)).await();
-        }
+        allToAll(send, recv, false);
     }
 
     @Override
     public Work allToAllAsync(Buffer send, Buffer recv) {
-        HostBuffer s = async(host(send, "send"), "send");
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        checkAllToAll(s, r);
-        return submit("allToAll", () -> allToAllBody(s, r));
+        return allToAll(send, recv, true);
     }
 
-    private void scatterBody(HostBuffer s, HostBuffer r, int root) {
-        begin(OpCode.SCATTER, r.type(), null, root, r.count());
-        if (size == 1) {
-            copy(s, r);
-        } else {
-            doScatter(s, r, root);
-        }
-        end();
+    private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
+        HostBuffer r = arg(recv, "recv", async);
+        HostBuffer s = checkScatter(send, r, root);
+        return run(OpCode.SCATTER, async ? async(s, "send") : s, r, null, root, async);
     }
 
     @Override
     public void scatter(Buffer send, Buffer recv, int root) {
-        HostBuffer r = host(recv, "recv");
-        HostBuffer s = checkScatter(send, r, root);
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                scatterBody(s, r, root);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("scatter", () -> scatterBody(s, r, root)).await();
-        }
+        scatter(send, recv, root, false);
     }
 
     @Override
     public Work scatterAsync(Buffer send, Buffer recv, int root) {
-        HostBuffer r = async(host(recv, "recv"), "recv");
-        HostBuffer s = async(checkScatter(send, r, root), "send");
-        return submit("scatter", () -> scatterBody(s, r, root));
+        return scatter(send, recv, root, true);
+    }
+
+    @Override
+    public void barrier() {
+        run(OpCode.BARRIER, null, null, null, -1, false);
+    }
+
+    @Override
+    public Work barrierAsync() {
+        return run(OpCode.BARRIER, null, null, null, -1, true);
     }
 
     // ------------------------------------------------------------------ point to point
+
+    /**
+     * A send or receive: blocking ones run on the caller's thread when nothing async is pending;
+     * async ones (and blocking ones behind pending work) join the worker's batch of sends/recvs.
+     */
+    private Work p2p(boolean isSend, Buffer buffer, int peer, boolean async) {
+        HostBuffer b = arg(buffer, "buffer", async);
+        Checks.rank(peer, size, "peer");
+        if (!async && inline()) {
+            p2pInline(isSend, b, peer);
+            return null;
+        }
+        checkOpen();
+        String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
+        Work w = enqueue(new EngineWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
+        if (!async) {
+            w.await();
+        }
+        return w;
+    }
 
     private void p2pInline(boolean isSend, HostBuffer b, int peer) {
         long tn = callTimeoutNanos();
@@ -968,77 +912,24 @@ public abstract class EngineCommunicator implements Communicator {
         }
     }
 
-    private Work p2pAsync(boolean isSend, HostBuffer b, int peer) {
-        checkOpen();
-        String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        return enqueue(new EngineWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
-    }
-
     @Override
     public void send(Buffer buffer, int peer) {
-        HostBuffer b = host(buffer, "buffer");
-        Checks.rank(peer, size, "peer");
-        if (inline()) {
-            p2pInline(true, b, peer);
-        } else {
-            p2pAsync(true, b, peer).await();
-        }
+        p2p(true, buffer, peer, false);
     }
 
     @Override
     public Work sendAsync(Buffer buffer, int peer) {
-        HostBuffer b = async(host(buffer, "buffer"), "buffer");
-        Checks.rank(peer, size, "peer");
-        return p2pAsync(true, b, peer);
+        return p2p(true, buffer, peer, true);
     }
 
     @Override
     public void recv(Buffer buffer, int peer) {
-        HostBuffer b = host(buffer, "buffer");
-        Checks.rank(peer, size, "peer");
-        if (inline()) {
-            p2pInline(false, b, peer);
-        } else {
-            p2pAsync(false, b, peer).await();
-        }
+        p2p(false, buffer, peer, false);
     }
 
     @Override
     public Work recvAsync(Buffer buffer, int peer) {
-        HostBuffer b = async(host(buffer, "buffer"), "buffer");
-        Checks.rank(peer, size, "peer");
-        return p2pAsync(false, b, peer);
-    }
-
-    // ------------------------------------------------------------------ barrier
-
-    private void barrierBody() {
-        begin(OpCode.BARRIER, org.jccl.DataType.INT8, null, -1, 0);
-        if (size > 1) {
-            doBarrier();
-        }
-        end();
-    }
-
-    @Override
-    public void barrier() {
-        if (inline()) {
-            enter(callTimeoutNanos());
-            try {
-                barrierBody();
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit("barrier", this::barrierBody).await();
-        }
-    }
-
-    @Override
-    public Work barrierAsync() {
-        return submit("barrier", this::barrierBody);
+        return p2p(false, buffer, peer, true);
     }
 
     // ------------------------------------------------------------------ lifecycle
@@ -1092,50 +983,16 @@ public abstract class EngineCommunicator implements Communicator {
     }
 
     /**
-     * Agrees through the store on the ranks that failed: each survivor posts what it knows (the
-     * failures it saw, the heartbeats' and the transport's dead ranks) and waits, with the
-     * deadline, to hear from every rank not known dead; the union is excluded.
+     * Agrees through the store on the ranks that failed ({@link ShrinkAgreement#decideFailed}: the
+     * failures this rank saw, the heartbeats' and the transport's dead ranks; one decision for
+     * every survivor) and shrinks without them.
      */
     @Override
     public Communicator shrinkExcludingFailed() {
-        int no = shrinks + 1;
-        String base = "shrink" + no + "/known/";
-        java.util.TreeSet<Integer> known = new java.util.TreeSet<>(failedRanks());
-        known.remove(rank);
-        store.set(base + rank, encode(known));
-        // Hear from every rank not known dead; a rank another survivor (or the transport) reports
-        // dead meanwhile is dropped from the wait.
-        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(known);
-        java.util.TreeSet<Integer> waiting = new java.util.TreeSet<>();
-        for (int r = 0; r < size; r++) {
-            if (r != rank && !known.contains(r)) {
-                waiting.add(r);
-            }
-        }
-        long deadline = System.nanoTime() + timeoutNanos;
-        while (!waiting.isEmpty()) {
-            for (java.util.Iterator<Integer> it = waiting.iterator(); it.hasNext(); ) {
-                int r = it.next();
-                byte[] v = store.tryGet(base + r);
-                if (v != null) {
-                    union.addAll(decode(v));
-                    it.remove();
-                }
-            }
-            waiting.removeAll(union);
-            waiting.removeAll(deadNow());
-            if (waiting.isEmpty()) {
-                break;
-            }
-            if (System.nanoTime() - deadline > 0) {
-                throw new org.jccl.CollectiveTimeoutException("shrinkExcludingFailed on rank " + rank + " timed out after "
-                        + timeout + ": rank(s) " + waiting + " neither joined nor were reported failed", new ArrayList<>(waiting));
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
-        }
-        union.addAll(deadNow());
-        union.remove(rank);
-        return shrinkTo(union);
+        java.util.SortedSet<Integer> agreed = ShrinkAgreement.decideFailed(store, "shrink" + (shrinks + 1) + "/", rank, size,
+                this::failedRanks, timeout);
+        LOG.info(rank, () -> "shrinkExcludingFailed on " + id + ": the survivors agreed to exclude " + agreed);
+        return shrinkTo(agreed);
     }
 
     private java.util.Set<Integer> deadNow() {
@@ -1147,8 +1004,6 @@ public abstract class EngineCommunicator implements Communicator {
     private Communicator shrinkTo(java.util.SortedSet<Integer> excluded) {
         int no = ++shrinks;
         String base = "shrink" + no + "/";
-        byte[] mine = encode(excluded);
-        store.set(base + "set/" + rank, mine);
         List<Integer> survivors = new ArrayList<>();
         for (int r = 0; r < size; r++) {
             if (!excluded.contains(r)) {
@@ -1158,38 +1013,12 @@ public abstract class EngineCommunicator implements Communicator {
         if (survivors.isEmpty()) {
             throw new IllegalArgumentException("excluded holds every rank: nothing would be left");
         }
-        for (int r : survivors) {
-            if (r != rank) {
-                byte[] theirs = store.get(base + "set/" + r, timeout);
-                if (!java.util.Arrays.equals(mine, theirs)) {
-                    throw new CollectiveMismatchException("shrink: rank " + rank + " excludes " + excluded + " but rank "
-                            + r + " excludes " + decode(theirs) + ": every survivor must exclude the same ranks");
-                }
-            }
-        }
+        ShrinkAgreement.checkSameExclusion(store, base, rank, excluded, survivors, timeout);
         int newRank = survivors.indexOf(rank);
         LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of "
                 + survivors.size());
         int[] members = survivors.stream().mapToInt(Integer::intValue).toArray();
         return createSub(id + "x" + no, members, newRank, new PrefixStore(base + "comm/", store));
-    }
-
-    private static byte[] encode(java.util.Set<Integer> ranks) {
-        StringBuilder b = new StringBuilder();
-        for (int r : new java.util.TreeSet<>(ranks)) {
-            b.append(r).append(',');
-        }
-        return b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    }
-
-    private static java.util.Set<Integer> decode(byte[] v) {
-        java.util.TreeSet<Integer> out = new java.util.TreeSet<>();
-        for (String p : new String(v, java.nio.charset.StandardCharsets.UTF_8).split(",")) {
-            if (!p.isEmpty()) {
-                out.add(Integer.parseInt(p));
-            }
-        }
-        return out;
     }
 
     /** Ranks this communicator has seen fail or time out, and those the heartbeats or the transport report dead. */

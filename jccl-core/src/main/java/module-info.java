@@ -13,6 +13,7 @@ module org.jccl {
     exports org.jccl.spi;
     exports org.jccl.host;
     exports org.jccl.host.engine;
+    exports org.jccl.host.tune;
     exports org.jccl.diag;
     exports org.jccl.internal to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;
     // Reduction kernels and low-precision conversions: CUDA result checks, jccl perf, and the MPI

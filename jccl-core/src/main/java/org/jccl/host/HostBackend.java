@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.host.tune.Tuner;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;

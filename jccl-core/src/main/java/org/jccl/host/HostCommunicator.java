@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.host.tune.Tuner;
 import java.time.Duration;
 import org.jccl.AbortedException;
 import org.jccl.Communicator;

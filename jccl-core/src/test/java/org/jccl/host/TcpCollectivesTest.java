@@ -1,5 +1,6 @@
 package org.jccl.host;
 
+import org.jccl.host.tune.Tuner;
 import org.jccl.kit.Reference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

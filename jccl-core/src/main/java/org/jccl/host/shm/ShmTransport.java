@@ -23,7 +23,7 @@ import org.jccl.CollectiveTimeoutException;
 import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.bootstrap.Store;
-import org.jccl.host.IdleStrategy;
+import org.jccl.host.engine.IdleStrategy;
 import org.jccl.internal.Log;
 
 /**

@@ -12,7 +12,7 @@ import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
-import org.jccl.host.Tuner;
+import org.jccl.host.tune.Tuner;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.spi.Liveness;

@@ -29,7 +29,7 @@ import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
 import org.jccl.bootstrap.TcpStoreServer;
-import org.jccl.host.Tuner;
+import org.jccl.host.tune.Tuner;
 import org.junit.jupiter.api.Test;
 
 /** The TCP transport on its own: the token handshake, strangers, frame checks, a peer that leaves, settings. */

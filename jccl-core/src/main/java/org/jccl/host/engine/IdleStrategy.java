@@ -1,4 +1,4 @@
-package org.jccl.host;
+package org.jccl.host.engine;
 
 import java.util.concurrent.locks.LockSupport;
 

@@ -1,4 +1,4 @@
-package org.jccl.host;
+package org.jccl.host.tune;
 
 import java.util.Locale;
 

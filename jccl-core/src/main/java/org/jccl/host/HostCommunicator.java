@@ -20,6 +20,7 @@ import org.jccl.host.algo.ReduceScatterAllGather;
 import org.jccl.host.algo.ShmBarrier;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.P2p;
 import org.jccl.host.shm.ShmSegmentDescriptor;
 import org.jccl.host.shm.ShmTransport;
 

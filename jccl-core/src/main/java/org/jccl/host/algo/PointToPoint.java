@@ -8,7 +8,7 @@ import org.jccl.host.shm.ShmTransport;
  * several can advance together (consecutive async sends/recvs behave like an NCCL group). Messages
  * between a pair match in order; each carries its byte count and type, checked by the receiver.
  */
-public final class PointToPoint implements org.jccl.host.engine.EngineCommunicator.P2p {
+public final class PointToPoint implements org.jccl.host.engine.P2p {
     private final ShmTransport t;
     private final boolean isSend;
     private final HostBuffer buffer;

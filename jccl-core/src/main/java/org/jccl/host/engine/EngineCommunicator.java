@@ -40,27 +40,6 @@ import org.jccl.internal.ShrinkAgreement;
 public abstract class EngineCommunicator implements Communicator {
     private static final Log LOG = Log.get(EngineCommunicator.class);
 
-    /** A send or receive the worker progresses together with its neighbours in the queue. */
-    public interface P2p {
-        /** Moves what can move now; true when anything moved. */
-        boolean progress();
-
-        /** True once complete. */
-        boolean isDone();
-
-        /** The peer. */
-        int peer();
-
-        /** True for a send. */
-        boolean isSend();
-
-        /** The message's buffer. */
-        HostBuffer buffer();
-
-        /** Runs to completion on the calling thread. */
-        void runToCompletion();
-    }
-
     protected final String id;
     protected final int rank;
     protected final int size;
@@ -268,16 +247,9 @@ public abstract class EngineCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ validation
 
+    /** {@code b} as a HostBuffer, or an error that says which argument and what to pass. */
     protected static HostBuffer host(Buffer b, String name) {
-        if (b == null) {
-            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
-        }
-        if (b instanceof HostBuffer h) {
-            return h;
-        }
-        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but this communicator runs the "
-                + "host backend: pass a HostBuffer, or create the communicator with a device (Options.withDevice) "
-                + "to use the nccl backend");
+        return HostArgs.host(b, name);
     }
 
     /** Async calls run on the worker thread: a buffer confined to the caller's thread cannot be used there. */
@@ -290,12 +262,6 @@ public abstract class EngineCommunicator implements Communicator {
         return b;
     }
 
-    private static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
-        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
-            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
-                    + "pass the same buffer for an in-place call, or disjoint buffers");
-        }
-    }
 
     private void checkOpen() {
         if (closed) {
@@ -306,96 +272,6 @@ public abstract class EngineCommunicator implements Communicator {
             throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an earlier failure ("
                     + b.getMessage() + "): close it and create a new one");
         }
-    }
-
-    private void checkAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-        Checks.op(op, s.type());
-        noPartialOverlap(s, "send", r, "recv");
-    }
-
-    private void checkBroadcast(HostBuffer s, HostBuffer r, int root) {
-        if (rank == root) {
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
-        }
-    }
-
-    private HostBuffer checkReduce(HostBuffer s, Buffer recv, ReduceOp op, int root) {
-        Checks.rank(root, size, "root");
-        Checks.op(op, s.type());
-        if (rank != root) {
-            return null;
-        }
-        HostBuffer r = host(recv, "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
-        noPartialOverlap(s, "send", r, "recv");
-        return r;
-    }
-
-    private void checkGather(HostBuffer s, HostBuffer r, String what) {
-        Checks.sameType(s, "send", r, "recv");
-        if (r.count() != s.count() * size) {
-            Checks.count(r, "recv", s.count() * size, what + " needs size() x send.count() elements in recv");
-        }
-        if (r.overlaps(s)) {
-            long c = s.count();
-            if (!s.sameStart(r.slice(rank * c, c))) {
-                throw new IllegalArgumentException("send overlaps recv but is not slice rank() of it: for an in-place "
-                        + what + " pass recv.slice(rank() * count, count) as send");
-            }
-        }
-    }
-
-    private HostBuffer checkGatherRoot(HostBuffer s, Buffer recv, int root) {
-        Checks.rank(root, size, "root");
-        if (rank != root) {
-            return null;
-        }
-        HostBuffer r = host(recv, "recv");
-        checkGather(s, r, "gather");
-        return r;
-    }
-
-    private void checkReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
-        Checks.op(op, s.type());
-        if (r.overlaps(s)) {
-            long c = r.count();
-            if (!r.sameStart(s.slice(rank * c, c))) {
-                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                        + "reduceScatter pass send.slice(rank() * count, count) as recv");
-            }
-        }
-    }
-
-    private void checkAllToAll(HostBuffer s, HostBuffer r) {
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
-        Checks.perRankCount(s, size, "send");
-        noPartialOverlap(s, "send", r, "recv");
-    }
-
-    private HostBuffer checkScatter(Buffer send, HostBuffer r, int root) {
-        Checks.rank(root, size, "root");
-        if (rank != root) {
-            return null;
-        }
-        HostBuffer s = host(send, "send");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(s, "send", r.count() * size, "scatter needs size() x recv.count() elements in the root's send");
-        if (r.overlaps(s)) {
-            long c = r.count();
-            if (!r.sameStart(s.slice(rank * c, c))) {
-                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                        + "scatter pass send.slice(rank() * count, count) as recv");
-            }
-        }
-        return s;
     }
 
     // ------------------------------------------------------------------ execution
@@ -730,7 +606,7 @@ public abstract class EngineCommunicator implements Communicator {
     private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = arg(send, "send", async);
         HostBuffer r = arg(recv, "recv", async);
-        checkAllReduce(s, r, op);
+        HostArgs.allReduce(s, r, op);
         return run(OpCode.ALL_REDUCE, s, r, op, -1, async);
     }
 
@@ -748,7 +624,7 @@ public abstract class EngineCommunicator implements Communicator {
         Checks.rank(root, size, "root");
         HostBuffer r = arg(recv, "recv", async);
         HostBuffer s = rank == root ? arg(send, "send", async) : null;
-        checkBroadcast(s, r, root);
+        HostArgs.broadcast(s, r, root, rank);
         return run(OpCode.BROADCAST, s, r, null, root, async);
     }
 
@@ -764,7 +640,7 @@ public abstract class EngineCommunicator implements Communicator {
 
     private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
         HostBuffer s = arg(send, "send", async);
-        HostBuffer r = checkReduce(s, recv, op, root);
+        HostBuffer r = HostArgs.reduce(s, recv, op, root, rank, size);
         return run(OpCode.REDUCE, s, async ? async(r, "recv") : r, op, root, async);
     }
 
@@ -781,7 +657,7 @@ public abstract class EngineCommunicator implements Communicator {
     private Work allGather(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = arg(send, "send", async);
         HostBuffer r = arg(recv, "recv", async);
-        checkGather(s, r, "allGather");
+        HostArgs.gather(s, r, "allGather", rank, size);
         return run(OpCode.ALL_GATHER, s, r, null, -1, async);
     }
 
@@ -797,7 +673,7 @@ public abstract class EngineCommunicator implements Communicator {
 
     private Work gather(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer s = arg(send, "send", async);
-        HostBuffer r = checkGatherRoot(s, recv, root);
+        HostBuffer r = HostArgs.gatherRoot(s, recv, root, rank, size);
         return run(OpCode.GATHER, s, async ? async(r, "recv") : r, null, root, async);
     }
 
@@ -814,7 +690,7 @@ public abstract class EngineCommunicator implements Communicator {
     private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = arg(send, "send", async);
         HostBuffer r = arg(recv, "recv", async);
-        checkReduceScatter(s, r, op);
+        HostArgs.reduceScatter(s, r, op, rank, size);
         return run(OpCode.REDUCE_SCATTER, s, r, op, -1, async);
     }
 
@@ -831,7 +707,7 @@ public abstract class EngineCommunicator implements Communicator {
     private Work allToAll(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = arg(send, "send", async);
         HostBuffer r = arg(recv, "recv", async);
-        checkAllToAll(s, r);
+        HostArgs.allToAll(s, r, size);
         return run(OpCode.ALL_TO_ALL, s, r, null, -1, async);
     }
 
@@ -847,7 +723,7 @@ public abstract class EngineCommunicator implements Communicator {
 
     private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer r = arg(recv, "recv", async);
-        HostBuffer s = checkScatter(send, r, root);
+        HostBuffer s = HostArgs.scatter(send, r, root, rank, size);
         return run(OpCode.SCATTER, async ? async(s, "send") : s, r, null, root, async);
     }
 

@@ -17,12 +17,12 @@ final class EngineWork implements Work {
     /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
     final long timeoutNanos;
     final Runnable body;
-    final EngineCommunicator.P2p p2p;
+    final P2p p2p;
     /** Flight recorder handle of a send/recv (set by the worker). */
     long trace = -1;
     private volatile JcclException failure;
 
-    EngineWork(String description, Duration defaultTimeout, Runnable body, EngineCommunicator.P2p p2p) {
+    EngineWork(String description, Duration defaultTimeout, Runnable body, P2p p2p) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
         this.timeoutNanos = defaultTimeout.toNanos();

@@ -20,6 +20,7 @@ import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.P2p;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.spi.Liveness;
 

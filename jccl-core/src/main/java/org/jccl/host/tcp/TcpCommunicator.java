@@ -2,6 +2,7 @@ package org.jccl.host.tcp;
 
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.P2p;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -15,6 +16,7 @@ import org.jccl.bootstrap.Store;
 import org.jccl.host.tune.Tuner;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.P2p;
 import org.jccl.spi.Liveness;
 
 /**

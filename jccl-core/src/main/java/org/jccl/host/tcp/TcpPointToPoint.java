@@ -8,7 +8,7 @@ import org.jccl.HostBuffer;
  * NCCL group). Messages between a pair match in order; each header carries the message number,
  * type and byte count, which the receiver checks.
  */
-final class TcpPointToPoint implements org.jccl.host.engine.EngineCommunicator.P2p {
+final class TcpPointToPoint implements org.jccl.host.engine.P2p {
     private final TcpTransport t;
     private final boolean isSend;
     private final HostBuffer buffer;

@@ -153,7 +153,7 @@ public final class Jccl {
     static Backend chooseBackend(Options options) {
         String wanted = options.backend();
         if (wanted == null) {
-            String env = System.getenv("JCCL_BACKEND");
+            String env = org.jccl.internal.Settings.get("JCCL_BACKEND");
             wanted = env == null || env.isBlank() ? null : env.trim().toLowerCase(Locale.ROOT);
         }
         List<Backend> all = backends();

@@ -82,7 +82,7 @@ public record Options(int rank, int size, int localRank, int localSize, String s
 
     /** Options from the environment: JCCL_*, then torchrun, Slurm, Open MPI variables. */
     public static Options fromEnv() {
-        return org.jccl.bootstrap.EnvDiscovery.discover(System.getenv());
+        return org.jccl.bootstrap.EnvDiscovery.discover(org.jccl.internal.Settings.environment());
     }
 
     /** Copy with another rank and size (local rank/size follow when they were the global ones). */

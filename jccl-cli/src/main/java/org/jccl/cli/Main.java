@@ -101,7 +101,7 @@ public final class Main implements Runnable {
         } catch (Error e) {
             // picocli hands Errors (a broken class path, out of memory) through: still one line and a code.
             err.println("jccl: error: " + describe(e));
-            if (System.getenv("JCCL_DEBUG") != null) {
+            if (org.jccl.internal.Settings.get("JCCL_DEBUG") != null) {
                 e.printStackTrace(err);
             }
             return FAILED;
@@ -127,7 +127,7 @@ public final class Main implements Runnable {
                 return c.getParameterExceptionHandler().handleParseException(pe, parseResult.originalArgs().toArray(String[]::new));
             }
             c.getErr().println(c.getCommandSpec().qualifiedName() + ": error: " + describe(ex));
-            if (System.getenv("JCCL_DEBUG") != null) {
+            if (org.jccl.internal.Settings.get("JCCL_DEBUG") != null) {
                 ex.printStackTrace(c.getErr());
             }
             return FAILED;

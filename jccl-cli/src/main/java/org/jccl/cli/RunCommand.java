@@ -50,7 +50,7 @@ final class RunCommand implements Callable<Integer> {
         }
         Launcher l = new Launcher(ranks, command).grace(Duration.ofMillis(Math.round(graceSeconds * 1000)));
         int code = l.run(parent.out, parent.err);
-        String traceDir = System.getenv("JCCL_TRACE_DIR");
+        String traceDir = org.jccl.internal.Settings.get("JCCL_TRACE_DIR");
         if (code != 0 && traceDir != null && !traceDir.isBlank()) {
             try {
                 parent.err.println("jccl run: flight recorder verdict (jccl doctor " + traceDir + "):");

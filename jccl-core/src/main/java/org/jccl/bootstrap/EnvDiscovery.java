@@ -63,7 +63,7 @@ public final class EnvDiscovery {
 
     /** Options from the process environment. */
     public static Options discover() {
-        return discover(System.getenv());
+        return discover(org.jccl.internal.Settings.environment());
     }
 
     /**

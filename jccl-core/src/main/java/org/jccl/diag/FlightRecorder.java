@@ -76,7 +76,7 @@ public final class FlightRecorder {
 
     /** A recorder sized by JCCL_TRACE_BUFFER. */
     public static FlightRecorder fromEnv(String[] opNames) {
-        String v = System.getenv("JCCL_TRACE_BUFFER");
+        String v = org.jccl.internal.Settings.get("JCCL_TRACE_BUFFER");
         int cap = 2000;
         if (v != null && !v.isBlank()) {
             try {
@@ -93,7 +93,7 @@ public final class FlightRecorder {
 
     /** The directory of automatic dumps (JCCL_TRACE_DIR), or null when unset. */
     public static Path traceDirFromEnv() {
-        String v = System.getenv("JCCL_TRACE_DIR");
+        String v = org.jccl.internal.Settings.get("JCCL_TRACE_DIR");
         return v == null || v.isBlank() ? null : Path.of(v.trim());
     }
 

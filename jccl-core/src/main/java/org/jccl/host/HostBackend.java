@@ -124,7 +124,7 @@ public final class HostBackend implements Backend {
      * memory between them.
      */
     static String hostId() {
-        String forced = System.getenv("JCCL_HOST_ID");
+        String forced = org.jccl.internal.Settings.get("JCCL_HOST_ID");
         if (forced != null && !forced.isBlank()) {
             return forced.trim();
         }

@@ -192,7 +192,7 @@ public final class HostCommunicator extends EngineCommunicator {
     }
 
     static long envLong(String name, long dflt, long min, long max) {
-        String v = System.getenv(name);
+        String v = org.jccl.internal.Settings.get(name);
         if (v == null || v.isBlank()) {
             return dflt;
         }

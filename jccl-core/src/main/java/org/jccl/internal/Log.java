@@ -13,7 +13,7 @@ import java.util.function.Supplier;
 public final class Log {
     /** Levels in increasing verbosity. */
     private static final int NONE = 0, WARN = 1, INFO = 2, TRACE = 3;
-    private static final int THRESHOLD = parse(System.getenv("JCCL_DEBUG"));
+    private static final int THRESHOLD = parse(Settings.get("JCCL_DEBUG"));
 
     private final System.Logger logger;
 

@@ -214,7 +214,7 @@ final class CudaDriver {
 
     private static List<String> candidates() {
         List<String> c = new ArrayList<>();
-        c.add(System.getenv("JCCL_CUDA_LIBRARY"));
+        c.add(org.jccl.internal.Settings.get("JCCL_CUDA_LIBRARY"));
         c.add("libcuda.so.1");
         c.add("/usr/lib/x86_64-linux-gnu/libcuda.so.1");
         c.add("/usr/lib/libcuda.so.1");

@@ -85,7 +85,7 @@ public final class NcclCommunicator implements Communicator {
         return false;
     }
     /** Collectives on the nonblocking control communicator (slower small messages; see the class comment). */
-    static final boolean NONBLOCKING_DATA = "1".equals(System.getenv("JCCL_NCCL_NONBLOCKING"));
+    static final boolean NONBLOCKING_DATA = "1".equals(org.jccl.internal.Settings.get("JCCL_NCCL_NONBLOCKING"));
     /**
      * While this communicator launched something less than this long ago, the watchdog makes no
      * CUDA or NCCL call for it (see {@link #watch}): the owner is enqueuing and will wait itself.

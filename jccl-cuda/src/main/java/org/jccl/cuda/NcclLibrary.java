@@ -202,7 +202,7 @@ final class NcclLibrary {
 
     static List<String> candidates() {
         List<String> c = new ArrayList<>();
-        c.add(System.getenv("JCCL_NCCL_LIBRARY"));
+        c.add(org.jccl.internal.Settings.get("JCCL_NCCL_LIBRARY"));
         c.add("libnccl.so.2");
         c.add("/usr/lib/x86_64-linux-gnu/libnccl.so.2");
         c.add("/usr/lib/aarch64-linux-gnu/libnccl.so.2");

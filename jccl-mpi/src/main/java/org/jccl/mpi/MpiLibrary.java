@@ -161,7 +161,7 @@ final class MpiLibrary {
     // ------------------------------------------------------------------ loading
 
     private static SymbolLookup open() {
-        String env = System.getenv("JCCL_MPI_LIBRARY");
+        String env = org.jccl.internal.Settings.get("JCCL_MPI_LIBRARY");
         List<String> names = env != null && !env.isBlank() ? List.of(env.trim()) : List.of("libmpi.so.40", "libmpi.so");
         StringBuilder tried = new StringBuilder();
         for (String name : names) {

@@ -150,7 +150,7 @@ final class MpiRuntime {
     }
 
     private static MpiRuntime start(Duration timeout) {
-        boolean nativeBlocking = parseBlocking(System.getenv("JCCL_MPI_BLOCKING"));
+        boolean nativeBlocking = parseBlocking(org.jccl.internal.Settings.get("JCCL_MPI_BLOCKING"));
         try (Arena a = Arena.ofConfined()) {
             MemorySegment flag = a.allocate(JAVA_INT);
             check(MpiLibrary.finalized(flag), "MPI_Finalized");

@@ -59,7 +59,7 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
 
     /** Settings from the process environment. */
     public static TcpConfig fromEnv() {
-        return fromEnv(System.getenv());
+        return fromEnv(org.jccl.internal.Settings.environment());
     }
 
     /** Settings from an environment map. */

@@ -50,7 +50,7 @@ public final class Tuner {
 
     /** Reads JCCL_ALGO and JCCL_ONESHOT_MAX_BYTES. */
     public static Tuner fromEnv() {
-        String max = System.getenv("JCCL_ONESHOT_MAX_BYTES");
+        String max = org.jccl.internal.Settings.get("JCCL_ONESHOT_MAX_BYTES");
         long m = 32 << 10;
         if (max != null && !max.isBlank()) {
             try {
@@ -59,7 +59,7 @@ public final class Tuner {
                 throw new IllegalArgumentException("JCCL_ONESHOT_MAX_BYTES=" + max + " is not a number of bytes");
             }
         }
-        return new Tuner(System.getenv("JCCL_ALGO"), m);
+        return new Tuner(org.jccl.internal.Settings.get("JCCL_ALGO"), m);
     }
 
     static AllReduceAlgo parse(String algo) {

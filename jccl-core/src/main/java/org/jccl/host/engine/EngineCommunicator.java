@@ -183,8 +183,10 @@ public abstract class EngineCommunicator implements Communicator {
         beginCall(seq, opcode, type, op, root, count, callNanos);
     }
 
+    /** Completes the call's flight-recorder entry; a later failure (a send/recv batch's) must not mark it failed. */
     private void end() {
         recorder.completed(current);
+        current = -1;
     }
 
     // ------------------------------------------------------------------ basics
@@ -780,7 +782,7 @@ public abstract class EngineCommunicator implements Communicator {
             recorder.startedNow(current);
             beginP2p(op, b, peer, tn);
             newP2p(isSend, b, peer).runToCompletion();
-            recorder.completed(current);
+            end();
         } catch (RuntimeException e) {
             throw failed(e);
         } finally {

@@ -106,6 +106,41 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
         }
     }
 
+    /**
+     * Rank 0 broadcasts 8 floats from itself, ranks 1 to 3 from rank 1 (binomial tree: rank 1
+     * sends to 2 and 3, rank 3 forwards to 0; rank 0 sends to 1 and 2). Nobody has to see the
+     * disagreement in the broadcast, and rank 3 is the one rank no stale frame goes to. Then every
+     * rank all-reduces. The start times make the worst order certain: ranks 1 and 2 go first (their
+     * all-reduce frames leave before rank 0's stale broadcast frames reach them), rank 0 300 ms
+     * later (its all-reduce frames leave before rank 3's stale frame reaches it), rank 3 50 ms after
+     * rank 0, when every frame it needs lies well-formed in its sockets and ranks 1 and 2, which
+     * found rank 0's stale frames, still look for rank 0's ABORT (0.1 s) before they fail. Without
+     * the frames' PREVIOUS word (the sender's previous collective) rank 3 returns normally from
+     * both calls; with it, every rank fails.
+     */
+    @Test
+    void rootDisagreementFailsTheNextAllReduceOnEveryRankEvenOneWithoutStaleFrames() throws Exception {
+        List<Object> out = ThreadRanks.run(4, Duration.ofSeconds(20), comm -> {
+            Thread.sleep(comm.rank() == 0 ? 300 : comm.rank() == 3 ? 350 : 0);
+            String phase = "broadcast";
+            try {
+                comm.broadcast(HostBuffer.of(new float[8]), comm.rank() == 0 ? 0 : 1);
+                phase = "allReduce";
+                float[] x = {1, 2, 3, 4};
+                comm.withTimeout(Duration.ofSeconds(5)).allReduce(HostBuffer.of(x), ReduceOp.SUM);
+                return "no error (" + java.util.Arrays.toString(x) + ")";
+            } catch (org.jccl.JcclException e) {
+                return phase + ": " + e;
+            }
+        });
+        System.out.println("RELIABILITY root disagreement, rank 3 last: " + out);
+        for (int r = 0; r < 4; r++) {
+            String o = String.valueOf(out.get(r));
+            assertTrue(!o.startsWith("no error") && o.contains("CollectiveMismatchException"),
+                    "rank " + r + " did not fail the broadcast or the all-reduce after it with a mismatch: " + out);
+        }
+    }
+
     /** Over TCP too: no allocation per blocking collective once warm, small (one-shot) and large (ring). */
     @Override
     @Test

@@ -35,7 +35,7 @@ public final class OpCode {
     /**
      * A fingerprint in words: "allReduce #7 (FLOAT32 x 1024, SUM)", "broadcast #2 (INT8 x 5, root
      * 1)", "barrier #3 ()"; sends and receives (which share a fingerprint's opcode between the
-     * two ends) read "send/recv".
+     * two ends) read "send/recv". A negative {@code count} is left out.
      */
     public static String describe(long packed, long count, long seq) {
         int op = opcodeOf(packed);
@@ -46,7 +46,9 @@ public final class OpCode {
         b.append(op == SEND ? "send/recv" : name(op)).append(" #").append(seq).append(" (");
         if (op != BARRIER) {
             b.append(dt < org.jccl.DataType.values().length ? org.jccl.DataType.values()[dt] : "type" + dt);
-            b.append(" x ").append(count);
+            if (count >= 0) {
+                b.append(" x ").append(count);
+            }
             if (ro < org.jccl.ReduceOp.Kind.values().length) {
                 b.append(", ").append(org.jccl.ReduceOp.Kind.values()[ro]);
             }

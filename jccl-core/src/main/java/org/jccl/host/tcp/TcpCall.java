@@ -26,6 +26,13 @@ public final class TcpCall {
     public long deadline;
     /** The timeout the deadline was computed from. */
     public long timeoutNanos;
+    /**
+     * The fingerprint ({@link #packed()}) of the collective before this one on this transport, 0
+     * for the first: frames carry it, so that a disagreement nobody saw in a call fails the next.
+     */
+    public long prev;
+    private long lastSeq;
+    private long lastPacked;
 
     /** Sets the fields for a new call and starts its deadline. */
     public void set(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
@@ -37,6 +44,11 @@ public final class TcpCall {
         this.count = count;
         this.timeoutNanos = timeoutNanos;
         this.deadline = System.nanoTime() + timeoutNanos;
+        if (seq > 0 && seq != lastSeq) { // a new collective (send/recv calls have sequence 0)
+            prev = lastPacked;
+            lastPacked = packed();
+            lastSeq = seq;
+        }
     }
 
     /** Restarts the deadline (a point-to-point batch that made progress). */
@@ -56,6 +68,11 @@ public final class TcpCall {
     /** Human description of this call. */
     public String describe() {
         return OpCode.describe(packed(), count, seq);
+    }
+
+    /** Human description of a previous collective's fingerprint (its count is not carried). */
+    static String describePrevious(long packed, long seq) {
+        return packed == 0 ? "none" : OpCode.describe(packed, -1, seq);
     }
 
     /** Human description of a fingerprint. */

@@ -147,12 +147,12 @@ final class TcpConnection {
                 ByteBuffer direct = sendMidFrame || len < DIRECT_MIN_BYTES ? null : op.view;
                 if (!sendMidFrame && capacity - outFill >= Frame.HEADER_BYTES + (direct != null ? DIRECT_PREFIX_BYTES : 0)) {
                     Frame.put(outSeg, outFill, Frame.DATA, len, t.commId(), op.seq, op.call, op.count, op.tag,
-                            op.frameOffset(sendFrame, chunk), op.bytes);
+                            op.frameOffset(sendFrame, chunk), op.bytes, op.prev);
                     outFill += Frame.HEADER_BYTES;
                     sendMidFrame = true;
                     sendDirect = direct;
                     if (sendDirect != null) {
-                        // The header leaves with the first bytes of the payload (no lone 64-byte
+                        // The header leaves with the first bytes of the payload (no lone 72-byte
                         // segment); the rest goes straight from the caller's memory.
                         MemorySegment.copy(op.seg, op.off + op.frameOffset(sendFrame, chunk), outSeg, outFill, DIRECT_PREFIX_BYTES);
                         outFill += DIRECT_PREFIX_BYTES;
@@ -276,7 +276,7 @@ final class TcpConnection {
             // Never sent anything: write the frame directly (it fits an empty socket buffer).
             ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_BYTES + len);
             MemorySegment s = MemorySegment.ofBuffer(b);
-            Frame.put(s, 0, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len);
+            Frame.put(s, 0, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len, 0);
             if (len > 0) {
                 b.put(Frame.HEADER_BYTES, payload, 0, len);
             }
@@ -300,7 +300,7 @@ final class TcpConnection {
         if (capacity - outFill < Frame.HEADER_BYTES + len) {
             return false;
         }
-        Frame.put(outSeg, outFill, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len);
+        Frame.put(outSeg, outFill, kind, len, t.commId(), 0, 0, 0, code, offsetWord, len, 0);
         if (len > 0) {
             MemorySegment.copy(payload, 0, outSeg, java.lang.foreign.ValueLayout.JAVA_BYTE, outFill + Frame.HEADER_BYTES, len);
         }
@@ -525,10 +525,11 @@ final class TcpConnection {
                         || Frame.word(inSeg, inRead, Frame.COUNT) != op.count
                         || Frame.word(inSeg, inRead, Frame.TAG) != op.tag
                         || Frame.word(inSeg, inRead, Frame.OFFSET) != op.frameOffset(recvFrame, chunk)
-                        || Frame.word(inSeg, inRead, Frame.MSG_BYTES) != op.bytes) {
+                        || Frame.word(inSeg, inRead, Frame.MSG_BYTES) != op.bytes
+                        || Frame.word(inSeg, inRead, Frame.PREV) != op.prev) {
                     t.mismatch(this, op, Frame.word(inSeg, inRead, Frame.SEQ), Frame.word(inSeg, inRead, Frame.CALL),
                             Frame.word(inSeg, inRead, Frame.COUNT), Frame.word(inSeg, inRead, Frame.MSG_BYTES),
-                            Frame.word(inSeg, inRead, Frame.TAG));
+                            Frame.word(inSeg, inRead, Frame.TAG), Frame.word(inSeg, inRead, Frame.PREV));
                 }
                 inRead += Frame.HEADER_BYTES;
                 recvInFrame = true;

@@ -18,6 +18,8 @@ final class TcpOp {
     long bytes;
     /** Header fields every frame of this message carries (and the receiver expects). */
     long seq, call, count, tag;
+    /** The CALL word of the collective before this one (0: a send/recv, or none). */
+    long prev;
     /** Frames of the message; frames not yet flushed to the kernel (send) or copied in (recv). */
     int frames, framesLeft;
     /**

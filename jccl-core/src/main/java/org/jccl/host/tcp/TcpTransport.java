@@ -775,28 +775,28 @@ public final class TcpTransport implements AutoCloseable {
      * stay unchanged until the send completes. Returns the operation's id.
      */
     public int send(int peer, MemorySegment seg, long off, long bytes, long tag) {
-        return post(true, false, peer, seg, off, bytes, tag, call.seq, call.packed(), call.count);
+        return post(true, false, peer, seg, off, bytes, tag, call.seq, call.packed(), call.count, call.prev);
     }
 
     /** Posts a receive into {@code seg} at {@code off}, matching the peer's send of the same step. */
     public int recv(int peer, MemorySegment seg, long off, long bytes, long tag) {
-        return post(false, false, peer, seg, off, bytes, tag, call.seq, call.packed(), call.count);
+        return post(false, false, peer, seg, off, bytes, tag, call.seq, call.packed(), call.count, call.prev);
     }
 
     /** Posts a point-to-point send (matched in order per pair; its header carries the type and count). */
     public int sendP2p(int peer, MemorySegment seg, long off, long bytes, DataType type, long count) {
         long no = ++sendMessages[peer];
-        return post(true, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count);
+        return post(true, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count, 0);
     }
 
     /** Posts a point-to-point receive. */
     public int recvP2p(int peer, MemorySegment seg, long off, long bytes, DataType type, long count) {
         long no = ++recvMessages[peer];
-        return post(false, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count);
+        return post(false, true, peer, seg, off, bytes, 0, no, TcpCall.pack(OpCode.SEND, type.ordinal(), OpCode.NO_REDOP, -1), count, 0);
     }
 
     private int post(boolean send, boolean isP2p, int peer, MemorySegment seg, long off, long bytes, long tag, long seq,
-                     long packed, long count) {
+                     long packed, long count, long prev) {
         TcpConnection[] cs;
         if (isP2p) {
             TcpConnection c = p2p[peer];
@@ -820,6 +820,7 @@ public final class TcpTransport implements AutoCloseable {
         op.seq = seq;
         op.call = packed;
         op.count = count;
+        op.prev = prev;
         op.tag = tag;
         op.frames = (int) Math.max(1, (bytes + chunk - 1) / chunk); // an empty message is one empty frame
         if (bytes >= TcpConnection.DIRECT_MIN_BYTES) {
@@ -1161,7 +1162,7 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     /** A frame header that differs from the expected one: a mismatch, unless the peer's ABORT follows. */
-    void mismatch(TcpConnection c, TcpOp op, long seq, long packed, long count, long msgBytes, long tag) {
+    void mismatch(TcpConnection c, TcpOp op, long seq, long packed, long count, long msgBytes, long tag, long prev) {
         long end = System.nanoTime() + GRACE_NANOS;
         while (true) {
             if (c.drainForAbort()) {
@@ -1185,6 +1186,14 @@ public final class TcpTransport implements AutoCloseable {
         } else {
             String theirs = TcpCall.describe(packed, count, seq);
             String mine = TcpCall.describe(op.call, op.count, op.seq);
+            if (theirs.equals(mine) && prev != op.prev && tag == op.tag && msgBytes == op.bytes) {
+                throw new CollectiveMismatchException("collective mismatch: ranks " + rank + " and " + c.peer + " both called "
+                        + mine + ", but their previous collectives differ: rank " + rank + " called "
+                        + TcpCall.describePrevious(op.prev, op.seq - 1) + ", rank " + c.peer + " called "
+                        + TcpCall.describePrevious(prev, seq - 1) + " (the ranks that named different roots or "
+                        + "collectives returned from it without seeing each other): every rank must call the same "
+                        + "collectives with the same type, count, op and root in the same order");
+            }
             msg = "collective mismatch: rank " + rank + " called " + mine + " but rank " + c.peer + " called " + theirs
                     + (theirs.equals(mine) ? " with another algorithm step (tag " + Long.toHexString(tag) + " vs "
                     + Long.toHexString(op.tag) + ", message " + msgBytes + " vs " + op.bytes + " bytes: different "

@@ -22,6 +22,10 @@ import org.jccl.HostBuffer;
  *       the tree) agree with it, even if other ranks disagree (e.g. rank 0 names root 0, ranks 1
  *       and 2 root 1: rank 2's parent, rank 1, agrees with it).</li>
  * </ul>
+ * Such a rank can also be one that no stale frame of the broadcast reaches, and whose peers send it
+ * the next collective's frames before they find theirs; those frames carry their sender's previous
+ * collective ({@link Frame}'s PREVIOUS word), which it checks against its own.
+ *
  * With {@code JCCL_CHECK=1} ({@link TcpTransport#checkCalls()}) every rank first exchanges its
  * call's fingerprint with the others (an empty hello to rank + 2^k and from rank - 2^k for
  * k = 0..ceil(log2 n)-1, the dissemination pattern, which does not depend on the root), checking

@@ -488,7 +488,7 @@ class TcpTransportFuzzTest {
                 return new FuzzFrame("random bytes", junk, rnd.nextInt(3), false, false, payload);
             }
             case 2 -> { // one header field replaced
-                int field = 1 + rnd.nextInt(8); // LENGTH .. MSG_BYTES (KIND below)
+                int field = 1 + rnd.nextInt(9); // LENGTH .. PREV (KIND below)
                 long[] values = {Integer.MAX_VALUE, 1L << 31, -1, Long.MAX_VALUE, Long.MIN_VALUE, rnd.nextLong(), 0, 65, bytes + 1};
                 long v = values[rnd.nextInt(values.length)];
                 byte[] b = good.clone();
@@ -533,10 +533,11 @@ class TcpTransportFuzzTest {
         }
     }
 
+    /** A frame header; PREVIOUS is 0, as in the first collective's frames (the only ones this test forges). */
     static byte[] header(int kind, int length, long comm, long seq, long call, long count, long tag, long offset, long msg) {
         ByteBuffer b = ByteBuffer.allocate(Frame.HEADER_BYTES);
         b.putInt(kind).putInt(length).putLong(comm).putLong(seq).putLong(call).putLong(count).putLong(tag).putLong(offset)
-                .putLong(msg);
+                .putLong(msg).putLong(0);
         return b.array();
     }
 

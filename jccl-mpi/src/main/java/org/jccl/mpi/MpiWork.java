@@ -4,7 +4,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.concurrent.locks.LockSupport;
 import org.jccl.AbortedException;
 import org.jccl.CollectiveMismatchException;
 import org.jccl.DataType;
@@ -342,33 +341,23 @@ final class MpiWork implements Work {
      */
     boolean waitFor(long timeoutNanos) {
         // The clock is first read after 64 tests: most short operations end before, and never read it.
-        long start = 0;
-        boolean started = false;
+        org.jccl.spi.TimedIdleStrategy idle = null;
         int spins = 0;
-        while (!poll()) {
+        for (int i = 0; !poll(); ) {
             if ((++spins & 63) != 0) {
                 continue;
             }
-            long now = System.nanoTime();
-            if (!started) {
-                start = now;
-                started = true;
+            if (idle == null) {
+                idle = new org.jccl.spi.TimedIdleStrategy(SPIN_NANOS, YIELD_NANOS, SLEEP_NANOS);
             }
-            long waited = now - start;
-            if (waited >= timeoutNanos) {
+            if (i > 0 && idle.waited() >= timeoutNanos) {
                 return false;
             }
-            if (waited < SPIN_NANOS) {
-                continue;
+            idle.idle(i++);
+            if (idle.waited() >= SPIN_NANOS) {
+                spins = 63; // past the spinning: check the clock after every test
             }
-            if (waited < YIELD_NANOS) {
-                Thread.yield();
-                spins = 63; // from now on, check the clock after every test
-                continue;
-            }
-            spins = 63;
-            LockSupport.parkNanos(SLEEP_NANOS);
-            if (Thread.interrupted()) {
+            if (idle.isParking(i) && Thread.interrupted()) {
                 Thread.currentThread().interrupt();
                 // MPI cannot cancel the operation: the communicator cannot go on after it.
                 throw comm.failed(new AbortedException("interrupted while waiting for " + describe()

@@ -23,7 +23,8 @@ import org.jccl.CollectiveTimeoutException;
 import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.bootstrap.Store;
-import org.jccl.host.engine.IdleStrategy;
+import org.jccl.spi.BackoffIdleStrategy;
+import org.jccl.spi.IdleStrategy;
 import org.jccl.internal.Log;
 
 /**
@@ -135,7 +136,7 @@ public final class ShmTransport implements AutoCloseable {
             }
             store.get("shm/all-mapped", timeout);
             Files.deleteIfExists(file);
-            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, IdleStrategy.forRanks(localRanks), file);
+            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file);
             ok = true;
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
                     + " bytes, slot " + geo.slotBytes() + " x " + geo.k());

@@ -915,12 +915,11 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             throw new CollectiveTimeoutException("rank " + rank + " of communicator " + id + ": send/recv with ranks of "
                     + "this host did not progress within " + Duration.ofNanos(p2p.call.timeoutNanos), List.of());
         }
-        if (iteration < 1000) {
-            Thread.onSpinWait();
-        } else {
-            LockSupport.parkNanos(50_000);
-        }
+        LOCAL_P2P_IDLE.idle(iteration);
     }
+
+    /** Send/recv inside this host: 1000 spins, then parks of 50 us. */
+    private static final org.jccl.spi.IdleStrategy LOCAL_P2P_IDLE = new org.jccl.spi.BackoffIdleStrategy(1000, 0, 50_000, 50_000);
 
     @Override
     protected void touchP2pBatch() {

@@ -1,7 +1,5 @@
 package org.jccl.host.tcp;
 
-import org.jccl.host.engine.OpCode;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -32,7 +30,9 @@ import org.jccl.DataType;
 import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.bootstrap.Store;
+import org.jccl.host.engine.OpCode;
 import org.jccl.internal.Log;
+import org.jccl.spi.TimedIdleStrategy;
 
 /**
  * The TCP transport of one communicator: non-blocking {@link SocketChannel}s to the peers
@@ -106,6 +106,7 @@ public final class TcpTransport implements AutoCloseable {
     private TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
                          TcpConnection[] p2p, Selector selector, long spinNanos) {
         this.spinNanos = spinNanos;
+        this.poll = new TimedIdleStrategy(Math.min(YIELD_AFTER_NANOS, spinNanos), spinNanos, 1);
         this.name = name;
         this.commId = commId;
         this.rank = rank;
@@ -1036,7 +1037,7 @@ public final class TcpTransport implements AutoCloseable {
      */
     public void idle(int iteration) {
         if (iteration == 0) {
-            idleStart = System.nanoTime();
+            poll.idle(0);
             checkAbort();
             return;
         }
@@ -1045,7 +1046,7 @@ public final class TcpTransport implements AutoCloseable {
             checkAbort();
             checkDeadline(now);
         }
-        long idleFor = now - idleStart;
+        long idleFor = poll.waited();
         // Poll also while a large transfer is in flight (as Open MPI does): a rank that sleeps in
         // the selector is woken by the softirq of the peer's send, on the peer's core, and the
         // scheduler tends to run it there (wake-affine), so on few cores the two ranks end up
@@ -1055,11 +1056,7 @@ public final class TcpTransport implements AutoCloseable {
         if (idleFor < spinNanos) {
             // Poll with PAUSE first; then yield between polls, so that a peer rank or the JIT
             // waiting for this core gets it (a pure spin would hold it for the whole poll time).
-            if (idleFor < YIELD_AFTER_NANOS) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
+            poll.idle(iteration);
             return;
         }
         checkAbort();
@@ -1076,7 +1073,8 @@ public final class TcpTransport implements AutoCloseable {
         progress(true);
     }
 
-    private long idleStart;
+    /** The polling part of a wait: PAUSE for {@link #YIELD_AFTER_NANOS}, then yields until the spin time. */
+    private final TimedIdleStrategy poll;
 
     /**
      * Makes every wait also end, with a {@link PeerFailureException} naming the rank, when the

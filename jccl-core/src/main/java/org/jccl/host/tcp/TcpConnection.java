@@ -490,7 +490,7 @@ final class TcpConnection {
                 if (kind == Frame.ABORT) {
                     int len = Frame.length(inSeg, inRead);
                     if (len < 0 || len > Frame.MAX_REASON) {
-                        t.corrupt(this, "an ABORT frame with a reason of " + len + " bytes");
+                        TcpFailures.corrupt(t, this, "an ABORT frame with a reason of " + len + " bytes");
                     }
                     if (avail < Frame.HEADER_BYTES + len) {
                         return moved;
@@ -506,7 +506,7 @@ final class TcpConnection {
                     continue;
                 }
                 if (kind != Frame.DATA) {
-                    t.corrupt(this, String.format("a frame of kind 0x%08x", kind));
+                    TcpFailures.corrupt(t, this, String.format("a frame of kind 0x%08x", kind));
                 }
                 TcpOp op = recvQ.peek();
                 if (op == null) {
@@ -517,7 +517,7 @@ final class TcpConnection {
                 }
                 int len = op.frameLength(recvFrame, chunk);
                 if (Frame.word(inSeg, inRead, Frame.COMM) != t.commId()) {
-                    t.corrupt(this, "a frame of another communicator (id " + Long.toHexString(Frame.word(inSeg, inRead, Frame.COMM)) + ")");
+                    TcpFailures.corrupt(t, this, "a frame of another communicator (id " + Long.toHexString(Frame.word(inSeg, inRead, Frame.COMM)) + ")");
                 }
                 if (Frame.length(inSeg, inRead) != len
                         || Frame.word(inSeg, inRead, Frame.SEQ) != op.seq
@@ -527,7 +527,7 @@ final class TcpConnection {
                         || Frame.word(inSeg, inRead, Frame.OFFSET) != op.frameOffset(recvFrame, chunk)
                         || Frame.word(inSeg, inRead, Frame.MSG_BYTES) != op.bytes
                         || Frame.word(inSeg, inRead, Frame.PREV) != op.prev) {
-                    t.mismatch(this, op, Frame.word(inSeg, inRead, Frame.SEQ), Frame.word(inSeg, inRead, Frame.CALL),
+                    TcpFailures.mismatch(t, this, op, Frame.word(inSeg, inRead, Frame.SEQ), Frame.word(inSeg, inRead, Frame.CALL),
                             Frame.word(inSeg, inRead, Frame.COUNT), Frame.word(inSeg, inRead, Frame.MSG_BYTES),
                             Frame.word(inSeg, inRead, Frame.TAG), Frame.word(inSeg, inRead, Frame.PREV));
                 }

@@ -1,26 +1,15 @@
 package org.jccl.host.tcp;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.ConnectException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.function.IntPredicate;
 import org.jccl.AbortedException;
@@ -58,12 +47,15 @@ import org.jccl.spi.TimedIdleStrategy;
  * them, so its peers stop waiting too.
  *
  * <p>Not thread-safe, except {@link #abort}: the communicator serialises calls.
+ *
+ * <p>This class keeps the path of a message (posting, progress, waits); the setup is in {@code
+ * TcpMesh} and {@code TcpAcceptor}, the failure paths (ABORT frames, broken connections,
+ * mismatches) in {@code TcpFailures}.
  */
 public final class TcpTransport implements AutoCloseable {
-    private static final Log LOG = Log.get(TcpTransport.class);
+    static final Log LOG = Log.get(TcpTransport.class);
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
-    private static final long GRACE_NANOS = 100_000_000L;
     /** Handshakes the listener runs at once during setup; one more closes the oldest. */
     static final int ACCEPT_MAX_PENDING = 64;
     /** Polls of a wait yield the core after this long. */
@@ -101,9 +93,9 @@ public final class TcpTransport implements AutoCloseable {
     private boolean failed;
     private boolean closed;
     /** Deaths the store's heartbeats report, in this transport's ranks (set once, before use). */
-    private org.jccl.spi.Liveness.Watch watch;
+    org.jccl.spi.Liveness.Watch watch;
 
-    private TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
+    TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
                          TcpConnection[] p2p, Selector selector, long spinNanos) {
         this.spinNanos = spinNanos;
         this.poll = new TimedIdleStrategy(Math.min(YIELD_AFTER_NANOS, spinNanos), spinNanos, 1);
@@ -139,105 +131,11 @@ public final class TcpTransport implements AutoCloseable {
     public static TcpTransport open(String name, int rank, int size, Store store, Duration timeout, String token,
                                     TcpConfig cfg, String storeHost, IntPredicate collPeer, IntPredicate p2pPeer,
                                     int localRanks) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        long commId;
-        if (rank == 0) {
-            commId = new java.security.SecureRandom().nextLong();
-            store.set("tcp/id", ByteBuffer.allocate(8).putLong(commId).array());
-        } else {
-            commId = ByteBuffer.wrap(store.get("tcp/id", timeout)).getLong();
-        }
-        int k = cfg.socketsPerPeer();
-        InetAddress addr = NetInterfaces.choose(cfg.ifname(), storeHost);
-        // Who connects to whom: the higher rank of a pair connects (a rank to itself for send/recv).
-        int expected = 0;
-        for (int p = rank; p < size; p++) {
-            if (p != rank && collPeer.test(p)) {
-                expected += k;
-            }
-            if (p2pPeer.test(p)) {
-                expected++;
-            }
-        }
-        TcpConnection[][] coll = new TcpConnection[size][];
-        TcpConnection[] p2p = new TcpConnection[size];
-        SocketChannel[][] chans = new SocketChannel[size][k + 1];
-        Selector selector = null;
-        ServerSocketChannel server = null;
-        Acceptor acceptor = null;
-        boolean ok = false;
-        try {
-            selector = Selector.open();
-            server = ServerSocketChannel.open();
-            server.bind(new InetSocketAddress(addr, 0), Math.max(128, 2 * expected));
-            int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
-            store.set("tcp/addr/" + rank, (addr.getHostAddress() + " " + port).getBytes(StandardCharsets.UTF_8));
-            LOG.info(rank, () -> "tcp transport " + name + ": listening on " + addr.getHostAddress() + ":" + port);
-            acceptor = new Acceptor(server, name, commId, rank, size, k, cfg.chunkBytes(), token, expected, deadline,
-                    collPeer, p2pPeer);
-            acceptor.thread = Thread.ofPlatform().daemon().name("jccl-tcp-accept-" + name + "-r" + rank).start(acceptor);
-            for (int p = 0; p <= rank; p++) {
-                boolean c = p != rank && collPeer.test(p);
-                boolean q = p2pPeer.test(p);
-                if (!c && !q) {
-                    continue;
-                }
-                InetSocketAddress peer = address(store, p, deadline);
-                for (int i = 0; i <= k; i++) {
-                    if (i < k ? c : q) {
-                        chans[p][i] = connect(peer, name, commId, rank, p, i, k, cfg.chunkBytes(), token, deadline);
-                    }
-                }
-            }
-            acceptor.await(deadline);
-            SocketChannel selfRead = null;
-            for (var e : acceptor.accepted.entrySet()) {
-                int p = e.getKey() / (k + 1);
-                if (p == rank) {
-                    selfRead = e.getValue(); // the accepted end of the connection to itself: read from it
-                } else {
-                    chans[p][e.getKey() % (k + 1)] = e.getValue();
-                }
-            }
-            TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector, cfg.spinNanos(localRanks));
-            for (int p = 0; p < size; p++) {
-                if (p != rank && collPeer.test(p)) {
-                    coll[p] = new TcpConnection[k];
-                    for (int i = 0; i < k; i++) {
-                        coll[p][i] = t.register(chans[p][i], chans[p][i], p, i, k);
-                    }
-                }
-                if (p2pPeer.test(p)) {
-                    p2p[p] = t.register(chans[p][k], p == rank ? selfRead : chans[p][k], p, -1, 1);
-                }
-            }
-            t.rebuild();
-            ok = true;
-            LOG.info(rank, () -> "tcp transport " + name + ": " + t.allRef.length + " sockets to " + (size - 1) + " peers");
-            return t;
-        } catch (IOException e) {
-            throw new JcclException("rank " + rank + ": cannot set up TCP connections of communicator " + name + " on "
-                    + addr.getHostAddress() + ": " + e.getMessage() + " (choose the interface with JCCL_SOCKET_IFNAME)", e);
-        } finally {
-            if (acceptor != null) {
-                acceptor.stop();
-            }
-            closeQuietly(server);
-            if (!ok) {
-                for (SocketChannel[] cs : chans) {
-                    for (SocketChannel c : cs) {
-                        closeQuietly(c);
-                    }
-                }
-                if (acceptor != null) {
-                    acceptor.accepted.values().forEach(TcpTransport::closeQuietly);
-                }
-                closeQuietly(selector);
-            }
-        }
+        return TcpMesh.open(name, rank, size, store, timeout, token, cfg, storeHost, collPeer, p2pPeer, localRanks);
     }
 
-    private TcpConnection register(SocketChannel ch, SocketChannel rch, int peer, int index, int sockets) throws IOException {
+    /** Wraps a connected channel (and its read side) in a connection on this transport's selector ({@link TcpMesh}). */
+    TcpConnection register(SocketChannel ch, SocketChannel rch, int peer, int index, int sockets) throws IOException {
         ch.configureBlocking(false);
         TcpConnection c = new TcpConnection(this, ch, rch, peer, index, sockets, cfg.bufferBytes());
         c.key = ch.register(selector, 0, c);
@@ -248,8 +146,8 @@ public final class TcpTransport implements AutoCloseable {
         return c;
     }
 
-    /** Fills {@link #all} after the connections exist (the constructor saw empty arrays). */
-    private void rebuild() {
+    /** Fills {@link #allRef} after the connections exist (the constructor saw empty arrays). */
+    void rebuild() {
         List<TcpConnection> list = new ArrayList<>();
         for (TcpConnection[] cs : coll) {
             if (cs != null) {
@@ -264,368 +162,8 @@ public final class TcpTransport implements AutoCloseable {
         allRef = list.toArray(new TcpConnection[0]);
     }
 
-    private TcpConnection[] allRef = new TcpConnection[0];
-
-    private static InetSocketAddress address(Store store, int p, long deadline) {
-        String v = new String(store.get("tcp/addr/" + p, remaining(deadline)), StandardCharsets.UTF_8);
-        int sp = v.lastIndexOf(' ');
-        try {
-            return new InetSocketAddress(InetAddress.getByName(v.substring(0, sp)), Integer.parseInt(v.substring(sp + 1)));
-        } catch (IOException | RuntimeException e) {
-            throw new JcclException("rank " + p + " published the transport address '" + v + "', which does not parse: " + e);
-        }
-    }
-
-    private static Duration remaining(long deadline) {
-        return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
-    }
-
-    private static SocketChannel connect(InetSocketAddress peer, String name, long comm, int rank, int p, int index,
-                                         int k, int chunk, String token, long deadline) throws IOException {
-        long backoff = 10;
-        while (true) {
-            SocketChannel ch = SocketChannel.open();
-            boolean ok = false;
-            try {
-                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
-                int ms = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000));
-                ch.socket().connect(peer, ms);
-                ch.socket().setSoTimeout(ms);
-                InputStream in = ch.socket().getInputStream();
-                OutputStream out = ch.socket().getOutputStream();
-                byte[] w = new byte[Handshake.WELCOME_BYTES];
-                new java.io.DataInputStream(in).readFully(w);
-                ByteBuffer b = ByteBuffer.wrap(w);
-                if (b.getInt() != Handshake.MAGIC) {
-                    throw new JcclException("rank " + rank + ": " + peer + " (rank " + p + " of communicator " + name
-                            + ") is not a jccl transport endpoint: check JCCL_SOCKET_IFNAME and firewalls");
-                }
-                short version = b.getShort();
-                if (version != Handshake.VERSION) {
-                    throw new JcclException("rank " + p + " at " + peer + " speaks transport protocol version " + version
-                            + ", this rank " + Handshake.VERSION + ": run the same jccl version on every rank");
-                }
-                boolean auth = (b.getShort() & Handshake.F_AUTH) != 0;
-                byte[] nonce = new byte[Handshake.NONCE_BYTES];
-                b.get(nonce);
-                if (auth && token == null) {
-                    throw new JcclException("rank " + p + " at " + peer + " requires a job token and rank " + rank
-                            + " has none: set JCCL_TOKEN (or Options.withToken) to the job's token on every rank");
-                }
-                Handshake.sendHello(out, comm, rank, p, index, k, chunk, token, nonce);
-                int r = in.read();
-                if (r != Handshake.R_OK) {
-                    throw new JcclException("rank " + p + " at " + peer + " refused the connection of rank " + rank
-                            + " (communicator " + name + "): it " + Handshake.describeResult(r));
-                }
-                ch.socket().setSoTimeout(0);
-                ok = true;
-                return ch;
-            } catch (ConnectException e) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new CollectiveTimeoutException("rank " + rank + " could not connect to rank " + p + " at " + peer
-                            + " before the deadline: " + e.getMessage() + " (is the address reachable from here? "
-                            + "choose the interface with JCCL_SOCKET_IFNAME)", List.of(p));
-                }
-            } catch (SocketTimeoutException e) {
-                throw new CollectiveTimeoutException("rank " + rank + ": connecting to rank " + p + " at " + peer
-                        + " timed out (" + e.getMessage() + "): the peer is unreachable or stuck", List.of(p));
-            } finally {
-                if (!ok) {
-                    closeQuietly(ch);
-                }
-            }
-            try {
-                Thread.sleep(backoff);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                throw new AbortedException("interrupted while connecting to rank " + p);
-            }
-            backoff = Math.min(500, backoff * 2);
-        }
-    }
-
-    /**
-     * Accepts and checks the connections of the higher ranks during setup, all handshakes at once
-     * on one selector (non-blocking): a caller that sends nothing, too little, too slowly or
-     * garbage holds no one else up. Every handshake must complete within {@link
-     * #HANDSHAKE_NANOS}; at most {@link #MAX_PENDING} run at once (a new one closes the oldest);
-     * the hello is a fixed 64 bytes, so nothing a caller sends allocates more. A caller that does
-     * not speak the protocol, is not expected, or (with a job token) does not prove the token is
-     * closed with the reason logged; the listener keeps serving the others and closes with the
-     * setup, so a communicator never listens after it is created.
-     */
-    private static final class Acceptor implements Runnable {
-        /** Time a caller has for its whole handshake (slow callers cannot hold a slot longer). */
-        static final long HANDSHAKE_NANOS = 10_000_000_000L;
-        static final int MAX_PENDING = ACCEPT_MAX_PENDING;
-        /** Refusals logged one by one; later ones are counted and summed up at the end. */
-        static final int LOGGED_REFUSALS = 8;
-
-        final ServerSocketChannel server;
-        final String name;
-        final long comm;
-        final int rank, size, k, chunk, expected;
-        final String token;
-        final long deadline;
-        final IntPredicate collPeer, p2pPeer;
-        final ConcurrentHashMap<Integer, SocketChannel> accepted = new ConcurrentHashMap<>();
-        final java.util.ArrayDeque<Pending> pending = new java.util.ArrayDeque<>();
-        volatile Throwable error;
-        volatile boolean stop;
-        Thread thread;
-        int refused;
-
-        /** One caller's handshake: the welcome goes out, 64 hello bytes come in, one result byte goes out. */
-        static final class Pending {
-            final SocketChannel ch;
-            final long start = System.nanoTime();
-            final byte[] nonce = Handshake.nonce();
-            final ByteBuffer in = ByteBuffer.allocate(Handshake.HELLO_BYTES);
-            ByteBuffer out;
-            SelectionKey key;
-            String who;
-            /** Set once the hello is in: then {@link #out} holds the result byte to send (or null: close at once). */
-            boolean decided;
-            /** The accepted connection's slot (peer * (sockets + 1) + index), or -1. */
-            int slot = -1;
-            /** Why the caller is refused, or null. */
-            String refusal;
-
-            Pending(SocketChannel ch) {
-                this.ch = ch;
-            }
-        }
-
-        Acceptor(ServerSocketChannel server, String name, long comm, int rank, int size, int k, int chunk, String token,
-                 int expected, long deadline, IntPredicate collPeer, IntPredicate p2pPeer) {
-            this.server = server;
-            this.name = name;
-            this.comm = comm;
-            this.rank = rank;
-            this.size = size;
-            this.k = k;
-            this.chunk = chunk;
-            this.token = token;
-            this.expected = expected;
-            this.deadline = deadline;
-            this.collPeer = collPeer;
-            this.p2pPeer = p2pPeer;
-        }
-
-        @Override
-        public void run() {
-            try (Selector sel = Selector.open()) {
-                server.configureBlocking(false);
-                server.register(sel, SelectionKey.OP_ACCEPT);
-                while (accepted.size() < expected && !stop) {
-                    long now = System.nanoTime();
-                    long left = deadline - now;
-                    if (left <= 0) {
-                        return;
-                    }
-                    long wait = Math.min(200_000_000L, left);
-                    Pending oldest = pending.peekFirst();
-                    if (oldest != null) {
-                        wait = Math.min(wait, oldest.start + HANDSHAKE_NANOS - now);
-                    }
-                    sel.select(Math.max(1, wait / 1_000_000));
-                    for (SelectionKey key : sel.selectedKeys()) {
-                        if (key.attachment() instanceof Pending p) {
-                            if (key.isValid()) {
-                                step(p);
-                            }
-                        } else {
-                            SocketChannel ch;
-                            while ((ch = server.accept()) != null) {
-                                begin(ch, sel);
-                            }
-                        }
-                    }
-                    sel.selectedKeys().clear();
-                    now = System.nanoTime();
-                    while (!pending.isEmpty() && now - pending.peekFirst().start > HANDSHAKE_NANOS) {
-                        drop(pending.peekFirst(), "did not complete the handshake within "
-                                + HANDSHAKE_NANOS / 1_000_000_000L + " s");
-                    }
-                }
-            } catch (IOException | RuntimeException e) {
-                error = e;
-            } finally {
-                for (Pending p : List.copyOf(pending)) {
-                    drop(p, null);
-                }
-                if (refused > LOGGED_REFUSALS) {
-                    LOG.warn(rank, "communicator " + name + ": refused " + (refused - LOGGED_REFUSALS)
-                            + " more connection attempt(s) during setup (the first " + LOGGED_REFUSALS + " are logged above)");
-                }
-            }
-        }
-
-        private void begin(SocketChannel ch, Selector sel) {
-            Pending p = new Pending(ch);
-            try {
-                p.who = String.valueOf(ch.getRemoteAddress());
-                ch.configureBlocking(false);
-                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
-                if (pending.size() >= MAX_PENDING) {
-                    drop(pending.peekFirst(), "had not completed its handshake when " + MAX_PENDING
-                            + " more callers were waiting (the oldest handshake makes room)");
-                }
-                pending.addLast(p);
-                p.out = ByteBuffer.wrap(Handshake.welcome(token != null, p.nonce));
-                p.key = ch.register(sel, SelectionKey.OP_READ, p);
-                step(p);
-            } catch (IOException | RuntimeException e) {
-                drop(p, "failed during its handshake: " + e);
-            }
-        }
-
-        /** Moves one handshake on: writes what is due, reads the hello, decides, finishes. */
-        private void step(Pending p) {
-            try {
-                if (p.out.hasRemaining()) {
-                    p.ch.write(p.out);
-                }
-                if (!p.decided) {
-                    int n = p.ch.read(p.in);
-                    if (n < 0) {
-                        drop(p, "closed the connection after " + p.in.position() + " of the " + Handshake.HELLO_BYTES
-                                + " hello bytes");
-                        return;
-                    }
-                    if (!p.in.hasRemaining()) {
-                        decide(p);
-                        if (p.refusal != null && p.out == null) {
-                            drop(p, p.refusal);
-                            return;
-                        }
-                        p.ch.write(p.out);
-                    }
-                }
-                if (p.decided && !p.out.hasRemaining()) {
-                    pending.remove(p);
-                    if (p.refusal != null) {
-                        drop(p, p.refusal);
-                        return;
-                    }
-                    p.key.cancel();
-                    accepted.put(p.slot, p.ch);
-                    return;
-                }
-                int ops = p.decided ? 0 : SelectionKey.OP_READ;
-                if (p.out.hasRemaining()) {
-                    ops |= SelectionKey.OP_WRITE;
-                }
-                p.key.interestOps(ops);
-            } catch (IOException | RuntimeException e) {
-                drop(p, "failed during its handshake: " + e);
-            }
-        }
-
-        /** Checks a complete hello: sets the result to send (or a refusal without one: not our protocol). */
-        private void decide(Pending p) {
-            p.decided = true;
-            Handshake.Hello h;
-            try {
-                h = Handshake.parseHello(p.in.array());
-            } catch (Handshake.VersionException e) {
-                refuse(p, Handshake.R_VERSION, "speaks " + e.getMessage());
-                return;
-            } catch (IOException e) {
-                p.refusal = "is not a jccl transport endpoint (" + e.getMessage() + ")";
-                p.out = null;
-                return;
-            }
-            boolean little = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
-            byte result = Handshake.R_OK;
-            // With a token, the proof comes first: a caller that cannot prove it learns nothing
-            // about the communicator (its id, the ranks and sockets still expected, the settings).
-            if (token != null && (!h.hasToken() || !Handshake.proofValid(token, p.nonce, h))) {
-                result = Handshake.R_AUTH;
-            } else if (h.comm() != comm) {
-                result = Handshake.R_COMM;
-            } else if (h.littleEndian() != little) {
-                result = Handshake.R_BYTE_ORDER;
-            } else if (h.sockets() != k || h.chunk() != chunk) {
-                result = Handshake.R_SETTINGS;
-            } else if (h.to() != rank || h.from() < rank || h.from() >= size || h.index() > k
-                    || (h.index() < k ? h.from() == rank || !collPeer.test(h.from()) : !p2pPeer.test(h.from()))
-                    || accepted.containsKey(h.from() * (k + 1) + h.index())) {
-                result = Handshake.R_PEER;
-            }
-            if (result != Handshake.R_OK) {
-                String claim = "claims to be rank " + h.from() + " (socket " + h.index() + " of " + h.sockets() + ") and ";
-                refuse(p, result, claim + switch (result) {
-                    case Handshake.R_COMM -> "names another communicator (id " + Long.toHexString(h.comm()) + ")";
-                    case Handshake.R_BYTE_ORDER -> "has another byte order";
-                    case Handshake.R_SETTINGS -> "has other transport settings (" + h.sockets() + " sockets per peer, "
-                            + h.chunk() + "-byte chunks; here " + k + " and " + chunk + ")";
-                    case Handshake.R_PEER -> "is not a connection this rank expects (to rank " + h.to() + ", or already connected)";
-                    default -> h.hasToken() ? "failed the job token proof" : "has no job token (this job requires one)";
-                });
-                return;
-            }
-            p.slot = h.from() * (k + 1) + h.index();
-            p.out = ByteBuffer.wrap(new byte[] {Handshake.R_OK});
-        }
-
-        private static void refuse(Pending p, byte code, String why) {
-            p.refusal = why;
-            p.out = ByteBuffer.wrap(new byte[] {code});
-        }
-
-        /** Closes a handshake; logs the reason (null: setup is over, nothing to log). */
-        private void drop(Pending p, String why) {
-            pending.remove(p);
-            if (p.key != null) {
-                p.key.cancel();
-            }
-            closeQuietly(p.ch);
-            if (why != null && ++refused <= LOGGED_REFUSALS) {
-                LOG.warn(rank, "communicator " + name + ": closed a connection from " + p.who + " during setup: it " + why);
-            }
-        }
-
-        void await(long deadline) {
-            try {
-                thread.join(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AbortedException("interrupted while waiting for the connections of communicator " + name);
-            }
-            if (error != null) {
-                throw new JcclException("rank " + rank + ": accepting connections of communicator " + name + " failed: " + error, error);
-            }
-            if (accepted.size() < expected) {
-                List<Integer> missing = new ArrayList<>();
-                for (int p = rank; p < size; p++) {
-                    for (int i = 0; i <= k; i++) {
-                        boolean needed = i < k ? p != rank && collPeer.test(p) : p2pPeer.test(p);
-                        if (needed && !accepted.containsKey(p * (k + 1) + i) && !missing.contains(p)) {
-                            missing.add(p);
-                        }
-                    }
-                }
-                throw new CollectiveTimeoutException("rank " + rank + " of communicator " + name + ": rank(s) " + missing
-                        + " did not connect before the deadline (they did not start, cannot reach this rank's address, "
-                        + "or failed: see their output; check JCCL_SOCKET_IFNAME and firewalls)", missing);
-            }
-        }
-
-        void stop() {
-            stop = true;
-            if (thread != null) {
-                try {
-                    thread.join(1_000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
-    }
+    /** Every connection, collective and send/recv: what progress, waits and failures go over. */
+    TcpConnection[] allRef = new TcpConnection[0];
 
     static void closeQuietly(AutoCloseable c) {
         if (c != null) {
@@ -971,7 +509,7 @@ public final class TcpTransport implements AutoCloseable {
     /** Throws when {@code c}'s peer aborted, failed, or closed while this rank needs its data. */
     private void checkConnection(TcpConnection c) {
         if (c.abortCode != 0) {
-            throw peerAbort(c.peer, c.abortCode, c.abortReason, c.abortCulprit);
+            throw TcpFailures.peerAbort(this, c.peer, c.abortCode, c.abortReason, c.abortCulprit);
         }
         if (c.ioError != null || (c.eof && (!c.peerClosed || c.recvPending() || c.sendPending()))) {
             if (c.peerClosed) {
@@ -979,56 +517,8 @@ public final class TcpTransport implements AutoCloseable {
                         + " closed the communicator while rank " + rank + " was in " + call.describe()
                         + ": all ranks must run the same collectives before close()");
             }
-            throw broken(c);
+            throw TcpFailures.broken(this, c);
         }
-    }
-
-    /**
-     * {@code c} broke (reset, broken pipe) or ended without a word. The peer may only be the
-     * messenger: a rank that fails because another one died sends an ABORT frame naming that rank
-     * before it closes, and that frame may still sit unread behind the data, on another of its
-     * sockets, or come from a third rank; the heartbeats may know the dead rank too. So before
-     * blaming the peer, looks for a peer's account among the bytes readable on every connection
-     * and asks the liveness watch, for at most {@link #GRACE_NANOS}: the peer's own ABORT frame
-     * says why it went, another rank's names the culprit. Only then is the peer declared dead.
-     */
-    private JcclException broken(TcpConnection c) {
-        IOException io = c.ioError;
-        String what = (io != null ? "broke its connection (" + io.getMessage() + ")" : "closed its connection without a word")
-                + " while rank " + rank + " was in " + call.describe() + ": the process died, was killed, or its host went away";
-        long end = System.nanoTime() + GRACE_NANOS;
-        while (true) {
-            for (TcpConnection x : allRef) {
-                // (sockets of other peers never used stay unread: no staging buffers for them)
-                if (x.peer != rank && (x.peer == c.peer || x.buffered())) {
-                    x.drainForAbort();
-                }
-            }
-            // The peer's own account first (on any of its sockets), then a third rank naming a culprit.
-            for (TcpConnection x : allRef) {
-                if (x.peer == c.peer && x.abortCode != 0) {
-                    return peerAbort(x.peer, x.abortCode, x.abortReason, x.abortCulprit);
-                }
-            }
-            for (TcpConnection x : allRef) {
-                if (x.peer != rank && x.abortCode == Frame.ABORT_FAILED && x.abortCulprit >= 0 && x.abortCulprit < size
-                        && x.abortCulprit != rank && x.abortCulprit != x.peer) {
-                    return peerAbort(x.peer, x.abortCode, x.abortReason
-                            + " [rank " + rank + " also saw rank " + c.peer + " " + what + "]", x.abortCulprit);
-                }
-            }
-            org.jccl.spi.Liveness.Watch w = watch;
-            int d = w == null ? -1 : w.firstDead();
-            if (d >= 0 && d != rank) {
-                return w.failure(d, call.describe() + " on rank " + rank + " of communicator " + name
-                        + " (rank " + c.peer + " " + what + ")");
-            }
-            if (System.nanoTime() - end > 0 || localAbort != null) {
-                break;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-        }
-        return new PeerFailureException(c.peer, "rank " + c.peer + " of communicator " + name + " " + what, io);
     }
 
     /**
@@ -1135,72 +625,6 @@ public final class TcpTransport implements AutoCloseable {
                 + (watch == null ? "" : watch.silentNote(missing)), missing);
     }
 
-    private JcclException peerAbort(int p, long code, String reason) {
-        return peerAbort(p, code, reason, -1);
-    }
-
-    private JcclException peerAbort(int p, long code, String reason, int culprit) {
-        if (code == Frame.ABORT_FAILED && culprit >= 0 && culprit < size && culprit != p && culprit != rank) {
-            // p only reports another rank's failure: blame that one.
-            return new PeerFailureException(culprit, "rank " + culprit + " failed (reported by rank " + p + "): " + reason);
-        }
-        if (code == Frame.ABORT_MISMATCH) {
-            return new CollectiveMismatchException("rank " + p + " detected a mismatch: " + reason);
-        }
-        if (code == Frame.ABORT_ABORTED) {
-            return new AbortedException("rank " + p + " aborted the communicator: " + reason);
-        }
-        return new PeerFailureException(p, "rank " + p + " failed: " + reason);
-    }
-
-    /** A frame that breaks the protocol (not a jccl peer, or memory corruption): fail loudly. */
-    void corrupt(TcpConnection c, String what) {
-        throw new JcclException("rank " + rank + ": " + c + " of communicator " + name + " sent " + what
-                + " during " + call.describe() + ": the stream is corrupt; the communicator cannot go on");
-    }
-
-    /** A frame header that differs from the expected one: a mismatch, unless the peer's ABORT follows. */
-    void mismatch(TcpConnection c, TcpOp op, long seq, long packed, long count, long msgBytes, long tag, long prev) {
-        long end = System.nanoTime() + GRACE_NANOS;
-        while (true) {
-            if (c.drainForAbort()) {
-                throw peerAbort(c.peer, c.abortCode, c.abortReason, c.abortCulprit);
-            }
-            if (System.nanoTime() - end > 0 || c.eof) {
-                break;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
-        }
-        String msg;
-        if (op.p2p) {
-            DataType[] types = DataType.values();
-            int mine = (int) (op.call >>> 40) & 0xff;
-            int theirs = (int) (packed >>> 40) & 0xff;
-            msg = "send/recv mismatch: rank " + rank + " posts recv #" + op.seq + " of " + op.bytes + " bytes of "
-                    + types[mine] + " from rank " + c.peer + ", but rank " + c.peer + " sent "
-                    + (((packed >>> 48) & 0xffff) == OpCode.SEND ? "message #" + seq + " of " + msgBytes + " bytes of "
-                    + (theirs < types.length ? types[theirs] : "type " + theirs) : "something else")
-                    + ": sends and receives between a pair must match in order, type and count";
-        } else {
-            String theirs = TcpCall.describe(packed, count, seq);
-            String mine = TcpCall.describe(op.call, op.count, op.seq);
-            if (theirs.equals(mine) && prev != op.prev && tag == op.tag && msgBytes == op.bytes) {
-                throw new CollectiveMismatchException("collective mismatch: ranks " + rank + " and " + c.peer + " both called "
-                        + mine + ", but their previous collectives differ: rank " + rank + " called "
-                        + TcpCall.describePrevious(op.prev, op.seq - 1) + ", rank " + c.peer + " called "
-                        + TcpCall.describePrevious(prev, seq - 1) + " (the ranks that named different roots or "
-                        + "collectives returned from it without seeing each other): every rank must call the same "
-                        + "collectives with the same type, count, op and root in the same order");
-            }
-            msg = "collective mismatch: rank " + rank + " called " + mine + " but rank " + c.peer + " called " + theirs
-                    + (theirs.equals(mine) ? " with another algorithm step (tag " + Long.toHexString(tag) + " vs "
-                    + Long.toHexString(op.tag) + ", message " + msgBytes + " vs " + op.bytes + " bytes: different "
-                    + "JCCL_ALGO or tuning settings?)" : "") + " at the same step: every rank must call the same "
-                    + "collectives with the same type, count, op and root in the same order";
-        }
-        throw new CollectiveMismatchException(msg);
-    }
-
     // ------------------------------------------------------------------ failure, abort, close
 
     /**
@@ -1208,8 +632,8 @@ public final class TcpTransport implements AutoCloseable {
      * data frame finishes it first), shuts the output down, discards what the peers still send
      * until they close (so that no reset destroys the ABORT frame in flight), then closes the
      * sockets: peers see the ABORT, or the closed connection, and stop waiting. Bounded: at most
-     * {@link #FAIL_FLUSH_NANOS} to write, {@link #FAIL_DRAIN_NANOS} to drain. The first reason
-     * stands; later calls do nothing.
+     * 200 ms to write, 150 ms to drain ({@code TcpFailures.abortPeers}). The first reason stands;
+     * later calls do nothing.
      */
     public void fail(long code, String reason) {
         fail(code, reason, -1);
@@ -1225,70 +649,9 @@ public final class TcpTransport implements AutoCloseable {
             return;
         }
         failed = true;
-        byte[] r = reason.getBytes(StandardCharsets.UTF_8);
-        TcpConnection[] cs = allRef;
-        boolean[] done = new boolean[cs.length];
-        long end = System.nanoTime() + FAIL_FLUSH_NANOS;
-        while (true) {
-            boolean all = true;
-            for (int i = 0; i < cs.length; i++) {
-                if (!done[i]) {
-                    done[i] = cs[i].stepAbort(code, r, culprit);
-                    all &= done[i];
-                }
-            }
-            if (all || System.nanoTime() - end > 0) {
-                break;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
-        }
-        for (TcpConnection c : cs) {
-            try {
-                c.ch.shutdownOutput();
-            } catch (IOException ignored) {
-                // the peer may be gone already
-            }
-        }
-        // Closing a socket with unread input sends a reset, which discards this side's data not
-        // yet transmitted (the ABORT frame) and may cut the peer's reading short: read until each
-        // peer closes too (it does once it failed on the ABORT), has sent nothing for
-        // FAIL_QUIET_NANOS (a peer outside a call: the socket then closes with nothing unread), or
-        // FAIL_DRAIN_NANOS passed.
-        java.util.Arrays.fill(done, false);
-        ByteBuffer scratch = ByteBuffer.allocate(64 << 10);
-        long start = System.nanoTime();
-        long[] lastInput = new long[cs.length];
-        java.util.Arrays.fill(lastInput, start);
-        while (true) {
-            boolean all = true;
-            long now = System.nanoTime();
-            for (int i = 0; i < cs.length; i++) {
-                if (!done[i]) {
-                    int got = cs[i].discardInput(scratch);
-                    if (got > 0) {
-                        lastInput[i] = now;
-                    }
-                    done[i] = got < 0 || now - lastInput[i] > FAIL_QUIET_NANOS;
-                    all &= done[i];
-                }
-            }
-            if (all || now - start > FAIL_DRAIN_NANOS) {
-                break;
-            }
-            java.util.concurrent.locks.LockSupport.parkNanos(500_000);
-        }
-        for (TcpConnection c : cs) {
-            c.close();
-        }
+        TcpFailures.abortPeers(allRef, code, reason, culprit);
         closeQuietly(selector);
     }
-
-    /** How long {@link #fail} writes the ABORT frames at most. */
-    private static final long FAIL_FLUSH_NANOS = 200_000_000L;
-    /** How long {@link #fail} then waits at most for the peers to close, discarding their input. */
-    private static final long FAIL_DRAIN_NANOS = 150_000_000L;
-    /** A peer that sent nothing for this long while {@link #fail} drains is not waited for any longer. */
-    private static final long FAIL_QUIET_NANOS = 20_000_000L;
 
     private void flushAll(long nanos) {
         long end = System.nanoTime() + nanos;

@@ -58,10 +58,11 @@ import org.jccl.internal.Log;
  * (logged as a warning) and every later heartbeat answer of that scope lists it. A rank that stops
  * sending heartbeats while its connection stays open is never declared dead, only reported as
  * silent. At most {@link #MAX_HEARTBEAT_SCOPES} scopes are tracked; a scope is forgotten once
- * every rank of it left cleanly.
+ * every rank of it left cleanly. That state is kept by {@code StoreHeartbeats}, under this
+ * server's lock.
  */
 public final class TcpStoreServer implements AutoCloseable {
-    private static final Log LOG = Log.get(TcpStoreServer.class);
+    static final Log LOG = Log.get(TcpStoreServer.class);
     private static final SecureRandom RANDOM = new SecureRandom();
 
     /**
@@ -105,36 +106,18 @@ public final class TcpStoreServer implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<String, byte[]> data = new HashMap<>();
     private final Map<String, List<Waiter>> waiters = new HashMap<>();
-    /** Heartbeat state per scope; guarded by {@link #lock}. */
-    private final Map<String, HbScope> hbScopes = new HashMap<>();
+    /** Heartbeats of the connections' ranks; guarded by {@link #lock}. */
+    private final StoreHeartbeats heartbeats;
 
     /** Most heartbeat scopes (jobs) tracked at once; more get an ERROR answer. */
     public static final int MAX_HEARTBEAT_SCOPES = 4096;
-
-    private static final int HB_ALIVE = 0, HB_LEFT = 1, HB_DEAD = 2;
-
-    /** The ranks of one heartbeat scope. Guarded by the server lock. */
-    private static final class HbScope {
-        final java.util.TreeMap<Integer, HbMember> members = new java.util.TreeMap<>();
-        long epoch = 1;
-        int hostRank = -1;
-    }
-
-    /** One rank of a heartbeat scope. Guarded by the server lock. */
-    private static final class HbMember {
-        int state = HB_ALIVE;
-        Connection conn;
-        String remote;
-        long lastSeen;
-        long intervalNanos;
-        String reason;
-    }
 
     private TcpStoreServer(ServerSocket serverSocket, String token, Limits limits) {
         this.serverSocket = serverSocket;
         this.address = (InetSocketAddress) serverSocket.getLocalSocketAddress();
         this.token = token;
         this.limits = limits;
+        this.heartbeats = new StoreHeartbeats(describeAddress());
         ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
             Thread th = new Thread(r, "jccl-store-timer-" + address.getPort());
             th.setDaemon(true);
@@ -231,16 +214,7 @@ public final class TcpStoreServer implements AutoCloseable {
     public Map<Integer, String> deadRanks(String scope) {
         lock.lock();
         try {
-            HbScope sc = hbScopes.get(scope);
-            Map<Integer, String> out = new java.util.TreeMap<>();
-            if (sc != null) {
-                sc.members.forEach((r, m) -> {
-                    if (m.state == HB_DEAD) {
-                        out.put(r, m.reason);
-                    }
-                });
-            }
-            return out;
+            return heartbeats.deadRanks(scope);
         } finally {
             lock.unlock();
         }
@@ -304,15 +278,15 @@ public final class TcpStoreServer implements AutoCloseable {
         final Set<Waiter> myWaiters = new HashSet<>();
         OutputStream out;
         volatile boolean open = true;
-        /** The heartbeat scope and rank this connection is tied to (null / -1: none); guarded by the server lock. */
-        String hbScope;
-        int hbRank = -1;
+        /** The heartbeat scope and rank this connection is tied to; guarded by the server lock. */
+        final StoreHeartbeats.Tie hb;
         /** Why {@link #run} ended, for the death of a tied rank. */
         volatile String endReason;
 
         Connection(Socket socket) {
             this.socket = socket;
             this.remote = String.valueOf(socket.getRemoteSocketAddress());
+            this.hb = new StoreHeartbeats.Tie(remote);
         }
 
         void run() {
@@ -463,7 +437,7 @@ public final class TcpStoreServer implements AutoCloseable {
             String died = null;
             lock.lock();
             try {
-                died = heartbeatConnectionClosed(this);
+                died = closed ? null : heartbeats.connectionClosed(hb, endReason);
                 for (Waiter w : myWaiters) {
                     w.done = true;
                     if (w.timeout != null) {
@@ -623,7 +597,7 @@ public final class TcpStoreServer implements AutoCloseable {
                     byte[] reply;
                     lock.lock();
                     try {
-                        reply = heartbeat(this, id, scope, rank, intervalMs, flags, known);
+                        reply = heartbeats.heartbeat(hb, id, scope, rank, intervalMs, flags, known);
                     } finally {
                         lock.unlock();
                     }
@@ -668,147 +642,6 @@ public final class TcpStoreServer implements AutoCloseable {
                 send(reply);
             }
         }
-    }
-
-    // ---------------------------------------------------------------------------------------------
-    // Heartbeats
-
-    /** Under the lock: one heartbeat of {@code c}; returns the answer. */
-    private byte[] heartbeat(Connection c, int id, String scope, int rank, int intervalMs, int flags, long known) {
-        long now = System.nanoTime();
-        HbScope sc = hbScopes.get(scope);
-        if (c.hbScope == null) {
-            if (sc == null) {
-                if (hbScopes.size() >= MAX_HEARTBEAT_SCOPES) {
-                    return error(id, "the store tracks heartbeats of " + MAX_HEARTBEAT_SCOPES + " jobs already (the limit)");
-                }
-                sc = new HbScope();
-                hbScopes.put(scope, sc);
-            }
-            HbMember m = sc.members.get(rank);
-            if (m != null && m.state == HB_ALIVE) {
-                return error(id, "rank " + rank + " of " + shortKey(scope) + " already sends heartbeats from " + m.remote
-                        + ": two processes claim the same rank (give every process its own JCCL_RANK / RANK)");
-            }
-            if (m != null && m.state == HB_DEAD) {
-                return error(id, "rank " + rank + " of " + shortKey(scope) + " was declared dead (" + m.reason
-                        + "): a dead rank cannot rejoin; start a new communicator with Jccl.init");
-            }
-            if (m == null && sc.members.size() >= MAX_HEARTBEAT_RANKS) {
-                return error(id, "heartbeats of " + MAX_HEARTBEAT_RANKS + " ranks in " + shortKey(scope) + " already (the limit)");
-            }
-            if (m == null) {
-                m = new HbMember();
-                sc.members.put(rank, m);
-            }
-            m.state = HB_ALIVE;
-            m.conn = c;
-            m.remote = c.remote;
-            m.reason = null;
-            sc.epoch++;
-            c.hbScope = scope;
-            c.hbRank = rank;
-            LOG.info(-1, () -> "store " + describeAddress() + ": rank " + rank + " of " + shortKey(scope)
-                    + " sends heartbeats every " + intervalMs + " ms from " + c.remote);
-        } else if (!c.hbScope.equals(scope) || c.hbRank != rank) {
-            return error(id, "this connection sends the heartbeats of rank " + c.hbRank + " of " + shortKey(c.hbScope)
-                    + ", not of rank " + rank + " of " + shortKey(scope) + ": use one connection per rank");
-        }
-        HbMember m = sc.members.get(rank);
-        m.lastSeen = now;
-        m.intervalNanos = intervalMs * 1_000_000L;
-        if ((flags & HB_HOSTS_SERVER) != 0 && sc.hostRank != rank) {
-            sc.hostRank = rank;
-            sc.epoch++;
-        }
-        if ((flags & HB_LEAVING) != 0) {
-            m.state = HB_LEFT;
-            m.conn = null;
-            c.hbScope = null;
-            c.hbRank = -1;
-            sc.epoch++;
-            LOG.info(-1, () -> "store " + describeAddress() + ": rank " + rank + " of " + shortKey(scope) + " left cleanly");
-        }
-        byte[] reply = heartbeatState(id, sc, rank, known, now);
-        boolean anyoneLeft = false;
-        for (HbMember x : sc.members.values()) {
-            anyoneLeft |= x.state != HB_LEFT;
-        }
-        if (!anyoneLeft) {
-            hbScopes.remove(scope); // every rank left cleanly: nobody needs this scope any more
-        }
-        return reply;
-    }
-
-    /** Under the lock: the OK answer for {@code asker} of scope {@code sc}. */
-    private static byte[] heartbeatState(int id, HbScope sc, int asker, long known, long now) {
-        FrameWriter w = new FrameWriter(id, ST_OK, 32);
-        w.writeLong(sc.epoch);
-        if (known != sc.epoch) {
-            w.writeByte(1);
-            w.writeInt(sc.hostRank);
-            int dead = 0, left = 0;
-            for (HbMember m : sc.members.values()) {
-                dead += m.state == HB_DEAD ? 1 : 0;
-                left += m.state == HB_LEFT ? 1 : 0;
-            }
-            w.writeInt(dead);
-            for (Map.Entry<Integer, HbMember> e : sc.members.entrySet()) {
-                if (e.getValue().state == HB_DEAD) {
-                    w.writeInt(e.getKey());
-                    w.writeMessage(e.getValue().reason);
-                }
-            }
-            w.writeInt(left);
-            for (Map.Entry<Integer, HbMember> e : sc.members.entrySet()) {
-                if (e.getValue().state == HB_LEFT) {
-                    w.writeInt(e.getKey());
-                }
-            }
-        } else {
-            w.writeByte(0);
-        }
-        int silent = 0;
-        for (Map.Entry<Integer, HbMember> e : sc.members.entrySet()) {
-            HbMember m = e.getValue();
-            silent += e.getKey() != asker && m.state == HB_ALIVE && now - m.lastSeen > 2 * m.intervalNanos ? 1 : 0;
-        }
-        w.writeInt(silent);
-        for (Map.Entry<Integer, HbMember> e : sc.members.entrySet()) {
-            HbMember m = e.getValue();
-            if (e.getKey() != asker && m.state == HB_ALIVE && now - m.lastSeen > 2 * m.intervalNanos) {
-                w.writeInt(e.getKey());
-                w.writeLong((now - m.lastSeen) / 1_000_000L);
-            }
-        }
-        return w.toByteArray();
-    }
-
-    /**
-     * Under the lock: {@code c} closed; when it carried a live rank's heartbeats (and the server is
-     * not shutting down), that rank is dead. Returns the message to log, or null.
-     */
-    private String heartbeatConnectionClosed(Connection c) {
-        if (c.hbScope == null || closed) {
-            return null;
-        }
-        HbScope sc = hbScopes.get(c.hbScope);
-        HbMember m = sc == null ? null : sc.members.get(c.hbRank);
-        if (m == null || m.conn != c || m.state != HB_ALIVE) {
-            return null;
-        }
-        String why = c.endReason;
-        String at = java.time.LocalTime.now().truncatedTo(java.time.temporal.ChronoUnit.MILLIS).toString();
-        m.state = HB_DEAD;
-        m.conn = null;
-        m.reason = "its heartbeat connection to the store (from " + c.remote + ") "
-                + (why == null ? "closed without a goodbye" : "was dropped (" + why + ")") + " at " + at
-                + ": the process died, was killed, or exited without closing jccl";
-        sc.epoch++;
-        String msg = "rank " + c.hbRank + " of " + shortKey(c.hbScope) + " declared dead: " + m.reason;
-        c.hbScope = null;
-        c.hbRank = -1;
-        return msg;
     }
 
     /** A pending GET or WAIT. Fields guarded by the server lock. */
@@ -896,7 +729,7 @@ public final class TcpStoreServer implements AutoCloseable {
         return w.toByteArray();
     }
 
-    private static byte[] error(int id, String message) {
+    static byte[] error(int id, String message) {
         return new FrameWriter(id, ST_ERROR, message.length() + 2).writeMessage(message).toByteArray();
     }
 

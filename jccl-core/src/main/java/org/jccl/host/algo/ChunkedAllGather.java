@@ -14,7 +14,6 @@ public final class ChunkedAllGather {
      * written on the root only).
      */
     public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, int root) {
-        int n = t.size();
         int r = t.rank();
         int es = send.type().byteSize();
         long per = Chunks.elementsPerChunk(t.slotBytes(), 1, es);
@@ -31,13 +30,7 @@ public final class ChunkedAllGather {
             MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
             t.postIn(g, first);
             if (receives) {
-                for (int k = 0; k < n; k++) {
-                    int p = (r + k) % n;
-                    if (p != r) {
-                        t.awaitIn(p, g);
-                    }
-                    MemorySegment.copy(t.segment(p), slot, recv.segment(), p * blockBytes + first * es, bytes);
-                }
+                Chunks.copyFromEverySlot(t, g, slot, recv.segment(), blockBytes, first * es, bytes);
             }
             t.endChunk(g);
         }

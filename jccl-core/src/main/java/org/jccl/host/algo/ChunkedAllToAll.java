@@ -45,13 +45,7 @@ public final class ChunkedAllToAll {
                 t.postIn(g, first);
             }
             if (root < 0) {
-                for (int k = 0; k < n; k++) {
-                    int p = (r + k) % n;
-                    if (p != r) {
-                        t.awaitIn(p, g);
-                    }
-                    MemorySegment.copy(t.segment(p), slot + r * bytes, recv.segment(), p * blockBytes + first * es, bytes);
-                }
+                Chunks.copyFromEverySlot(t, g, slot + r * bytes, recv.segment(), blockBytes, first * es, bytes);
             } else {
                 if (root != r) {
                     t.awaitIn(root, g);

@@ -35,24 +35,12 @@ public final class ChunkedReduce {
             long lo = Chunks.partStart(elems, n, r);
             long hi = Chunks.partStart(elems, n, r + 1);
             if (hi > lo) {
-                for (int p = 0; p < n; p++) {
-                    t.srcs[p] = t.segment(p);
-                    t.srcOffsets[p] = slot + lo * es;
-                }
+                Chunks.sourcesAtSlots(t, slot + lo * es);
                 Reductions.reduce(send.type(), op, mine, res + lo * es, t.srcs, t.srcOffsets, n, hi - lo, n);
             }
             t.postReduced(g);
             if (r == root) {
-                for (int p = 0; p < n; p++) {
-                    long plo = Chunks.partStart(elems, n, p);
-                    long phi = Chunks.partStart(elems, n, p + 1);
-                    if (phi > plo) {
-                        if (p != r) {
-                            t.awaitReduced(p, g);
-                        }
-                        MemorySegment.copy(t.segment(p), res + plo * es, recv.segment(), (first + plo) * es, (phi - plo) * es);
-                    }
-                }
+                Chunks.copyReducedParts(t, g, res, elems, first, es, recv.segment(), 0);
             }
             t.endChunk(g);
         }

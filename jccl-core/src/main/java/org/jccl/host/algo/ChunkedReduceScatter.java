@@ -37,10 +37,7 @@ public final class ChunkedReduceScatter {
             }
             t.postIn(g, first);
             t.awaitAllIn(g);
-            for (int p = 0; p < n; p++) {
-                t.srcs[p] = t.segment(p);
-                t.srcOffsets[p] = slot + r * bytes;
-            }
+            Chunks.sourcesAtSlots(t, slot + r * bytes);
             t.srcs[r] = send.segment();
             t.srcOffsets[r] = r * blockBytes + first * es;
             Reductions.reduce(send.type(), op, recv.segment(), first * es, t.srcs, t.srcOffsets, n, elems, n);

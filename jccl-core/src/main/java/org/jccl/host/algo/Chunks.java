@@ -1,6 +1,13 @@
 package org.jccl.host.algo;
 
-/** Chunk arithmetic shared by the algorithms. */
+import java.lang.foreign.MemorySegment;
+import org.jccl.host.shm.ShmTransport;
+
+/**
+ * What the shared-memory algorithms share: chunk arithmetic, and the steps several of them take
+ * the same way on a chunk (pointing the reduction at every rank's slot, copying every rank's slot
+ * or reduced part out). Small static methods: the JIT inlines them.
+ */
 final class Chunks {
     private Chunks() {
     }
@@ -23,5 +30,54 @@ final class Chunks {
         long part = (elems + n - 1) / n;
         part = (part + 15) & ~15L;
         return Math.min(elems, part * r);
+    }
+
+    /** Points the transport's reduction sources at every rank's segment, at {@code offset} in each. */
+    static void sourcesAtSlots(ShmTransport t, long offset) {
+        int n = t.size();
+        for (int p = 0; p < n; p++) {
+            t.srcs[p] = t.segment(p);
+            t.srcOffsets[p] = offset;
+        }
+    }
+
+    /**
+     * Copies {@code bytes} at {@code slotOffset} of every rank p's segment into {@code dst} at p *
+     * {@code blockBytes} + {@code dstOffset}, this rank first, then rank + 1, ...; waits for each
+     * other rank's chunk {@code g} first.
+     */
+    static void copyFromEverySlot(ShmTransport t, long g, long slotOffset, MemorySegment dst, long blockBytes,
+                                  long dstOffset, long bytes) {
+        int n = t.size();
+        int r = t.rank();
+        for (int k = 0; k < n; k++) {
+            int p = (r + k) % n;
+            if (p != r) {
+                t.awaitIn(p, g);
+            }
+            MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
+        }
+    }
+
+    /**
+     * Copies every rank's reduced part of chunk {@code g} ({@code elems} elements from element
+     * {@code first}, parts by {@link #partStart}) from its result slot at {@code res} into {@code
+     * dst}, rank {@code from} first, then from + 1, ...; waits for each other rank's reduction.
+     */
+    static void copyReducedParts(ShmTransport t, long g, long res, long elems, long first, int es, MemorySegment dst,
+                                 int from) {
+        int n = t.size();
+        int r = t.rank();
+        for (int k = 0; k < n; k++) {
+            int p = (from + k) % n;
+            long plo = partStart(elems, n, p);
+            long phi = partStart(elems, n, p + 1);
+            if (phi > plo) {
+                if (p != r) {
+                    t.awaitReduced(p, g);
+                }
+                MemorySegment.copy(t.segment(p), res + plo * es, dst, (first + plo) * es, (phi - plo) * es);
+            }
+        }
     }
 }

@@ -33,10 +33,7 @@ public final class OneShotAllReduce {
             MemorySegment.copy(in, first * es, mine, slot, elems * es);
             t.postIn(g, first);
             t.awaitAllIn(g);
-            for (int p = 0; p < n; p++) {
-                t.srcs[p] = t.segment(p);
-                t.srcOffsets[p] = slot;
-            }
+            Chunks.sourcesAtSlots(t, slot);
             Reductions.reduce(send.type(), op, out, first * es, t.srcs, t.srcOffsets, n, elems, n);
             t.endChunk(g);
         }

@@ -1,6 +1,7 @@
 package org.jccl.host.algo;
 
 import org.jccl.HostBuffer;
+import org.jccl.host.engine.AbstractP2p;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -8,11 +9,8 @@ import org.jccl.host.shm.ShmTransport;
  * several can advance together (consecutive async sends/recvs behave like an NCCL group). Messages
  * between a pair match in order; each carries its byte count and type, checked by the receiver.
  */
-public final class PointToPoint implements org.jccl.host.engine.P2p {
+public final class PointToPoint extends AbstractP2p {
     private final ShmTransport t;
-    private final boolean isSend;
-    private final HostBuffer buffer;
-    private final int peer;
     private long messageNo;
     private long offset;
     private boolean started;
@@ -20,28 +18,8 @@ public final class PointToPoint implements org.jccl.host.engine.P2p {
 
     /** A send ({@code isSend}) or receive of {@code buffer} with {@code peer}. */
     public PointToPoint(ShmTransport t, boolean isSend, HostBuffer buffer, int peer) {
+        super(isSend, buffer, peer);
         this.t = t;
-        this.isSend = isSend;
-        this.buffer = buffer;
-        this.peer = peer;
-    }
-
-    /** The peer. */
-    @Override
-    public int peer() {
-        return peer;
-    }
-
-    /** True for a send. */
-    @Override
-    public boolean isSend() {
-        return isSend;
-    }
-
-    /** The buffer sent or received into. */
-    @Override
-    public HostBuffer buffer() {
-        return buffer;
     }
 
     /** True once every byte moved. */

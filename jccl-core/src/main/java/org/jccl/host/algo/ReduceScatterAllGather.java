@@ -41,26 +41,13 @@ public final class ReduceScatterAllGather {
             t.postIn(g, first);
             t.awaitAllIn(g);
             if (hi > lo) {
-                for (int p = 0; p < n; p++) {
-                    t.srcs[p] = t.segment(p);
-                    t.srcOffsets[p] = slot + lo * es;
-                }
+                Chunks.sourcesAtSlots(t, slot + lo * es);
                 t.srcs[r] = in;
                 t.srcOffsets[r] = (first + lo) * es;
                 Reductions.reduce(send.type(), op, mine, res + lo * es, t.srcs, t.srcOffsets, n, hi - lo, n);
             }
             t.postReduced(g);
-            for (int k = 0; k < n; k++) {
-                int p = (r + k) % n;
-                long plo = Chunks.partStart(elems, n, p);
-                long phi = Chunks.partStart(elems, n, p + 1);
-                if (phi > plo) {
-                    if (p != r) {
-                        t.awaitReduced(p, g);
-                    }
-                    MemorySegment.copy(t.segment(p), res + plo * es, out, (first + plo) * es, (phi - plo) * es);
-                }
-            }
+            Chunks.copyReducedParts(t, g, res, elems, first, es, out, r);
             t.endChunk(g);
         }
     }

@@ -18,6 +18,7 @@ import org.jccl.ReduceOp;
 import org.jccl.Work;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
+import org.jccl.host.engine.AbstractP2p;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.P2p;
@@ -784,25 +785,20 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     }
 
     /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
-    private final class LocalP2p implements P2p {
-        private final boolean isSend;
-        private final HostBuffer b;
+    private final class LocalP2p extends AbstractP2p {
         private final int localPeer;
-        private final int peer;
         private Work w;
 
         LocalP2p(boolean isSend, HostBuffer b, int localPeer, int peer) {
-            this.isSend = isSend;
-            this.b = b;
+            super(isSend, b, peer);
             this.localPeer = localPeer;
-            this.peer = peer;
         }
 
         @Override
         public boolean progress() {
             try {
                 if (w == null) {
-                    w = isSend ? loc().sendAsync(b, localPeer) : loc().recvAsync(b, localPeer);
+                    w = isSend ? loc().sendAsync(buffer, localPeer) : loc().recvAsync(buffer, localPeer);
                     return true;
                 }
                 if (w.isDone() && w.exception() != null) {
@@ -820,27 +816,12 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         }
 
         @Override
-        public int peer() {
-            return peer;
-        }
-
-        @Override
-        public boolean isSend() {
-            return isSend;
-        }
-
-        @Override
-        public HostBuffer buffer() {
-            return b;
-        }
-
-        @Override
         public void runToCompletion() {
             try {
                 if (isSend) {
-                    loc().send(b, localPeer);
+                    loc().send(buffer, localPeer);
                 } else {
-                    loc().recv(b, localPeer);
+                    loc().recv(buffer, localPeer);
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -849,11 +830,12 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     }
 
     /** A send/recv to a rank of another host, over the pair's TCP connection. */
-    private final class RemoteP2p implements P2p {
+    private final class RemoteP2p extends AbstractP2p {
         private final TcpPointToPoint op;
         private boolean counted;
 
         RemoteP2p(TcpPointToPoint op) {
+            super(op.isSend(), op.buffer(), op.peer());
             this.op = op;
         }
 
@@ -874,21 +856,6 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         @Override
         public boolean isDone() {
             return op.isDone();
-        }
-
-        @Override
-        public int peer() {
-            return op.peer();
-        }
-
-        @Override
-        public boolean isSend() {
-            return op.isSend();
-        }
-
-        @Override
-        public HostBuffer buffer() {
-            return op.buffer();
         }
 
         @Override

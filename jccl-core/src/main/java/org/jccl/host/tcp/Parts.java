@@ -1,6 +1,16 @@
 package org.jccl.host.tcp;
 
-/** Element arithmetic shared by the TCP algorithms: parts of a vector, chunks, tags. */
+import java.lang.foreign.MemorySegment;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.host.kernel.Reductions;
+
+/**
+ * What the TCP algorithms share: element arithmetic (parts of a vector, chunks, tags) and the
+ * steps several of them take the same way (posting a block to or from every peer, sending a range
+ * in chunks, reducing the received blocks). Small static methods: the JIT inlines them.
+ */
 final class Parts {
     private Parts() {
     }
@@ -30,6 +40,14 @@ final class Parts {
     }
 
     /**
+     * Elements of chunk {@code c} of a range of {@code len} elements cut into chunks of {@code per}
+     * (0 past its end).
+     */
+    static long chunkLen(long len, long per, int c) {
+        return Math.max(0, Math.min(per, len - c * per));
+    }
+
+    /**
      * The tag of a message: algorithm, step and chunk, so that ranks running different
      * algorithms or steps never match each other's frames.
      */
@@ -41,4 +59,110 @@ final class Parts {
     static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
             CHAIN_BCAST = 8, DIRECT_REDUCE = 9, CHAIN_REDUCE = 10, GATHER = 11, SCATTER = 12, ALLTOALL = 13, BARRIER = 14,
             SPLIT = 15, HELLO = 16;
+
+    /**
+     * Sends elements {@code [lo, lo + len)} of {@code seg} to {@code peer} in chunks of {@code
+     * per} elements, tagged ({@code algo}, {@code step}, chunk): at least one chunk, so an empty
+     * range still sends one empty message (the receiver posts one).
+     */
+    static void sendInChunks(TcpTransport t, int peer, MemorySegment seg, long lo, long len, long per, int es, int algo,
+                             int step) {
+        int cs = Math.max(1, chunks(len, per));
+        for (int c = 0; c < cs; c++) {
+            long e0 = lo + c * per;
+            long elen = Math.max(0, Math.min(per, lo + len - e0));
+            t.send(peer, seg, e0 * es, elen * es, tag(algo, step, c));
+        }
+    }
+
+    /**
+     * Posts the receive of block p ({@code blockBytes} at p * {@code blockBytes} of {@code into})
+     * from every other rank p, in the order rank + 1, rank + 2, ...
+     */
+    static void recvBlockFromEach(TcpTransport t, MemorySegment into, long blockBytes, long tag) {
+        int n = t.size();
+        int r = t.rank();
+        for (int k = 1; k < n; k++) {
+            int p = (r + k) % n;
+            t.recv(p, into, p * blockBytes, blockBytes, tag);
+        }
+    }
+
+    /** {@link #recvBlockFromEach}, in the order rank - 1, rank - 2, ... */
+    static void recvBlockFromEachBackwards(TcpTransport t, MemorySegment into, long blockBytes, long tag) {
+        int n = t.size();
+        int r = t.rank();
+        for (int k = 1; k < n; k++) {
+            int p = (r + n - k) % n;
+            t.recv(p, into, p * blockBytes, blockBytes, tag);
+        }
+    }
+
+    /**
+     * Posts the send of {@code bytes} at p * {@code stride} of {@code from} to every other rank p,
+     * in the order rank + 1, rank + 2, ...; stride 0 sends the same bytes to all.
+     */
+    static void sendToEach(TcpTransport t, MemorySegment from, long stride, long bytes, long tag) {
+        int n = t.size();
+        int r = t.rank();
+        for (int k = 1; k < n; k++) {
+            int p = (r + k) % n;
+            t.send(p, from, p * stride, bytes, tag);
+        }
+    }
+
+    /**
+     * Reduces the n blocks of {@code count} elements, in rank order, into {@code dst}: this rank's
+     * from {@code own} at {@code ownOffset}, rank p's from {@code received} at p * {@code
+     * blockBytes}; then drops the references to the sources.
+     */
+    static void reduceReceived(TcpTransport t, DataType type, ReduceOp op, MemorySegment own, long ownOffset,
+                               MemorySegment received, long blockBytes, MemorySegment dst, long count) {
+        int n = t.size();
+        int r = t.rank();
+        for (int p = 0; p < n; p++) {
+            t.srcs[p] = p == r ? own : received;
+            t.srcOffsets[p] = p == r ? ownOffset : p * blockBytes;
+        }
+        Reductions.reduce(type, op, dst, 0, t.srcs, t.srcOffsets, n, count, n);
+        java.util.Arrays.fill(t.srcs, null);
+    }
+
+    /**
+     * Makes {@code recv} this rank's input, for an algorithm that reduces in it in place: copies
+     * {@code send} into it (unless in place), then scales it for PREMUL_SUM.
+     */
+    static void inputIntoRecv(HostBuffer send, HostBuffer recv, ReduceOp op) {
+        DataType type = send.type();
+        long count = send.count();
+        if (!send.sameStart(recv)) {
+            MemorySegment.copy(send.segment(), 0, recv.segment(), 0, count * type.byteSize());
+        }
+        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
+            Reductions.scale(type, op.scalar(), recv.segment(), 0, count);
+        }
+    }
+
+    /**
+     * The input of an algorithm that accumulates partial results: for PREMUL_SUM the first {@code
+     * elems} elements of {@code in} scaled by the op's scalar, in scratch slot 1; else {@code in}.
+     */
+    static MemorySegment premulScaled(TcpTransport t, DataType type, ReduceOp op, MemorySegment in, long elems) {
+        if (op.kind() != ReduceOp.Kind.PREMUL_SUM) {
+            return in;
+        }
+        long bytes = elems * type.byteSize();
+        MemorySegment scaled = t.scratch(1, bytes);
+        MemorySegment.copy(in, 0, scaled, 0, bytes);
+        Reductions.scale(type, op.scalar(), scaled, 0, elems);
+        return scaled;
+    }
+
+    /**
+     * The operator that accumulates partial results: SUM for AVG (divided once at the end) and for
+     * PREMUL_SUM (scaled once at the start, {@link #premulScaled}); else {@code op}.
+     */
+    static ReduceOp accumulateOp(ReduceOp op) {
+        return op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+    }
 }

@@ -63,8 +63,7 @@ public final class TcpChainBroadcast {
         int posted = 0;
         for (int c = 0; c < chunks; c++) {
             while (posted < chunks && posted - c < window) {
-                long e0 = posted * per;
-                ids[posted % window] = t.recv(prev, out, e0 * es, Math.max(0, Math.min(per, count - e0)) * es,
+                ids[posted % window] = t.recv(prev, out, posted * per * es, Parts.chunkLen(count, per, posted) * es,
                         Parts.tag(Parts.CHAIN_BCAST, 0, posted));
                 posted++;
             }
@@ -95,7 +94,6 @@ public final class TcpChainBroadcast {
     }
 
     private static void sendChunk(TcpTransport t, int next, MemorySegment out, int es, long per, long count, int c) {
-        long e0 = c * per;
-        t.send(next, out, e0 * es, Math.max(0, Math.min(per, count - e0)) * es, Parts.tag(Parts.CHAIN_BCAST, 0, c));
+        t.send(next, out, c * per * es, Parts.chunkLen(count, per, c) * es, Parts.tag(Parts.CHAIN_BCAST, 0, c));
     }
 }

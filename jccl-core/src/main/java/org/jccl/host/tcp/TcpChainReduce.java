@@ -24,14 +24,8 @@ public final class TcpChainReduce {
         DataType type = send.type();
         int es = type.byteSize();
         long count = send.count();
-        MemorySegment in = send.segment();
-        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
-            MemorySegment scaled = t.scratch(1, count * es);
-            MemorySegment.copy(in, 0, scaled, 0, count * es);
-            Reductions.scale(type, op.scalar(), scaled, 0, count);
-            in = scaled;
-        }
-        ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+        MemorySegment in = Parts.premulScaled(t, type, op, send.segment(), count);
+        ReduceOp acc = Parts.accumulateOp(op);
         long per = Parts.pipelineElems(t, es, count);
         int chunks = Math.max(1, Parts.chunks(count, per));
         int window = Math.max(4, 2 * t.socketsPerPeer());
@@ -41,13 +35,12 @@ public final class TcpChainReduce {
             // the result comes back from the end of the chain straight into place
             for (int c = 0; c < chunks; c++) {
                 long e0 = c * per;
-                t.recv(last, recv.segment(), e0 * es, len(count, per, c) * es, Parts.tag(Parts.CHAIN_REDUCE, 1, c));
+                t.recv(last, recv.segment(), e0 * es, Parts.chunkLen(count, per, c) * es,
+                        Parts.tag(Parts.CHAIN_REDUCE, 1, c));
             }
         }
         if (r == 0) {
-            for (int c = 0; c < chunks; c++) {
-                t.send(1, in, c * per * es, len(count, per, c) * es, Parts.tag(Parts.CHAIN_REDUCE, 0, c));
-            }
+            Parts.sendInChunks(t, 1, in, 0, count, per, es, Parts.CHAIN_REDUCE, 0);
             t.awaitAll();
             return;
         }
@@ -58,14 +51,14 @@ public final class TcpChainReduce {
         int posted = 0;
         for (int c = 0; c < chunks; c++) {
             while (posted < chunks && posted - c < window) {
-                ids[posted % window] = t.recv(r - 1, inSlots, (posted % window) * slotBytes, len(count, per, posted) * es,
-                        Parts.tag(Parts.CHAIN_REDUCE, 0, posted));
+                ids[posted % window] = t.recv(r - 1, inSlots, (posted % window) * slotBytes,
+                        Parts.chunkLen(count, per, posted) * es, Parts.tag(Parts.CHAIN_REDUCE, 0, posted));
                 posted++;
             }
             int slot = c % window;
             t.await(ids[slot]);
             long e0 = c * per;
-            long elen = len(count, per, c);
+            long elen = Parts.chunkLen(count, per, c);
             t.srcs[0] = inSlots;
             t.srcOffsets[0] = slot * slotBytes;
             t.srcs[1] = in;
@@ -93,9 +86,5 @@ public final class TcpChainReduce {
         t.srcs[0] = null;
         t.srcs[1] = null;
         t.awaitAll();
-    }
-
-    private static long len(long count, long per, int c) {
-        return Math.max(0, Math.min(per, count - c * per));
     }
 }

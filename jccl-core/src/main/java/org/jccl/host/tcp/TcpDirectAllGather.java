@@ -13,17 +13,12 @@ public final class TcpDirectAllGather {
 
     /** Runs the all-gather (n >= 2). */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv) {
-        int n = t.size();
         int r = t.rank();
         long bytes = send.byteSize();
         MemorySegment out = recv.segment();
-        for (int k = 1; k < n; k++) {
-            int p = (r + n - k) % n;
-            t.recv(p, out, p * bytes, bytes, Parts.tag(Parts.DIRECT_AG, 0, 0));
-        }
-        for (int k = 1; k < n; k++) {
-            t.send((r + k) % n, send.segment(), 0, bytes, Parts.tag(Parts.DIRECT_AG, 0, 0));
-        }
+        long tag = Parts.tag(Parts.DIRECT_AG, 0, 0);
+        Parts.recvBlockFromEachBackwards(t, out, bytes, tag);
+        Parts.sendToEach(t, send.segment(), 0, bytes, tag);
         if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
             MemorySegment.copy(send.segment(), 0, out, r * bytes, bytes);
         }

@@ -13,7 +13,6 @@ public final class TcpDirectGather {
 
     /** Runs the gather (n >= 2); {@code recv} is used on the root only. */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, int root) {
-        int n = t.size();
         int r = t.rank();
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.GATHER, 0, 0);
@@ -22,10 +21,7 @@ public final class TcpDirectGather {
             return;
         }
         MemorySegment out = recv.segment();
-        for (int k = 1; k < n; k++) {
-            int p = (r + k) % n;
-            t.recv(p, out, p * bytes, bytes, tag);
-        }
+        Parts.recvBlockFromEach(t, out, bytes, tag);
         if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
             MemorySegment.copy(send.segment(), 0, out, r * bytes, bytes);
         }

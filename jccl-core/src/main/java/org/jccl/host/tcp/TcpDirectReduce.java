@@ -3,7 +3,6 @@ package org.jccl.host.tcp;
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.host.kernel.Reductions;
 
 /**
  * Reduce for small messages: every rank sends its input to the root, which reduces all n inputs
@@ -30,11 +29,6 @@ public final class TcpDirectReduce {
             }
         }
         t.awaitAll();
-        for (int p = 0; p < n; p++) {
-            t.srcs[p] = p == r ? send.segment() : in;
-            t.srcOffsets[p] = p == r ? 0 : p * bytes;
-        }
-        Reductions.reduce(send.type(), op, recv.segment(), 0, t.srcs, t.srcOffsets, n, send.count(), n);
-        java.util.Arrays.fill(t.srcs, null);
+        Parts.reduceReceived(t, send.type(), op, send.segment(), 0, in, bytes, recv.segment(), send.count());
     }
 }

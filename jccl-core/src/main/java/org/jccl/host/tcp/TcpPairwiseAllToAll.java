@@ -25,14 +25,8 @@ public final class TcpPairwiseAllToAll {
             in = copy;
         }
         long tag = Parts.tag(Parts.ALLTOALL, 0, 0);
-        for (int k = 1; k < n; k++) {
-            int q = (r + n - k) % n;
-            t.recv(q, out, q * block, block, tag);
-        }
-        for (int k = 1; k < n; k++) {
-            int p = (r + k) % n;
-            t.send(p, in, p * block, block, tag);
-        }
+        Parts.recvBlockFromEachBackwards(t, out, block, tag);
+        Parts.sendToEach(t, in, block, block, tag);
         if (in != out) {
             MemorySegment.copy(in, r * block, out, r * block, block);
         }

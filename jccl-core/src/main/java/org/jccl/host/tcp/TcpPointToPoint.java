@@ -1,6 +1,7 @@
 package org.jccl.host.tcp;
 
 import org.jccl.HostBuffer;
+import org.jccl.host.engine.AbstractP2p;
 
 /**
  * One send or receive over the pair's send/recv socket, posted on first progress and completed
@@ -8,19 +9,14 @@ import org.jccl.HostBuffer;
  * NCCL group). Messages between a pair match in order; each header carries the message number,
  * type and byte count, which the receiver checks.
  */
-final class TcpPointToPoint implements org.jccl.host.engine.P2p {
+final class TcpPointToPoint extends AbstractP2p {
     private final TcpTransport t;
-    private final boolean isSend;
-    private final HostBuffer buffer;
-    private final int peer;
     private int id = -1;
     private boolean done;
 
     TcpPointToPoint(TcpTransport t, boolean isSend, HostBuffer buffer, int peer) {
+        super(isSend, buffer, peer);
         this.t = t;
-        this.isSend = isSend;
-        this.buffer = buffer;
-        this.peer = peer;
     }
 
     private void start() {
@@ -48,21 +44,6 @@ final class TcpPointToPoint implements org.jccl.host.engine.P2p {
     @Override
     public boolean isDone() {
         return done;
-    }
-
-    @Override
-    public int peer() {
-        return peer;
-    }
-
-    @Override
-    public boolean isSend() {
-        return isSend;
-    }
-
-    @Override
-    public HostBuffer buffer() {
-        return buffer;
     }
 
     @Override

@@ -33,12 +33,7 @@ public final class TcpRhdAllReduce {
         int es = type.byteSize();
         long count = send.count();
         MemorySegment out = recv.segment();
-        if (!send.sameStart(recv)) {
-            MemorySegment.copy(send.segment(), 0, out, 0, count * es);
-        }
-        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
-            Reductions.scale(type, op.scalar(), out, 0, count);
-        }
+        Parts.inputIntoRecv(send, recv, op);
         int p2 = Integer.highestOneBit(n);
         int rem = n - p2;
         int newRank;
@@ -116,13 +111,7 @@ public final class TcpRhdAllReduce {
     private static void exchange(TcpTransport t, int to, MemorySegment out, long sLo, long sLen, int from, long rLo,
                                  long rLen, DataType type, ReduceOp op, int es, int step, boolean reduce) {
         if (to >= 0) {
-            long per = Parts.pipelineElems(t, es, sLen);
-            int cs = Math.max(1, Parts.chunks(sLen, per));
-            for (int c = 0; c < cs; c++) {
-                long e0 = sLo + c * per;
-                long elen = Math.max(0, Math.min(per, sLo + sLen - e0));
-                t.send(to, out, e0 * es, elen * es, Parts.tag(Parts.RHD, step, c));
-            }
+            Parts.sendInChunks(t, to, out, sLo, sLen, Parts.pipelineElems(t, es, sLen), es, Parts.RHD, step);
         }
         if (from < 0) {
             return;

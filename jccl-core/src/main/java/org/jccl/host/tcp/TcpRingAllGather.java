@@ -34,11 +34,7 @@ public final class TcpRingAllGather {
         for (; posted < Math.min(window, units); posted++) {
             ids[posted % window] = postRecv(t, posted, chunks, prev, out, bc, per, es, n);
         }
-        for (int c = 0; c < chunks; c++) {
-            long e0 = c * per;
-            long elen = Math.max(0, Math.min(per, bc - e0));
-            t.send(next, out, (r * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, 0, c));
-        }
+        Parts.sendInChunks(t, next, out, r * bc, bc, per, es, Parts.RING_AG, 0);
         for (int u = 0; u < units; u++) {
             int g = u / chunks;
             int c = u % chunks;
@@ -46,7 +42,7 @@ public final class TcpRingAllGather {
             if (g + 1 < n - 1) {
                 int b = Math.floorMod(r - g - 1, n);
                 long e0 = c * per;
-                long elen = Math.max(0, Math.min(per, bc - e0));
+                long elen = Parts.chunkLen(bc, per, c);
                 t.send(next, out, (b * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, g + 1, c));
             }
             if (posted < units) {
@@ -63,7 +59,7 @@ public final class TcpRingAllGather {
         int c = u % chunks;
         int b = Math.floorMod(t.rank() - g - 1, n);
         long e0 = c * per;
-        long elen = Math.max(0, Math.min(per, bc - e0));
+        long elen = Parts.chunkLen(bc, per, c);
         return t.recv(prev, out, (b * bc + e0) * es, elen * es, Parts.tag(Parts.RING_AG, g, c));
     }
 }

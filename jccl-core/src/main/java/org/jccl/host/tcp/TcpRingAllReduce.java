@@ -39,11 +39,8 @@ public final class TcpRingAllReduce {
         // first, so it copies.
         boolean fromSend = !send.sameStart(recv) && op.kind() != ReduceOp.Kind.PREMUL_SUM;
         MemorySegment own = fromSend ? send.segment() : out;
-        if (!send.sameStart(recv) && !fromSend) {
-            MemorySegment.copy(send.segment(), 0, out, 0, count * es);
-        }
-        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
-            Reductions.scale(type, op.scalar(), out, 0, count);
+        if (!fromSend) {
+            Parts.inputIntoRecv(send, recv, op);
         }
         // AVG sums along the ring and divides once at the end
         ReduceOp stepOp = op.kind() == ReduceOp.Kind.AVG ? ReduceOp.SUM : op;
@@ -65,18 +62,14 @@ public final class TcpRingAllReduce {
         long posted = 0, done = 0; // receives posted / completed
         for (int k = 0; k < window && pg < steps; ) {
             // post the first window of receives before any send, so the peers' sends find them
-            int sl = Math.floorMod(r - pg - 1, n);
-            long lo = Parts.start(count, n, sl);
-            long len = Parts.start(count, n, sl + 1) - lo;
-            if (pc >= Parts.chunks(len, per)) {
+            if (postRecv(t, rids, window, posted, prev, scratch, out, pg, pc, count, per, es)) {
+                pc++;
+                posted++;
+                k++;
+            } else {
                 pg++;
                 pc = 0;
-                continue;
             }
-            postRecv(t, rids, window, posted, prev, scratch, out, pg, pc, lo, len, per, es, n);
-            pc++;
-            posted++;
-            k++;
         }
         for (int c = 0, cs = Parts.chunks(len0, per); c < cs; c++) {
             long e0 = lo0 + c * per;
@@ -118,26 +111,31 @@ public final class TcpRingAllReduce {
             done++;
             // the slot is free again: post the next receive
             while (pg < steps) {
-                int psl = Math.floorMod(r - pg - 1, n);
-                long plo = Parts.start(count, n, psl);
-                long plen = Parts.start(count, n, psl + 1) - plo;
-                if (pc >= Parts.chunks(plen, per)) {
-                    pg++;
-                    pc = 0;
-                    continue;
+                if (postRecv(t, rids, window, posted, prev, scratch, out, pg, pc, count, per, es)) {
+                    pc++;
+                    posted++;
+                    break;
                 }
-                postRecv(t, rids, window, posted, prev, scratch, out, pg, pc, plo, plen, per, es, n);
-                pc++;
-                posted++;
-                break;
+                pg++;
+                pc = 0;
             }
         }
         t.awaitAll();
     }
 
-    /** Receives chunk {@code c} of step {@code g}: into scratch while reducing, into the result while gathering. */
-    private static void postRecv(TcpTransport t, int[] rids, int window, long u, int prev, MemorySegment scratch,
-                                 MemorySegment out, int g, int c, long lo, long len, long per, int es, int n) {
+    /**
+     * Receives chunk {@code c} of step {@code g}: into scratch while reducing, into the result while
+     * gathering. False, posting nothing, when the part of step {@code g} has no chunk {@code c}.
+     */
+    private static boolean postRecv(TcpTransport t, int[] rids, int window, long u, int prev, MemorySegment scratch,
+                                    MemorySegment out, int g, int c, long count, long per, int es) {
+        int n = t.size();
+        int sl = Math.floorMod(t.rank() - g - 1, n);
+        long lo = Parts.start(count, n, sl);
+        long len = Parts.start(count, n, sl + 1) - lo;
+        if (c >= Parts.chunks(len, per)) {
+            return false;
+        }
         long e0 = lo + c * per;
         long elen = Math.min(per, lo + len - e0);
         int slot = (int) (u % window);
@@ -147,5 +145,6 @@ public final class TcpRingAllReduce {
         } else {
             rids[slot] = t.recv(prev, out, e0 * es, elen * es, tag);
         }
+        return true;
     }
 }

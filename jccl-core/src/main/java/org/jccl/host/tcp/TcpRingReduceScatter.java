@@ -28,14 +28,8 @@ public final class TcpRingReduceScatter {
         DataType type = send.type();
         int es = type.byteSize();
         long rc = recv.count();
-        MemorySegment in = send.segment();
-        if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
-            MemorySegment scaled = t.scratch(1, n * rc * es);
-            MemorySegment.copy(in, 0, scaled, 0, n * rc * es);
-            Reductions.scale(type, op.scalar(), scaled, 0, n * rc);
-            in = scaled;
-        }
-        ReduceOp acc = op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
+        MemorySegment in = Parts.premulScaled(t, type, op, send.segment(), n * rc);
+        ReduceOp acc = Parts.accumulateOp(op);
         MemorySegment out = recv.segment();
         long per = Parts.pipelineElems(t, es, rc);
         int chunks = Math.max(1, Parts.chunks(rc, per));
@@ -52,11 +46,7 @@ public final class TcpRingReduceScatter {
             postRecv(t, ids, window, posted, chunks, prev, rbuf, rc, per, es);
         }
         int b0 = Math.floorMod(r - 1, n);
-        for (int c = 0; c < chunks; c++) {
-            long e0 = c * per;
-            long elen = Math.max(0, Math.min(per, rc - e0));
-            t.send(next, in, (b0 * rc + e0) * es, elen * es, Parts.tag(Parts.RING_RS, 0, c));
-        }
+        Parts.sendInChunks(t, next, in, b0 * rc, rc, per, es, Parts.RING_RS, 0);
         for (int u = 0; u < units; u++) {
             int g = u / chunks;
             int c = u % chunks;
@@ -64,7 +54,7 @@ public final class TcpRingReduceScatter {
             t.await(ids[slot]);
             int b = Math.floorMod(r - g - 2, n);
             long e0 = c * per;
-            long elen = Math.max(0, Math.min(per, rc - e0));
+            long elen = Parts.chunkLen(rc, per, c);
             t.srcs[0] = rbuf;
             t.srcOffsets[0] = slot * per * es;
             t.srcs[1] = in;
@@ -99,7 +89,7 @@ public final class TcpRingReduceScatter {
                                  long rc, long per, int es) {
         int g = u / chunks;
         int c = u % chunks;
-        long elen = Math.max(0, Math.min(per, rc - c * per));
+        long elen = Parts.chunkLen(rc, per, c);
         int slot = u % window;
         ids[slot] = t.recv(prev, rbuf, slot * per * es, elen * es, Parts.tag(Parts.RING_RS, g, c));
     }

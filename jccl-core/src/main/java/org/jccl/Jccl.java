@@ -51,7 +51,7 @@ public final class Jccl {
         Backend backend = chooseBackend(options);
         if (options.store() == null && !backend.needsStore()) {
             LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name() + " (no store: its launcher connects the ranks)");
-            return backend.create(options, null);
+            return org.jccl.internal.Settings.with(options.settings(), () -> backend.create(options, null));
         }
         if (options.store() == null && options.storePort() == 0 && options.size() > 1) {
             throw new IllegalArgumentException("no rendezvous store address for a job of " + options.size() + " ranks "
@@ -88,7 +88,9 @@ public final class Jccl {
                 liveness = heartbeat;
             }
             LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name());
-            Communicator comm = backend.create(options, store, liveness);
+            Store st = store;
+            Liveness lv = liveness;
+            Communicator comm = org.jccl.internal.Settings.with(options.settings(), () -> backend.create(options, st, lv));
             if (guarded != null) {
                 guarded.disarm();
             }

@@ -1,7 +1,10 @@
 package org.jccl;
 
 import java.time.Duration;
+import java.util.Collections;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import org.jccl.bootstrap.Store;
 
 /**
@@ -23,10 +26,13 @@ import org.jccl.bootstrap.Store;
  * @param store         an already connected store to use instead of storeHost/storePort, or null
  * @param heartbeat     interval of this rank's heartbeats through the store ({@code JCCL_HEARTBEAT});
  *                      {@link Duration#ZERO} turns them off (see {@link org.jccl.spi.Liveness})
+ * @param settings      per-communicator {@code JCCL_*} settings ({@link #withSetting}), which win over
+ *                      system properties and the environment for this communicator and the ones
+ *                      split or shrunk from it
  */
 public record Options(int rank, int size, int localRank, int localSize, String storeHost, int storePort,
                       String jobId, String token, Duration timeout, String backend, Device device, Store store,
-                      Duration heartbeat) {
+                      Duration heartbeat, Map<String, String> settings) {
 
     /** Default deadline: 10 minutes, as PyTorch's for NCCL. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
@@ -42,6 +48,14 @@ public record Options(int rank, int size, int localRank, int localSize, String s
                    String jobId, String token, Duration timeout, String backend, Device device, Store store) {
         this(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, store,
                 DEFAULT_HEARTBEAT);
+    }
+
+    /** The options without communicator settings (system properties and the environment apply). */
+    public Options(int rank, int size, int localRank, int localSize, String storeHost, int storePort,
+                   String jobId, String token, Duration timeout, String backend, Device device, Store store,
+                   Duration heartbeat) {
+        this(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, store,
+                heartbeat, Map.of());
     }
 
     /** Validates the values. */
@@ -72,12 +86,22 @@ public record Options(int rank, int size, int localRank, int localSize, String s
             throw new IllegalArgumentException("heartbeat is " + heartbeat + ": give an interval of at least "
                     + MIN_HEARTBEAT.toMillis() + " ms (e.g. Duration.ofSeconds(1)), or Duration.ZERO to turn heartbeats off");
         }
+        Objects.requireNonNull(settings, "settings (Map.of() for none)");
+        Map<String, String> sorted = new TreeMap<>();
+        for (Map.Entry<String, String> e : settings.entrySet()) {
+            org.jccl.internal.Settings.checkCommunicatorSetting(e.getKey());
+            if (e.getValue() == null) {
+                throw new IllegalArgumentException("setting " + e.getKey() + " has a null value: give a value, or leave it out");
+            }
+            sorted.put(e.getKey(), e.getValue());
+        }
+        settings = Collections.unmodifiableMap(sorted);
     }
 
     /** A single-rank job on loopback with defaults; change fields with the {@code with} methods. */
     public static Options of(int rank, int size) {
         return new Options(rank, size, rank, size, "127.0.0.1", 29500, "jccl", null, DEFAULT_TIMEOUT, null, null, null,
-                DEFAULT_HEARTBEAT);
+                DEFAULT_HEARTBEAT, Map.of());
     }
 
     /** Options from the environment: JCCL_*, then torchrun, Slurm, Open MPI variables. */
@@ -88,47 +112,47 @@ public record Options(int rank, int size, int localRank, int localSize, String s
     /** Copy with another rank and size (local rank/size follow when they were the global ones). */
     public Options withRank(int newRank, int newSize) {
         return new Options(newRank, newSize, localSize == size ? newRank : localRank,
-                localSize == size ? newSize : localSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat);
+                localSize == size ? newSize : localSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat, settings);
     }
 
     /** Copy with another local rank and local size. */
     public Options withLocal(int newLocalRank, int newLocalSize) {
-        return new Options(rank, size, newLocalRank, newLocalSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat);
+        return new Options(rank, size, newLocalRank, newLocalSize, storeHost, storePort, jobId, token, timeout, backend, device, store, heartbeat, settings);
     }
 
     /** Copy with another store address. */
     public Options withStore(String host, int port) {
-        return new Options(rank, size, localRank, localSize, host, port, jobId, token, timeout, backend, device, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, host, port, jobId, token, timeout, backend, device, store, heartbeat, settings);
     }
 
     /** Copy that uses an already connected store (e.g. shared by threads-as-ranks). */
     public Options withStore(Store connected) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, connected, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device, connected, heartbeat, settings);
     }
 
     /** Copy with another job id. */
     public Options withJobId(String id) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, id, token, timeout, backend, device, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, id, token, timeout, backend, device, store, heartbeat, settings);
     }
 
     /** Copy with another job token (null for none). */
     public Options withToken(String t) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, t, timeout, backend, device, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, t, timeout, backend, device, store, heartbeat, settings);
     }
 
     /** Copy with another deadline. */
     public Options withTimeout(Duration t) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, t, backend, device, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, t, backend, device, store, heartbeat, settings);
     }
 
     /** Copy with another backend name (null: choose automatically). */
     public Options withBackend(String name) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, name, device, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, name, device, store, heartbeat, settings);
     }
 
     /** Copy bound to a device (GPU communicators). */
     public Options withDevice(Device d) {
-        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, d, store, heartbeat);
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, d, store, heartbeat, settings);
     }
 
     /**
@@ -138,7 +162,31 @@ public record Options(int rank, int size, int localRank, int localSize, String s
      */
     public Options withHeartbeat(Duration interval) {
         return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device,
-                store, interval);
+                store, interval, settings);
+    }
+
+    /**
+     * Copy with a per-communicator setting: {@code variable} is a {@code JCCL_*} name that applies
+     * to one communicator (docs/ENVIRONMENT.md lists them: JCCL_ALGO, JCCL_TRANSPORT,
+     * JCCL_TRACE_DIR, JCCL_SOCKET_IFNAME, ...) and {@code value} what the environment variable would
+     * hold. It wins over the system property and the environment, for this communicator and the
+     * ones split or shrunk from it; a bad value is reported when the communicator is created, as
+     * for the environment variable. The job's variables have their own methods ({@code
+     * JCCL_TIMEOUT}: {@link #withTimeout}, ...) and the per-process ones ({@code JCCL_DEBUG}, the
+     * native library paths) stay in the environment: naming one here is an error saying so.
+     * {@code null} removes the setting.
+     */
+    public Options withSetting(String variable, String value) {
+        org.jccl.Checks.notNull(variable, "variable");
+        org.jccl.internal.Settings.checkCommunicatorSetting(variable);
+        Map<String, String> m = new TreeMap<>(settings);
+        if (value == null) {
+            m.remove(variable);
+        } else {
+            m.put(variable, value);
+        }
+        return new Options(rank, size, localRank, localSize, storeHost, storePort, jobId, token, timeout, backend, device,
+                store, heartbeat, m);
     }
 
     /** True when heartbeats are on (a positive {@link #heartbeat()} interval). */
@@ -152,6 +200,6 @@ public record Options(int rank, int size, int localRank, int localSize, String s
                 + ", store=" + (store != null ? store : storeHost + ":" + storePort) + ", jobId=" + jobId
                 + ", token=" + (token == null ? "none" : "***") + ", timeout=" + timeout + ", backend="
                 + (backend == null ? "auto" : backend) + ", device=" + device + ", heartbeat="
-                + (heartbeat.isZero() ? "off" : heartbeat) + "]";
+                + (heartbeat.isZero() ? "off" : heartbeat) + (settings.isEmpty() ? "" : ", settings=" + settings) + "]";
     }
 }

@@ -33,6 +33,12 @@ final class ThreadRanks {
     }
 
     static <T> List<T> run(int n, Duration timeout, Duration testLimit, RankBody<T> body) throws Exception {
+        return run(n, timeout, testLimit, o -> o, body);
+    }
+
+    /** As {@link #run(int, Duration, RankBody)}, with each rank's options passed through {@code customize} first. */
+    static <T> List<T> run(int n, Duration timeout, Duration testLimit, java.util.function.UnaryOperator<Options> customize,
+                           RankBody<T> body) throws Exception {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
             ExecutorService pool = Executors.newFixedThreadPool(n);
             try {
@@ -42,8 +48,8 @@ final class ThreadRanks {
                     int rank = r;
                     futures.add(pool.submit(() -> {
                         Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
-                        Options o = Options.of(rank, n).withJobId(job).withTimeout(timeout).withBackend("host")
-                                .withStore(store);
+                        Options o = customize.apply(Options.of(rank, n).withJobId(job).withTimeout(timeout)
+                                .withBackend("host").withStore(store));
                         try (Communicator comm = Jccl.init(o)) {
                             return body.run(comm);
                         } finally {

@@ -82,6 +82,41 @@ class SettingsDocTest {
         assertTrue(missing.isEmpty(), "docs/ENVIRONMENT.md has no row for " + missing + ": add one (meaning, default)");
     }
 
+    /**
+     * The doc's last column says how code sets each setting, as Settings classifies it: the Options
+     * method of a job variable, withSetting for a communicator setting, the environment or the
+     * system property for a per-process one.
+     */
+    @Test
+    void theDocSaysHowCodeSetsEachSettingAsSettingsClassifiesIt() throws IOException {
+        Pattern row = Pattern.compile("^\\| `(JCCL_[A-Z0-9_]+)` \\|.*\\| ([^|]+) \\|$", Pattern.MULTILINE);
+        Matcher x = row.matcher(Files.readString(repo().resolve("docs/ENVIRONMENT.md")));
+        Set<String> wrong = new TreeSet<>();
+        int rows = 0;
+        while (x.find()) {
+            String v = x.group(1);
+            String how = x.group(2);
+            Settings.Scope s = Settings.scope(v);
+            rows++;
+            boolean ok = s == null ? how.equals("scripts only")
+                    : switch (s) {
+                        case JOB -> how.equals("`Options." + Settings.JOB_METHODS.get(v) + "`");
+                        case COMMUNICATOR -> how.equals("`Options.withSetting`");
+                        case PROCESS -> how.equals("per process: environment or `-D" + Settings.property(v) + "`");
+                    };
+            if (!ok) {
+                wrong.add(v + " (" + s + "): '" + how + "'");
+            }
+        }
+        assertTrue(rows >= Settings.ALL.size(), "found " + rows + " rows with a last column");
+        assertTrue(wrong.isEmpty(), "docs/ENVIRONMENT.md's last column disagrees with Settings: " + wrong);
+        for (String v : Settings.ALL) {
+            if (Settings.scope(v) == Settings.Scope.COMMUNICATOR) {
+                Settings.checkCommunicatorSetting(v); // withSetting takes it
+            }
+        }
+    }
+
     @Test
     void everyRowOfTheDocIsReadSomewhere() throws IOException {
         Path repo = repo();

@@ -114,15 +114,12 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         SHM;
 
         /**
-         * The transport named by the system property {@code jccl.transport} (tests, tools: it
-         * wins) or else {@code JCCL_TRANSPORT}: {@code auto}, {@code tcp} or {@code shm}.
+         * The transport {@code JCCL_TRANSPORT} names ({@link org.jccl.internal.Settings}: a
+         * communicator setting, the system property {@code jccl.transport}, or the environment):
+         * {@code auto}, {@code tcp} or {@code shm}.
          */
         public static Transport fromEnv() {
-            String p = System.getProperty("jccl.transport");
-            if (p != null && !p.isBlank()) {
-                return parse(p, "system property jccl.transport");
-            }
-            return parse(System.getenv("JCCL_TRANSPORT"), "JCCL_TRANSPORT");
+            return parse(org.jccl.internal.Settings.get("JCCL_TRANSPORT"), "JCCL_TRANSPORT");
         }
 
         /** Parses a transport name; null or blank is AUTO. */

@@ -76,4 +76,26 @@ public final class Checks {
     public static <T> T notNull(T v, String name) {
         return Objects.requireNonNull(v, name + " is null");
     }
+
+    /**
+     * {@code b} as a HostBuffer, or an error naming the argument: null, or a buffer of another
+     * location ({@code instead} says what to do then, for this backend).
+     */
+    public static HostBuffer hostBuffer(Buffer b, String name, String instead) {
+        if (b == null) {
+            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
+        }
+        if (b instanceof HostBuffer h) {
+            return h;
+        }
+        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but " + instead);
+    }
+
+    /** In place (same start) or disjoint: nothing in between. */
+    public static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
+        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
+            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
+                    + "pass the same buffer for an in-place call, or disjoint buffers");
+        }
+    }
 }

@@ -43,6 +43,11 @@ public final class TimedIdleStrategy implements IdleStrategy {
         }
     }
 
+    /** Idles once in the wait that began when this strategy was made (or at the last {@code idle(0)}). */
+    public void idle() {
+        idle(1);
+    }
+
     @Override
     public boolean isParking(int iteration) {
         return System.nanoTime() - start >= yieldNanos;

@@ -114,7 +114,8 @@ public final class RankMain {
                     }
                 }
             }
-            System.out.printf("SHRUNK ok %d/%d in %.3f s%n", small.rank(), small.size(), (System.nanoTime() - t0) / 1e9);
+            // one println, one write: printf writes in pieces, and a log line on stderr (the same pipe) can land between them
+            System.out.println(String.format("SHRUNK ok %d/%d in %.3f s", small.rank(), small.size(), (System.nanoTime() - t0) / 1e9));
         }
         System.out.flush();
         Runtime.getRuntime().halt(0);

@@ -43,6 +43,8 @@ class IdleStrategyTest {
         Thread.sleep(80);
         assertTrue(s.isParking(2), "not parking 80 ms into a wait whose yielding ends at 50 ms");
         assertTrue(s.waited() >= 80_000_000L);
+        s.idle(); // goes on with the same wait
+        assertTrue(s.isParking(3));
         s.idle(0); // a new wait starts the clock again
         assertFalse(s.isParking(1));
         assertTrue(s.waited() < 50_000_000L);

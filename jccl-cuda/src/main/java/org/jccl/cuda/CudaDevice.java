@@ -259,7 +259,7 @@ public final class CudaDevice implements Device, AutoCloseable {
         try {
             CudaDriver.eventRecord(ev, 0L);
             long deadline = System.nanoTime() + Options.DEFAULT_TIMEOUT.toNanos();
-            Backoff b = new Backoff();
+            org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
             while (true) {
                 int r = CudaDriver.eventQuery(ev);
                 if (r == CudaDriver.SUCCESS) {
@@ -316,5 +316,15 @@ public final class CudaDevice implements Device, AutoCloseable {
     @Override
     public String toString() {
         return "CudaDevice[" + ordinal + ": " + name + ", sm_" + ccMajor + ccMinor + "]";
+    }
+
+    /**
+     * How a thread waits for the GPU without blocking in the driver (so every wait keeps its
+     * deadline): spin for the first 50 us, which covers a small collective, then yield up to 2 ms,
+     * then sleep in 50 us steps so a long wait costs no CPU. One per wait: {@code idle()} between
+     * polls.
+     */
+    static org.jccl.spi.TimedIdleStrategy gpuWait() {
+        return new org.jccl.spi.TimedIdleStrategy(50_000, 2_000_000, 50_000);
     }
 }

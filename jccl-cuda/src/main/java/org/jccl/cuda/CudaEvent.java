@@ -82,7 +82,7 @@ public final class CudaEvent implements AutoCloseable {
     public boolean await(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         device.makeCurrent();
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (!queryRaw()) {
             if (System.nanoTime() - deadline > 0) {
                 return false;

@@ -83,7 +83,7 @@ public final class CudaStream implements AutoCloseable {
      */
     public void synchronize(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (!isIdle()) {
             if (System.nanoTime() - deadline > 0) {
                 throw new CollectiveTimeoutException("stream 0x" + Long.toHexString(handle) + " still busy after "

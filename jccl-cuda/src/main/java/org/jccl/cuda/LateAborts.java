@@ -6,7 +6,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One daemon thread that runs the ncclCommAborts jccl delays and the failure reports it posts in
- * the store (see NcclCommunicator#abortWith): a report is written before the abort it precedes.
+ * the store (see NcclHealth#abortWith): a report is written before the abort it precedes.
  */
 final class LateAborts {
     private static final ScheduledExecutorService EXEC;

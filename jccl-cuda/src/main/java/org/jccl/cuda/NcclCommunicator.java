@@ -150,6 +150,8 @@ public final class NcclCommunicator implements Communicator {
      * a full ring reused its slot between its completion and that record (a rare race) does it
      * land out of launch order.
      */
+    /** The communicator settings this one was created with (Options.withSetting): its children inherit them. */
+    final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
     final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(OP_NAMES);
     final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
     /** Ring index up to which works are in the recorder; guarded by the recorder. */

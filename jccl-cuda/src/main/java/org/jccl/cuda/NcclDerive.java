@@ -26,6 +26,11 @@ final class NcclDerive {
      * communicator) makes; null when this rank gets none (NO_COLOR, or excluded).
      */
     static NcclCommunicator derive(NcclCommunicator c, String what, String checkTag, NcclInit.Start call) {
+        // The child reads its settings (JCCL_CHECK, JCCL_TRACE_*) as the parent did: with the parent's own bound.
+        return org.jccl.internal.Settings.with(c.settings, () -> deriveWithSettings(c, what, checkTag, call));
+    }
+
+    private static NcclCommunicator deriveWithSettings(NcclCommunicator c, String what, String checkTag, NcclInit.Start call) {
         if (NcclGroup.current() != null) {
             throw new InvalidUsageException(what + " inside an NcclGroup is not supported: close the group first");
         }

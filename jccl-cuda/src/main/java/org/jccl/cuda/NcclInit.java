@@ -203,29 +203,36 @@ final class NcclInit {
             groupStart();
         }
         int firstError = NcclLibrary.SUCCESS;
-        for (Making m : ms) {
-            m.device.makeCurrent();
-            int r;
-            try {
-                r = start.call(m.rank, m.out, m.cfg);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
-            if (parent == null) {
-                m.ctl = m.out.get(JAVA_LONG, 0);
-            }
-            if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-                if (!grouped) {
-                    throw new NcclException(m.what, r, NcclLibrary.errorString(r),
-                            NcclLibrary.lastError(parent == null ? m.ctl : parent.ctl));
+        int ge = NcclLibrary.SUCCESS;
+        try {
+            for (Making m : ms) {
+                m.device.makeCurrent();
+                int r;
+                try {
+                    r = start.call(m.rank, m.out, m.cfg);
+                } catch (Throwable t) {
+                    throw rethrow(t);
                 }
-                if (firstError == NcclLibrary.SUCCESS) {
-                    firstError = r;
+                if (parent == null) {
+                    m.ctl = m.out.get(JAVA_LONG, 0);
                 }
+                if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
+                    if (!grouped) {
+                        throw new NcclException(m.what, r, NcclLibrary.errorString(r),
+                                NcclLibrary.lastError(parent == null ? m.ctl : parent.ctl));
+                    }
+                    if (firstError == NcclLibrary.SUCCESS) {
+                        firstError = r;
+                    }
+                }
+            }
+        } finally {
+            // a group left open would swallow this thread's next NCCL calls
+            if (grouped) {
+                ge = NcclLibrary.groupEnd();
             }
         }
         if (grouped) {
-            int ge = NcclLibrary.groupEnd();
             if (firstError != NcclLibrary.SUCCESS || (ge != NcclLibrary.SUCCESS && ge != NcclLibrary.IN_PROGRESS)) {
                 int r = firstError != NcclLibrary.SUCCESS ? firstError : ge;
                 throw new NcclException("ncclCommInitRankConfig of " + n + " GPUs in a group", r, NcclLibrary.errorString(r),
@@ -288,7 +295,7 @@ final class NcclInit {
         }
         for (int i = 0; i < n; i++) {
             Making m = ms[i];
-            m.data = finishDataSplit(m.ctl, outs[i], deadline, timeout, m.splitWhat, m.scratch);
+            finishDataSplit(m, outs[i], deadline, timeout);
         }
         return true;
     }
@@ -318,16 +325,19 @@ final class NcclInit {
         }
     }
 
-    /** Waits for the data split issued by {@link #startDataSplit}; NCCL sets the new handle only when done. */
-    private static long finishDataSplit(long ctl, MemorySegment out, long deadline, Duration timeout, String what,
-                                        MemorySegment scratch) {
-        awaitReady(ctl, deadline, timeout, what + " splitting its data communicator", scratch);
+    /**
+     * Waits for the data split issued by {@link #startDataSplit}; NCCL sets the new handle only when
+     * done. The handle goes into {@code m} before the wait for it to be ready, so that a failed wait
+     * leaves it for {@link Making#abort} instead of leaking it.
+     */
+    private static void finishDataSplit(Making m, MemorySegment out, long deadline, Duration timeout) {
+        awaitReady(m.ctl, deadline, timeout, m.splitWhat + " splitting its data communicator", m.scratch);
         long data = out.get(JAVA_LONG, 0);
         if (data == 0) {
-            throw new JcclException(what + ": ncclCommSplit returned no data communicator");
+            throw new JcclException(m.splitWhat + ": ncclCommSplit returned no data communicator");
         }
-        awaitReady(data, deadline, timeout, what + " readying its data communicator", scratch);
-        return data;
+        m.data = data;
+        awaitReady(data, deadline, timeout, m.splitWhat + " readying its data communicator", m.scratch);
     }
 
     static CollectiveCheck checkFor(org.jccl.bootstrap.Store store, String prefix, int rank, int size,
@@ -350,7 +360,7 @@ final class NcclInit {
 
     /** Polls a nonblocking communicator until it leaves ncclInProgress; the caller aborts it on failure. */
     static void awaitReady(long c, long deadline, Duration timeout, String what, MemorySegment scratch) {
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (true) {
             int s = NcclLibrary.asyncError(c, scratch);
             if (s == NcclLibrary.SUCCESS) {

@@ -143,7 +143,7 @@ final class NcclLaunch {
      * more works than the ring has free slots): waits here for the oldest work, with its deadline.
      */
     private static void awaitSlotLocked(NcclCommunicator c, NcclWork w) {
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         NcclWork full;
         while ((full = c.ring.blocker()) != null) {
             if (full.pollEvent()) {
@@ -467,7 +467,7 @@ final class NcclLaunch {
 
     /** Waits (under the lock) until NCCL has finished enqueueing a nonblocking call. */
     private static void waitNotInProgress(NcclCommunicator c, NcclWork w) {
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (true) {
             if (c.state.get() != OPEN) {
                 throw c.failureFor(w, c.closedCause());

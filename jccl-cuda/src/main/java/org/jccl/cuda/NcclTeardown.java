@@ -148,7 +148,7 @@ final class NcclTeardown {
 
     /** Waits (polling, until {@code deadline}) for every pending work; false when some did not finish. */
     private static boolean drainPending(NcclCommunicator c, long deadline) {
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         for (NcclWork w : c.ring.unfinished()) {
             while (!w.isFinished() && !w.pollEvent()) {
                 if (System.nanoTime() - deadline > 0) {
@@ -172,7 +172,7 @@ final class NcclTeardown {
             LOG.warn(c.rank, "ncclCommFinalize returned " + NcclLibrary.resultName(r) + ": aborting instead");
             return false;
         }
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (true) {
             int s = NcclLibrary.asyncError(h, c.lockedScratch);
             if (s == NcclLibrary.SUCCESS) {

@@ -251,7 +251,7 @@ public final class NcclWork implements Work {
     }
 
     private boolean waitLoop(long until, boolean untilIsDeadline) {
-        Backoff b = new Backoff();
+        org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         long lastCheck = System.nanoTime();
         while (true) {
             int s = stateField;

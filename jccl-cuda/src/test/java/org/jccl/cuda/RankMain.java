@@ -73,8 +73,8 @@ public final class RankMain {
                     System.out.println("[" + rank + "] FAIL " + c.name() + ": " + e);
                 }
             }
-            System.out.printf("[%d] CASES %d FAILURES %d in %.1f s%n", rank, cases.size(), failures,
-                    (System.nanoTime() - t0) / 1e9);
+            System.out.println(String.format("[%d] CASES %d FAILURES %d in %.1f s", rank, cases.size(), failures,
+                    (System.nanoTime() - t0) / 1e9)); // one write: a log line on stderr cannot split it
             failures += ipc(comm, rank, size, dir);
             return failures == 0 ? 0 : 1;
         }

@@ -2,6 +2,10 @@ package org.jccl.mpi;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.jccl.mpi.MpiArgs.count;
+import static org.jccl.mpi.MpiArgs.host;
+import static org.jccl.mpi.MpiArgs.noPartialOverlap;
+import static org.jccl.mpi.MpiArgs.writable;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -229,42 +233,6 @@ final class MpiCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ validation
 
-    private static HostBuffer host(Buffer b, String name) {
-        if (b == null) {
-            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
-        }
-        if (b instanceof HostBuffer h) {
-            return h;
-        }
-        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but this communicator runs the "
-                + "mpi backend, which moves host memory: pass a HostBuffer");
-    }
-
-    private static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
-        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
-            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
-                    + "pass the same buffer for an in-place call, or disjoint buffers");
-        }
-    }
-
-    /** A buffer MPI writes into: MPI writes through the address, so a read-only view is refused here. */
-    private static HostBuffer writable(HostBuffer b, String name) {
-        if (b.segment().isReadOnly()) {
-            throw new IllegalArgumentException(name + " is a read-only segment but the collective writes into it: "
-                    + "pass a writable buffer");
-        }
-        return b;
-    }
-
-    /** An MPI count: elements per call argument are C ints. */
-    private static int count(long n, String name) {
-        if (n > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(name + " has " + n + " elements per rank but MPI counts are 32-bit: "
-                    + "the mpi backend moves at most " + Integer.MAX_VALUE + " elements per rank and call; split it");
-        }
-        return (int) n;
-    }
-
     private void checkOpen() {
         if (closed) {
             throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new one with Jccl.init");
@@ -395,43 +363,23 @@ final class MpiCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ flight recorder
 
-    /** Operation names as the flight recorder and jccl doctor show them. */
-    private static final String[] TRACE_OPS = {"allReduce", "broadcast", "reduce", "allGather", "gather",
-        "reduceScatter", "allToAll", "scatter", "send", "recv", "barrier"};
-    /** The last JCCL_TRACE_BUFFER operations; its monitor guards it (works complete on other threads). */
-    private final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(TRACE_OPS);
-    private final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
-    /** Collectives issued (sends and receives are not counted: they need not pair up across ranks). */
-    private long collectives;
+    /** The communicator settings this one was created with (Options.withSetting): its splits inherit them. */
+    private final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
+    /** The last JCCL_TRACE_BUFFER operations (works complete on other threads: it locks itself). */
+    private final MpiTrace trace = new MpiTrace();
 
     /** Records an operation as started; called under the communicator's lock. */
     private long traceStart(String name, DataType type, long n, ReduceOp op, int peer) {
-        int code = java.util.Arrays.asList(TRACE_OPS).indexOf(name);
-        boolean p2p = name.equals("send") || name.equals("recv");
-        long index = p2p ? 0 : ++collectives;
-        synchronized (recorder) {
-            long h = recorder.schedule(index, code, type == null ? -1 : type.ordinal(), n,
-                    op == null ? -1 : op.kind().ordinal(), p2p ? -1 : peer, p2p ? peer : -1);
-            recorder.started(h);
-            return h;
-        }
+        return trace.start(name, type, n, op, peer);
     }
 
     /** Records an operation's end. */
     void traceEnd(long handle, boolean ok) {
-        synchronized (recorder) {
-            if (ok) {
-                recorder.completed(handle);
-            } else {
-                recorder.failed(handle);
-            }
-        }
+        trace.end(handle, ok);
     }
 
     private void autoDump(String reason) {
-        synchronized (recorder) {
-            recorder.dumpOnFailure(traceDir, id, rank, size, reason, LOG);
-        }
+        trace.dumpOnFailure(id, rank, size, reason, LOG);
     }
 
     /**
@@ -442,13 +390,7 @@ final class MpiCommunicator implements Communicator {
     @Override
     public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
         Checks.notNull(dir, "dir");
-        try {
-            synchronized (recorder) {
-                return recorder.dump(dir, id, rank, size, "dumpFlightRecord() called");
-            }
-        } catch (java.io.IOException e) {
-            throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
-        }
+        return trace.dump(dir, id, rank, size);
     }
 
     /** The exception of a work that passed the communicator's deadline; the communicator is broken after it. */
@@ -955,7 +897,8 @@ final class MpiCommunicator implements Communicator {
                 if (color == NO_COLOR || sub.equals(MpiLibrary.COMM_NULL)) {
                     return null;
                 }
-                return new MpiCommunicator(rt, id + "/s" + splitNo + "c" + color, sub, timeout, null);
+                String childId = id + "/s" + splitNo + "c" + color;
+                return org.jccl.internal.Settings.with(settings, () -> new MpiCommunicator(rt, childId, sub, timeout, null));
             }
         } finally {
             lock.unlock();

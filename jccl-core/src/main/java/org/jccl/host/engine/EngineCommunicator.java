@@ -11,7 +11,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
 import org.jccl.Buffer;
 import org.jccl.Checks;
-import org.jccl.CollectiveMismatchException;
 import org.jccl.Communicator;
 import org.jccl.HostBuffer;
 import org.jccl.InvalidUsageException;
@@ -52,6 +51,8 @@ public abstract class EngineCommunicator implements Communicator {
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedBlockingDeque<EngineWork> queue = new LinkedBlockingDeque<>();
     private final AtomicInteger pending = new AtomicInteger();
+    /** The communicator settings this one was created with (Options.withSetting): its splits and shrinks inherit them. */
+    private final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
     private final FlightRecorder recorder = FlightRecorder.fromEnv(OpCode.names());
     private final java.nio.file.Path traceDir = FlightRecorder.traceDirFromEnv();
     private final java.util.Set<Integer> failedRanks = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -824,23 +825,11 @@ public abstract class EngineCommunicator implements Communicator {
         if (color == NO_COLOR) {
             return null;
         }
-        List<int[]> members = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            if (all[2 * r] == color) {
-                members.add(new int[] {all[2 * r + 1], r});
-            }
-        }
-        members.sort((a, b) -> a[0] != b[0] ? Integer.compare(a[0], b[0]) : Integer.compare(a[1], b[1]));
-        int[] order = new int[members.size()];
-        int newRank = -1;
-        for (int i = 0; i < order.length; i++) {
-            order[i] = members.get(i)[1];
-            if (order[i] == rank) {
-                newRank = i;
-            }
-        }
-        return createSub(id + "s" + splitNo + "c" + color, order, newRank,
-                new PrefixStore("split" + splitNo + "/" + color + "/", store));
+        int[] order = SubGroups.splitMembers(all, color);
+        int newRank = SubGroups.indexOf(order, rank);
+        int me = newRank;
+        return org.jccl.internal.Settings.with(settings, () -> createSub(id + "s" + splitNo + "c" + color, order, me,
+                new PrefixStore("split" + splitNo + "/" + color + "/", store)));
     }
 
     @Override
@@ -882,12 +871,7 @@ public abstract class EngineCommunicator implements Communicator {
     private Communicator shrinkTo(java.util.SortedSet<Integer> excluded) {
         int no = ++shrinks;
         String base = "shrink" + no + "/";
-        List<Integer> survivors = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            if (!excluded.contains(r)) {
-                survivors.add(r);
-            }
-        }
+        List<Integer> survivors = SubGroups.survivors(size, excluded);
         if (survivors.isEmpty()) {
             throw new IllegalArgumentException("excluded holds every rank: nothing would be left");
         }
@@ -896,7 +880,8 @@ public abstract class EngineCommunicator implements Communicator {
         LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of "
                 + survivors.size());
         int[] members = survivors.stream().mapToInt(Integer::intValue).toArray();
-        return createSub(id + "x" + no, members, newRank, new PrefixStore(base + "comm/", store));
+        return org.jccl.internal.Settings.with(settings, () -> createSub(id + "x" + no, members, newRank,
+                new PrefixStore(base + "comm/", store)));
     }
 
     /** Ranks this communicator has seen fail or time out, and those the heartbeats or the transport report dead. */

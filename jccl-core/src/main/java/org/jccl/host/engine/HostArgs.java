@@ -16,23 +16,13 @@ final class HostArgs {
 
     /** {@code b} as a HostBuffer, or an error that says which argument and what to pass. */
     static HostBuffer host(Buffer b, String name) {
-        if (b == null) {
-            throw new IllegalArgumentException(name + " is null: pass a Buffer (e.g. HostBuffer.of(array))");
-        }
-        if (b instanceof HostBuffer h) {
-            return h;
-        }
-        throw new IllegalArgumentException(name + " is a " + b.location() + " buffer but this communicator runs the "
-                + "host backend: pass a HostBuffer, or create the communicator with a device (Options.withDevice) "
-                + "to use the nccl backend");
+        return Checks.hostBuffer(b, name, "this communicator runs the host backend: pass a HostBuffer, or create the "
+                + "communicator with a device (Options.withDevice) to use the nccl backend");
     }
 
     /** In place (same start) or disjoint: nothing in between. */
     static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
-        if (a != b && a.overlaps(b) && !a.sameStart(b)) {
-            throw new IllegalArgumentException(an + " and " + bn + " overlap without starting at the same element: "
-                    + "pass the same buffer for an in-place call, or disjoint buffers");
-        }
+        Checks.noPartialOverlap(a, an, b, bn);
     }
 
     /** An all-reduce's buffers and operator. */

@@ -37,8 +37,8 @@ public interface Communicator extends AutoCloseable {
      * async calls. The view is cheap (make one per call if you like) and is the same communicator:
      * it shares the ranks, the order of calls (sequence numbers) and the state (a failure through
      * the view breaks the communicator, {@link #abort()} aborts it). {@link #close()} on the view
-     * does nothing: close the communicator itself. Communicators made through the view ({@link
-     * #split}, {@link #shrink}) get the default deadline of this one.
+     * does nothing: close the communicator itself. {@link #split} and {@link #shrink} through the
+     * view are this communicator's: they run under its own deadline, and their communicators get it.
      *
      * <pre>{@code
      * comm.withTimeout(Duration.ofMillis(300)).allReduce(buf, ReduceOp.SUM); // this call: 300 ms

@@ -69,7 +69,7 @@ import org.jccl.spi.Liveness;
  * checks), {@code NcclLaunch} (the launch path), {@code NcclHealth} (watchdog, failures, aborts,
  * flight recorder), {@code NcclDerive} (split and shrink) and {@code NcclTeardown} (close).
  */
-public final class NcclCommunicator implements Communicator {
+public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<NcclWork> {
     static final Log LOG = Log.get(NcclCommunicator.class);
 
     static final int ALL_REDUCE = 0, BROADCAST = 1, REDUCE = 2, ALL_GATHER = 3, REDUCE_SCATTER = 4, ALL_TO_ALL = 5,
@@ -171,12 +171,13 @@ public final class NcclCommunicator implements Communicator {
     final java.util.concurrent.CountDownLatch nativeAbortDone = new java.util.concurrent.CountDownLatch(1);
     /** A shrunk child made by {@link NcclInit#create} shares this parent's store. */
     SharedStore adopted;
-    /** The deadline a {@link #withTimeout} view set for the calling thread's current call; null: the default. */
+    /** The deadline of the call being made now (its op's: a withTimeout view's), null: the communicator's; caller thread. */
     Duration callTimeout;
 
     NcclCommunicator(CudaDevice device, boolean ownsDevice, long ctl, long comm, int rank, int size,
                      Duration timeout, String name, Arena arena, SharedStore store,
                      org.jccl.bootstrap.Store jobStore, String scope) {
+        super("nccl", rank, size, timeout);
         this.jobStore = jobStore;
         this.scope = scope;
         this.check = NcclInit.checkFor(jobStore, scope + "/check", rank, size, timeout);
@@ -245,27 +246,6 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ properties
 
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public int size() {
-        return size;
-    }
-
-    /** "nccl". */
-    @Override
-    public String backend() {
-        return "nccl";
-    }
-
-    @Override
-    public Duration timeout() {
-        return timeout;
-    }
-
     /** The GPU this rank runs on. */
     public CudaDevice device() {
         return device;
@@ -326,11 +306,6 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ all-reduce
 
-    @Override
-    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
-        allReduceAsync(send, recv, op, null, true).await();
-    }
-
     /** All-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
         allReduceAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
@@ -339,16 +314,6 @@ public final class NcclCommunicator implements Communicator {
     /** In-place all-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer buffer, ReduceOp op, CudaStream stream) {
         allReduce(buffer, buffer, op, stream);
-    }
-
-    @Override
-    public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return allReduceAsync(send, recv, op, null, false);
-    }
-
-    @Override
-    public NcclWork allReduceAsync(Buffer buffer, ReduceOp op) {
-        return allReduceAsync(buffer, buffer, op, null, false);
     }
 
     /** Asynchronous all-reduce on the caller's stream. */
@@ -367,24 +332,9 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ broadcast
 
-    @Override
-    public void broadcast(Buffer send, Buffer recv, int root) {
-        broadcastAsync(send, recv, root, null, true).await();
-    }
-
     /** Broadcast on the caller's stream; returns when done. */
     public void broadcast(Buffer send, Buffer recv, int root, CudaStream stream) {
         broadcastAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), true).await();
-    }
-
-    @Override
-    public NcclWork broadcastAsync(Buffer send, Buffer recv, int root) {
-        return broadcastAsync(send, recv, root, null, false);
-    }
-
-    @Override
-    public NcclWork broadcastAsync(Buffer buffer, int root) {
-        return broadcastAsync(buffer, buffer, root, null, false);
     }
 
     /** Asynchronous broadcast on the caller's stream ({@code send} is read on the root only; null elsewhere is fine). */
@@ -406,24 +356,9 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ reduce
 
-    @Override
-    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
-        reduceAsync(send, recv, op, root, null, true).await();
-    }
-
     /** Reduce on the caller's stream; returns when done. */
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
         reduceAsync(send, recv, op, root, Objects.requireNonNull(stream, "stream"), true).await();
-    }
-
-    @Override
-    public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
-        return reduceAsync(send, recv, op, root, null, false);
-    }
-
-    @Override
-    public NcclWork reduceAsync(Buffer buffer, ReduceOp op, int root) {
-        return reduceAsync(buffer, buffer, op, root, null, false);
     }
 
     /** Asynchronous reduce on the caller's stream ({@code recv} may be null on non-root ranks). */
@@ -445,19 +380,9 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ all-gather
 
-    @Override
-    public void allGather(Buffer send, Buffer recv) {
-        allGatherAsync(send, recv, null, true).await();
-    }
-
     /** All-gather on the caller's stream; returns when done. */
     public void allGather(Buffer send, Buffer recv, CudaStream stream) {
         allGatherAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
-    }
-
-    @Override
-    public NcclWork allGatherAsync(Buffer send, Buffer recv) {
-        return allGatherAsync(send, recv, null, false);
     }
 
     /** Asynchronous all-gather on the caller's stream. */
@@ -480,19 +405,9 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ reduce-scatter
 
-    @Override
-    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
-        reduceScatterAsync(send, recv, op, null, true).await();
-    }
-
     /** Reduce-scatter on the caller's stream; returns when done. */
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
         reduceScatterAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
-    }
-
-    @Override
-    public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return reduceScatterAsync(send, recv, op, null, false);
     }
 
     /** Asynchronous reduce-scatter on the caller's stream. */
@@ -516,24 +431,9 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ all-to-all
 
-    @Override
-    public void allToAll(Buffer send, Buffer recv) {
-        allToAllAsync(send, recv, null, true).await();
-    }
-
     /** All-to-all on the caller's stream; returns when done. */
     public void allToAll(Buffer send, Buffer recv, CudaStream stream) {
         allToAllAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
-    }
-
-    @Override
-    public NcclWork allToAllAsync(Buffer send, Buffer recv) {
-        return allToAllAsync(send, recv, null, false);
-    }
-
-    @Override
-    public NcclWork allToAllAsync(Buffer buffer) {
-        return allToAllAsync(buffer, buffer, null, false);
     }
 
     /** Asynchronous all-to-all on the caller's stream. */
@@ -554,16 +454,6 @@ public final class NcclCommunicator implements Communicator {
     }
 
     // ------------------------------------------------------------------ gather / scatter
-
-    @Override
-    public void gather(Buffer send, Buffer recv, int root) {
-        gatherAsync(send, recv, root, null, true).await();
-    }
-
-    @Override
-    public NcclWork gatherAsync(Buffer send, Buffer recv, int root) {
-        return gatherAsync(send, recv, root, null, false);
-    }
 
     /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
@@ -586,16 +476,6 @@ public final class NcclCommunicator implements Communicator {
             rb = null;
         }
         return launch(this, GATHER, sb, rb, sb.count(), sb.type(), null, root, s, blocking);
-    }
-
-    @Override
-    public void scatter(Buffer send, Buffer recv, int root) {
-        scatterAsync(send, recv, root, null, true).await();
-    }
-
-    @Override
-    public NcclWork scatterAsync(Buffer send, Buffer recv, int root) {
-        return scatterAsync(send, recv, root, null, false);
     }
 
     /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
@@ -622,16 +502,6 @@ public final class NcclCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ point to point
 
-    @Override
-    public void send(Buffer buffer, int peer) {
-        sendAsync(buffer, peer, null, true).await();
-    }
-
-    @Override
-    public NcclWork sendAsync(Buffer buffer, int peer) {
-        return sendAsync(buffer, peer, null, false);
-    }
-
     /** Asynchronous send on the caller's stream. */
     public NcclWork sendAsync(Buffer buffer, int peer, CudaStream stream) {
         return sendAsync(buffer, peer, Objects.requireNonNull(stream, "stream"), false);
@@ -642,16 +512,6 @@ public final class NcclCommunicator implements Communicator {
         checkSelf(this, peer);
         DeviceBuffer b = dev(this, buffer, "buffer");
         return launch(this, SEND, b, null, b.count(), b.type(), null, peer, s, blocking);
-    }
-
-    @Override
-    public void recv(Buffer buffer, int peer) {
-        recvAsync(buffer, peer, null, true).await();
-    }
-
-    @Override
-    public NcclWork recvAsync(Buffer buffer, int peer) {
-        return recvAsync(buffer, peer, null, false);
     }
 
     /** Asynchronous receive on the caller's stream. */
@@ -667,16 +527,6 @@ public final class NcclCommunicator implements Communicator {
     }
 
     // ------------------------------------------------------------------ barrier
-
-    @Override
-    public void barrier() {
-        barrierAsync(true).await();
-    }
-
-    @Override
-    public NcclWork barrierAsync() {
-        return barrierAsync(false);
-    }
 
     private NcclWork barrierAsync(boolean blocking) {
         DeviceBuffer b;
@@ -925,19 +775,37 @@ public final class NcclCommunicator implements Communicator {
     }
 
     /**
-     * A view of this communicator whose calls (blocking, and the works of asynchronous ones) have
-     * deadline {@code timeout} instead of the communicator's; it shares everything else (sequence
-     * numbers, stream, state) and its {@code close()} does nothing. The stream-taking methods of
-     * this class are not on the view: call them here and wait with {@link NcclWork#await(Duration)}.
-     * NCCL cannot cancel one operation: past the view's deadline the communicator is aborted, as
-     * past its own.
-     *
-     * @throws IllegalArgumentException when {@code timeout} is null, zero or negative
+     * The one entry of every call without a stream argument ({@link org.jccl.spi.AbstractCommunicator}):
+     * on the communicator's stream, under the op's deadline. A {@link #withTimeout} view's
+     * deadline covers its calls and their works; the stream-taking methods of this class are not
+     * on the view (call them here and wait with {@link NcclWork#await(Duration)}). NCCL cannot
+     * cancel one operation: past the view's deadline the communicator is aborted, as past its own.
      */
     @Override
-    public Communicator withTimeout(Duration timeout) {
-        org.jccl.Checks.timeout(timeout, "timeout");
-        return new org.jccl.internal.TimeoutView(this, t -> callTimeout = t, timeout);
+    protected NcclWork execute(org.jccl.spi.Op o, boolean async) {
+        boolean blocking = !async;
+        callTimeout = o.timeout(); // read by the launch (callBudgetNanos); calls come from one thread at a time
+        try {
+            NcclWork w = switch (o.collective()) {
+                case ALL_REDUCE -> allReduceAsync(o.send(), o.recv(), o.op(), null, blocking);
+                case BROADCAST -> broadcastAsync(o.send(), o.recv(), o.root(), null, blocking);
+                case REDUCE -> reduceAsync(o.send(), o.recv(), o.op(), o.root(), null, blocking);
+                case ALL_GATHER -> allGatherAsync(o.send(), o.recv(), null, blocking);
+                case GATHER -> gatherAsync(o.send(), o.recv(), o.root(), null, blocking);
+                case REDUCE_SCATTER -> reduceScatterAsync(o.send(), o.recv(), o.op(), null, blocking);
+                case ALL_TO_ALL -> allToAllAsync(o.send(), o.recv(), null, blocking);
+                case SCATTER -> scatterAsync(o.send(), o.recv(), o.root(), null, blocking);
+                case BARRIER -> barrierAsync(blocking);
+                case SEND -> sendAsync(o.send(), o.peer(), null, blocking);
+                case RECV -> recvAsync(o.recv(), o.peer(), null, blocking);
+            };
+            if (blocking) {
+                w.await();
+            }
+            return w;
+        } finally {
+            callTimeout = null;
+        }
     }
 
     /**

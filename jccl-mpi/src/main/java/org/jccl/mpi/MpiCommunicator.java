@@ -48,7 +48,7 @@ import org.jccl.internal.Log;
  * once with the original cause. MPI cannot cancel a started collective, so a timed-out one stays
  * pending in MPI; {@link #abort()} (MPI_Abort) ends the job.
  */
-final class MpiCommunicator implements Communicator {
+final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private static final Log LOG = Log.get(MpiCommunicator.class);
     /** The tag of every send/recv (the MPI communicator keeps jccl communicators apart). */
     static final int TAG = 0x6a63;
@@ -90,24 +90,33 @@ final class MpiCommunicator implements Communicator {
     }
 
     private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
+        int[] rankSize = rankAndSize(comm);
+        super("mpi", rankSize[0], rankSize[1], timeout);
+        this.rank = rankSize[0];
+        this.size = rankSize[1];
         this.rt = rt;
         this.id = id;
         this.comm = comm;
         this.timeout = timeout;
         this.timeoutNanos = timeout.toNanos();
+        this.callNanos = timeoutNanos;
         this.store = store;
         this.commCell = Arena.ofAuto().allocate(ADDRESS);
         commCell.set(ADDRESS, 0, comm);
+        this.blocking = new MpiWork(this, staging, true);
+        rt.register(this);
+    }
+
+    /** MPI errors come back as return codes on {@code comm}; its {rank, size}. */
+    private static int[] rankAndSize(MemorySegment comm) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(JAVA_INT);
             MpiRuntime.check(MpiLibrary.commSetErrhandler(comm, MpiLibrary.ERRORS_RETURN), "MPI_Comm_set_errhandler");
             MpiRuntime.check(MpiLibrary.commRank(comm, out), "MPI_Comm_rank");
-            this.rank = out.get(JAVA_INT, 0);
+            int rank = out.get(JAVA_INT, 0);
             MpiRuntime.check(MpiLibrary.commSize(comm, out), "MPI_Comm_size");
-            this.size = out.get(JAVA_INT, 0);
+            return new int[] {rank, out.get(JAVA_INT, 0)};
         }
-        this.blocking = new MpiWork(this, staging, true);
-        rt.register(this);
     }
 
     /**
@@ -173,49 +182,35 @@ final class MpiCommunicator implements Communicator {
         return new MpiCommunicator(rt, id, newComm.get(ADDRESS, 0), timeout, store);
     }
 
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public int size() {
-        return size;
-    }
-
-    @Override
-    public String backend() {
-        return "mpi";
-    }
-
-    @Override
-    public Duration timeout() {
-        return timeout;
-    }
-
-    /** The timeout in nanoseconds (computed once: the wait of every blocking call reads it). */
-    /** The deadline a {@link #withTimeout} view set for the calling thread's current call; null: the default. */
-    private Duration callTimeout;
+    /** The deadline of the call being made now (its op's: a withTimeout view's, or the communicator's); caller thread. */
+    private long callNanos;
 
     /**
-     * A view whose calls (blocking, and the works of asynchronous ones) have deadline {@code
-     * timeout} instead of the communicator's; it shares everything else and its {@code close()}
-     * does nothing. MPI cannot cancel a started operation: past the view's deadline the
-     * communicator is unusable, as past its own (with {@code JCCL_MPI_BLOCKING=native} the
-     * watchdog ends the job).
-     *
-     * @throws IllegalArgumentException when {@code timeout} is null, zero or negative
+     * The one entry of every call ({@link org.jccl.spi.AbstractCommunicator}): MPI cannot cancel
+     * a started operation, so past a view's deadline the communicator is unusable, as past its
+     * own (with {@code JCCL_MPI_BLOCKING=native} the watchdog ends the job).
      */
     @Override
-    public Communicator withTimeout(Duration timeout) {
-        org.jccl.Checks.timeout(timeout, "timeout");
-        return new org.jccl.internal.TimeoutView(this, t -> callTimeout = t, timeout);
+    protected Work execute(org.jccl.spi.Op o, boolean async) {
+        callNanos = o.timeoutNanos(timeoutNanos);
+        return switch (o.collective()) {
+            case ALL_REDUCE -> allReduce(o.send(), o.recv(), o.op(), async);
+            case BROADCAST -> broadcast(o.send(), o.recv(), o.root(), async);
+            case REDUCE -> reduce(o.send(), o.recv(), o.op(), o.root(), async);
+            case ALL_GATHER -> allGather(o.send(), o.recv(), async);
+            case GATHER -> gather(o.send(), o.recv(), o.root(), async);
+            case REDUCE_SCATTER -> reduceScatter(o.send(), o.recv(), o.op(), async);
+            case ALL_TO_ALL -> allToAll(o.send(), o.recv(), async);
+            case SCATTER -> scatter(o.send(), o.recv(), o.root(), async);
+            case BARRIER -> barrier(async);
+            case SEND -> send(o.send(), o.peer(), async);
+            case RECV -> recv(o.recv(), o.peer(), async);
+        };
     }
 
     /** The deadline of the call being made now: a view's, or the communicator's. */
     long callBudgetNanos() {
-        Duration t = callTimeout;
-        return t == null ? timeoutNanos : t.toNanos();
+        return callNanos;
     }
 
     long timeoutNanos() {
@@ -449,16 +444,6 @@ final class MpiCommunicator implements Communicator {
         return end(w, rc, async);
     }
 
-    @Override
-    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
-        allReduce(send, recv, op, false);
-    }
-
-    @Override
-    public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return allReduce(send, recv, op, true);
-    }
-
     // ------------------------------------------------------------------ broadcast
 
     private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
@@ -492,16 +477,6 @@ final class MpiCommunicator implements Communicator {
             throw abandon(w, e);
         }
         return end(w, rc, async);
-    }
-
-    @Override
-    public void broadcast(Buffer send, Buffer recv, int root) {
-        broadcast(send, recv, root, false);
-    }
-
-    @Override
-    public Work broadcastAsync(Buffer send, Buffer recv, int root) {
-        return broadcast(send, recv, root, true);
     }
 
     // ------------------------------------------------------------------ reduce
@@ -555,16 +530,6 @@ final class MpiCommunicator implements Communicator {
         return end(w, rc, async);
     }
 
-    @Override
-    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
-        reduce(send, recv, op, root, false);
-    }
-
-    @Override
-    public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
-        return reduce(send, recv, op, root, true);
-    }
-
     // ------------------------------------------------------------------ all-gather / gather
 
     /** Host-engine rules: recv holds size x send.count; an overlap must be the in-place slice. Returns whether in place. */
@@ -603,16 +568,6 @@ final class MpiCommunicator implements Communicator {
         return end(w, rc, async);
     }
 
-    @Override
-    public void allGather(Buffer send, Buffer recv) {
-        allGather(send, recv, false);
-    }
-
-    @Override
-    public Work allGatherAsync(Buffer send, Buffer recv) {
-        return allGather(send, recv, true);
-    }
-
     private Work gather(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer s = host(send, "send");
         Checks.rank(root, size, "root");
@@ -635,16 +590,6 @@ final class MpiCommunicator implements Communicator {
             throw abandon(w, e);
         }
         return end(w, rc, async);
-    }
-
-    @Override
-    public void gather(Buffer send, Buffer recv, int root) {
-        gather(send, recv, root, false);
-    }
-
-    @Override
-    public Work gatherAsync(Buffer send, Buffer recv, int root) {
-        return gather(send, recv, root, true);
     }
 
     // ------------------------------------------------------------------ reduce-scatter
@@ -694,16 +639,6 @@ final class MpiCommunicator implements Communicator {
         return end(w, rc, async);
     }
 
-    @Override
-    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
-        reduceScatter(send, recv, op, false);
-    }
-
-    @Override
-    public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return reduceScatter(send, recv, op, true);
-    }
-
     // ------------------------------------------------------------------ all-to-all / scatter
 
     private Work allToAll(Buffer send, Buffer recv, boolean async) {
@@ -733,16 +668,6 @@ final class MpiCommunicator implements Communicator {
             throw abandon(w, e);
         }
         return end(w, rc, async);
-    }
-
-    @Override
-    public void allToAll(Buffer send, Buffer recv) {
-        allToAll(send, recv, false);
-    }
-
-    @Override
-    public Work allToAllAsync(Buffer send, Buffer recv) {
-        return allToAll(send, recv, true);
     }
 
     private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
@@ -777,16 +702,6 @@ final class MpiCommunicator implements Communicator {
             throw abandon(w, e);
         }
         return end(w, rc, async);
-    }
-
-    @Override
-    public void scatter(Buffer send, Buffer recv, int root) {
-        scatter(send, recv, root, false);
-    }
-
-    @Override
-    public Work scatterAsync(Buffer send, Buffer recv, int root) {
-        return scatter(send, recv, root, true);
     }
 
     // ------------------------------------------------------------------ point to point
@@ -824,26 +739,6 @@ final class MpiCommunicator implements Communicator {
         return end(w, rc, async);
     }
 
-    @Override
-    public void send(Buffer buffer, int peer) {
-        send(buffer, peer, false);
-    }
-
-    @Override
-    public Work sendAsync(Buffer buffer, int peer) {
-        return send(buffer, peer, true);
-    }
-
-    @Override
-    public void recv(Buffer buffer, int peer) {
-        recv(buffer, peer, false);
-    }
-
-    @Override
-    public Work recvAsync(Buffer buffer, int peer) {
-        return recv(buffer, peer, true);
-    }
-
     // ------------------------------------------------------------------ barrier
 
     private Work barrier(boolean async) {
@@ -856,16 +751,6 @@ final class MpiCommunicator implements Communicator {
             throw abandon(w, e);
         }
         return end(w, rc, async);
-    }
-
-    @Override
-    public void barrier() {
-        barrier(false);
-    }
-
-    @Override
-    public Work barrierAsync() {
-        return barrier(true);
     }
 
     // ------------------------------------------------------------------ lifecycle

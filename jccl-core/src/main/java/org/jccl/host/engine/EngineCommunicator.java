@@ -16,6 +16,7 @@ import org.jccl.HostBuffer;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
+import org.jccl.spi.Op;
 import org.jccl.Work;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
@@ -36,7 +37,7 @@ import org.jccl.internal.ShrinkAgreement;
  *
  * <p>Calls must come from one thread at a time, as with NCCL.
  */
-public abstract class EngineCommunicator implements Communicator {
+public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private static final Log LOG = Log.get(EngineCommunicator.class);
 
     protected final String id;
@@ -61,8 +62,6 @@ public abstract class EngineCommunicator implements Communicator {
     private long collSeq;
     private int splits;
     private int shrinks;
-    /** The deadline a {@link #withTimeout} view set for the caller's next call (caller thread; null: the default). */
-    private Duration viewTimeout;
     /** The deadline of the call running now (under the call lock); subclasses start their waits with it. */
     protected long callNanos;
     private Thread worker;
@@ -74,6 +73,7 @@ public abstract class EngineCommunicator implements Communicator {
      * @param watch deaths the store's heartbeats report (null: none)
      */
     protected EngineCommunicator(String id, int rank, int size, Duration timeout, Store store, Liveness.Watch watch) {
+        super("host", rank, size, timeout);
         this.id = id;
         this.rank = rank;
         this.size = size;
@@ -192,26 +192,6 @@ public abstract class EngineCommunicator implements Communicator {
 
     // ------------------------------------------------------------------ basics
 
-    @Override
-    public int rank() {
-        return rank;
-    }
-
-    @Override
-    public int size() {
-        return size;
-    }
-
-    @Override
-    public String backend() {
-        return "host";
-    }
-
-    @Override
-    public Duration timeout() {
-        return timeout;
-    }
-
     /** This communicator's id. */
     public String id() {
         return id;
@@ -220,32 +200,6 @@ public abstract class EngineCommunicator implements Communicator {
     /** The liveness watch of this communicator (deaths the store's heartbeats report). */
     public Liveness.Watch watch() {
         return watch;
-    }
-
-    /**
-     * A view whose calls (blocking, and the {@link Work} of async ones) have deadline {@code
-     * timeout} instead of {@link #timeout()}; it shares everything else with this communicator.
-     * Closing the view does not close this communicator.
-     */
-    @Override
-    public Communicator withTimeout(Duration t) {
-        Checks.timeout(t, "timeout");
-        return new org.jccl.internal.TimeoutView(this, this::callTimeout, t);
-    }
-
-    /** The deadline of this thread's next calls (null: the default), set by a {@link #withTimeout} view. */
-    private void callTimeout(Duration t) {
-        viewTimeout = t;
-    }
-
-    private Duration callDuration() {
-        Duration d = viewTimeout;
-        return d != null ? d : timeout;
-    }
-
-    private long callTimeoutNanos() {
-        Duration d = viewTimeout;
-        return d != null ? d.toNanos() : timeoutNanos;
     }
 
     // ------------------------------------------------------------------ validation
@@ -375,9 +329,8 @@ public abstract class EngineCommunicator implements Communicator {
         }
     }
 
-    private Work submit(String what, Runnable body) {
+    private Work submit(String what, Duration d, Runnable body) {
         checkOpen();
-        Duration d = callDuration();
         long tn = d.toNanos();
         return enqueue(new EngineWork(what + " on rank " + rank, d, () -> run(body, tn), null));
     }
@@ -547,12 +500,12 @@ public abstract class EngineCommunicator implements Communicator {
      * Runs validated collective {@code code}: on the caller's thread without allocating when
      * nothing async is pending, else behind the pending work; {@code async} returns its Work at once.
      */
-    private Work run(int code, HostBuffer s, HostBuffer r, ReduceOp op, int root, boolean async) {
+    private Work run(int code, HostBuffer s, HostBuffer r, ReduceOp op, int root, Duration t, boolean async) {
         if (async) {
-            return submit(OpCode.name(code), () -> body(code, s, r, op, root));
+            return submit(OpCode.name(code), t, () -> body(code, s, r, op, root));
         }
         if (inline()) {
-            enter(callTimeoutNanos());
+            enter(t.toNanos());
             try {
                 body(code, s, r, op, root);
             } catch (RuntimeException e) {
@@ -561,7 +514,7 @@ public abstract class EngineCommunicator implements Communicator {
                 lock.unlock();
             }
         } else {
-            submit(OpCode.name(code), () -> body(code, s, r, op, root)).await();
+            submit(OpCode.name(code), t, () -> body(code, s, r, op, root)).await();
         }
         return null;
     }
@@ -606,148 +559,66 @@ public abstract class EngineCommunicator implements Communicator {
         return async ? async(h, name) : h;
     }
 
-    private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = arg(recv, "recv", async);
-        HostArgs.allReduce(s, r, op);
-        return run(OpCode.ALL_REDUCE, s, r, op, -1, async);
-    }
-
+    /**
+     * The one entry of every call ({@link org.jccl.spi.AbstractCommunicator}): the host buffers and
+     * their checks (HostArgs), then {@link #run} for a collective and {@link #p2p} for a send or
+     * receive, under the op's deadline.
+     */
     @Override
-    public void allReduce(Buffer send, Buffer recv, ReduceOp op) {
-        allReduce(send, recv, op, false);
-    }
-
-    @Override
-    public Work allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return allReduce(send, recv, op, true);
-    }
-
-    private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
-        Checks.rank(root, size, "root");
-        HostBuffer r = arg(recv, "recv", async);
-        HostBuffer s = rank == root ? arg(send, "send", async) : null;
-        HostArgs.broadcast(s, r, root, rank);
-        return run(OpCode.BROADCAST, s, r, null, root, async);
-    }
-
-    @Override
-    public void broadcast(Buffer send, Buffer recv, int root) {
-        broadcast(send, recv, root, false);
-    }
-
-    @Override
-    public Work broadcastAsync(Buffer send, Buffer recv, int root) {
-        return broadcast(send, recv, root, true);
-    }
-
-    private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = HostArgs.reduce(s, recv, op, root, rank, size);
-        return run(OpCode.REDUCE, s, async ? async(r, "recv") : r, op, root, async);
-    }
-
-    @Override
-    public void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
-        reduce(send, recv, op, root, false);
-    }
-
-    @Override
-    public Work reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
-        return reduce(send, recv, op, root, true);
-    }
-
-    private Work allGather(Buffer send, Buffer recv, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = arg(recv, "recv", async);
-        HostArgs.gather(s, r, "allGather", rank, size);
-        return run(OpCode.ALL_GATHER, s, r, null, -1, async);
-    }
-
-    @Override
-    public void allGather(Buffer send, Buffer recv) {
-        allGather(send, recv, false);
-    }
-
-    @Override
-    public Work allGatherAsync(Buffer send, Buffer recv) {
-        return allGather(send, recv, true);
-    }
-
-    private Work gather(Buffer send, Buffer recv, int root, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = HostArgs.gatherRoot(s, recv, root, rank, size);
-        return run(OpCode.GATHER, s, async ? async(r, "recv") : r, null, root, async);
-    }
-
-    @Override
-    public void gather(Buffer send, Buffer recv, int root) {
-        gather(send, recv, root, false);
-    }
-
-    @Override
-    public Work gatherAsync(Buffer send, Buffer recv, int root) {
-        return gather(send, recv, root, true);
-    }
-
-    private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = arg(recv, "recv", async);
-        HostArgs.reduceScatter(s, r, op, rank, size);
-        return run(OpCode.REDUCE_SCATTER, s, r, op, -1, async);
-    }
-
-    @Override
-    public void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
-        reduceScatter(send, recv, op, false);
-    }
-
-    @Override
-    public Work reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
-        return reduceScatter(send, recv, op, true);
-    }
-
-    private Work allToAll(Buffer send, Buffer recv, boolean async) {
-        HostBuffer s = arg(send, "send", async);
-        HostBuffer r = arg(recv, "recv", async);
-        HostArgs.allToAll(s, r, size);
-        return run(OpCode.ALL_TO_ALL, s, r, null, -1, async);
-    }
-
-    @Override
-    public void allToAll(Buffer send, Buffer recv) {
-        allToAll(send, recv, false);
-    }
-
-    @Override
-    public Work allToAllAsync(Buffer send, Buffer recv) {
-        return allToAll(send, recv, true);
-    }
-
-    private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
-        HostBuffer r = arg(recv, "recv", async);
-        HostBuffer s = HostArgs.scatter(send, r, root, rank, size);
-        return run(OpCode.SCATTER, async ? async(s, "send") : s, r, null, root, async);
-    }
-
-    @Override
-    public void scatter(Buffer send, Buffer recv, int root) {
-        scatter(send, recv, root, false);
-    }
-
-    @Override
-    public Work scatterAsync(Buffer send, Buffer recv, int root) {
-        return scatter(send, recv, root, true);
-    }
-
-    @Override
-    public void barrier() {
-        run(OpCode.BARRIER, null, null, null, -1, false);
-    }
-
-    @Override
-    public Work barrierAsync() {
-        return run(OpCode.BARRIER, null, null, null, -1, true);
+    protected final Work execute(Op o, boolean async) {
+        Duration t = o.timeoutOr(timeout);
+        ReduceOp op = o.op();
+        int root = o.root();
+        return switch (o.collective()) {
+            case ALL_REDUCE -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostArgs.allReduce(s, r, op);
+                yield run(OpCode.ALL_REDUCE, s, r, op, -1, t, async);
+            }
+            case BROADCAST -> {
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostBuffer s = rank == root ? arg(o.send(), "send", async) : null;
+                HostArgs.broadcast(s, r, root, rank);
+                yield run(OpCode.BROADCAST, s, r, null, root, t, async);
+            }
+            case REDUCE -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = HostArgs.reduce(s, o.recv(), op, root, rank, size);
+                yield run(OpCode.REDUCE, s, async ? async(r, "recv") : r, op, root, t, async);
+            }
+            case ALL_GATHER -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostArgs.gather(s, r, "allGather", rank, size);
+                yield run(OpCode.ALL_GATHER, s, r, null, -1, t, async);
+            }
+            case GATHER -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = HostArgs.gatherRoot(s, o.recv(), root, rank, size);
+                yield run(OpCode.GATHER, s, async ? async(r, "recv") : r, null, root, t, async);
+            }
+            case REDUCE_SCATTER -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostArgs.reduceScatter(s, r, op, rank, size);
+                yield run(OpCode.REDUCE_SCATTER, s, r, op, -1, t, async);
+            }
+            case ALL_TO_ALL -> {
+                HostBuffer s = arg(o.send(), "send", async);
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostArgs.allToAll(s, r, size);
+                yield run(OpCode.ALL_TO_ALL, s, r, null, -1, t, async);
+            }
+            case SCATTER -> {
+                HostBuffer r = arg(o.recv(), "recv", async);
+                HostBuffer s = HostArgs.scatter(o.send(), r, root, rank, size);
+                yield run(OpCode.SCATTER, async ? async(s, "send") : s, r, null, root, t, async);
+            }
+            case BARRIER -> run(OpCode.BARRIER, null, null, null, -1, t, async);
+            case SEND -> p2p(true, o.send(), o.peer(), t, async);
+            case RECV -> p2p(false, o.recv(), o.peer(), t, async);
+        };
     }
 
     // ------------------------------------------------------------------ point to point
@@ -756,24 +627,22 @@ public abstract class EngineCommunicator implements Communicator {
      * A send or receive: blocking ones run on the caller's thread when nothing async is pending;
      * async ones (and blocking ones behind pending work) join the worker's batch of sends/recvs.
      */
-    private Work p2p(boolean isSend, Buffer buffer, int peer, boolean async) {
+    private Work p2p(boolean isSend, Buffer buffer, int peer, Duration t, boolean async) {
         HostBuffer b = arg(buffer, "buffer", async);
-        Checks.rank(peer, size, "peer");
         if (!async && inline()) {
-            p2pInline(isSend, b, peer);
+            p2pInline(isSend, b, peer, t.toNanos());
             return null;
         }
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        Work w = enqueue(new EngineWork(what + " on rank " + rank, callDuration(), null, newP2p(isSend, b, peer)));
+        Work w = enqueue(new EngineWork(what + " on rank " + rank, t, null, newP2p(isSend, b, peer)));
         if (!async) {
             w.await();
         }
         return w;
     }
 
-    private void p2pInline(boolean isSend, HostBuffer b, int peer) {
-        long tn = callTimeoutNanos();
+    private void p2pInline(boolean isSend, HostBuffer b, int peer, long tn) {
         lock.lock();
         try {
             checkOpen();
@@ -789,26 +658,6 @@ public abstract class EngineCommunicator implements Communicator {
         } finally {
             lock.unlock();
         }
-    }
-
-    @Override
-    public void send(Buffer buffer, int peer) {
-        p2p(true, buffer, peer, false);
-    }
-
-    @Override
-    public Work sendAsync(Buffer buffer, int peer) {
-        return p2p(true, buffer, peer, true);
-    }
-
-    @Override
-    public void recv(Buffer buffer, int peer) {
-        p2p(false, buffer, peer, false);
-    }
-
-    @Override
-    public Work recvAsync(Buffer buffer, int peer) {
-        return p2p(false, buffer, peer, true);
     }
 
     // ------------------------------------------------------------------ lifecycle

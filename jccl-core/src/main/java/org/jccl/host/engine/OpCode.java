@@ -10,9 +10,10 @@ public final class OpCode {
             ALL_TO_ALL = 5, GATHER = 6, SCATTER = 7, BARRIER = 8, SEND = 9, RECV = 10, SPLIT = 11;
     /** The reduction code of an operation without one. */
     public static final int NO_REDOP = 15;
-    /** Operation names by code (the API's method names). */
-    private static final String[] NAMES = {"allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
-        "allToAll", "gather", "scatter", "barrier", "send", "recv", "split"};
+    /** Operation names by code (the API's method names): the collectives', then split. */
+    private static final String[] NAMES = java.util.stream.Stream.concat(
+            java.util.Arrays.stream(org.jccl.spi.Collective.values()).map(org.jccl.spi.Collective::apiName),
+            java.util.stream.Stream.of("split")).toArray(String[]::new);
 
     private OpCode() {
     }

@@ -1,0 +1,293 @@
+package org.jccl.spi;
+
+import java.time.Duration;
+import org.jccl.Buffer;
+import org.jccl.Checks;
+import org.jccl.Communicator;
+import org.jccl.ReduceOp;
+import org.jccl.Work;
+
+/**
+ * The public call path of every backend's communicator, written once: each {@link Communicator}
+ * method builds one {@link Op} (with this view's deadline, if any), checks what every backend
+ * checks alike (the root or peer in range), and hands it to {@link #execute}, the one entry a
+ * backend implements. {@link #withTimeout} is a view that only puts its deadline on the ops it
+ * makes.
+ *
+ * @param <W> the backend's {@link Work} type (the async methods return it)
+ */
+public abstract class AbstractCommunicator<W extends Work> implements Communicator {
+    private final String backend;
+    private final int rank;
+    private final int size;
+    private final Duration timeout;
+
+    /** A communicator of backend {@code backend} ("host"), rank {@code rank} of {@code size}, deadline {@code timeout}. */
+    protected AbstractCommunicator(String backend, int rank, int size, Duration timeout) {
+        this.backend = backend;
+        this.rank = rank;
+        this.size = size;
+        this.timeout = timeout;
+    }
+
+    @Override
+    public final int rank() {
+        return rank;
+    }
+
+    @Override
+    public final int size() {
+        return size;
+    }
+
+    @Override
+    public final String backend() {
+        return backend;
+    }
+
+    /** The deadline of every call (of this view's calls, for a {@link #withTimeout} view). */
+    @Override
+    public final Duration timeout() {
+        return timeout;
+    }
+
+    /**
+     * Runs {@code op}, whose root or peer is in range: validates the buffers, then runs the op
+     * on the calling thread ({@code async} false: returns when done, the result may be null) or
+     * starts it and returns its work.
+     */
+    protected abstract W execute(Op op, boolean async);
+
+    /** The deadline the ops of this communicator carry: null (the communicator's own); a view's. */
+    protected Duration callTimeout() {
+        return null;
+    }
+
+    private W call(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer, boolean async) {
+        Op o = new Op(c, send, recv, op, root, peer, callTimeout());
+        o.checkRanks(size());
+        return execute(o, async);
+    }
+
+    /**
+     * A view whose calls (blocking, and the works of async ones) have deadline {@code timeout}
+     * instead of {@link #timeout()}; it shares everything else with this communicator. Closing
+     * the view does not close this communicator; split and shrink through it are this
+     * communicator's and run under its own deadline.
+     */
+    @Override
+    public Communicator withTimeout(Duration timeout) {
+        Checks.timeout(timeout, "timeout");
+        return new Deadline<>(this, timeout);
+    }
+
+    @Override
+    public final void allReduce(Buffer send, Buffer recv, ReduceOp op) {
+        call(Collective.ALL_REDUCE, send, recv, op, -1, -1, false);
+    }
+
+    @Override
+    public final W allReduceAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return call(Collective.ALL_REDUCE, send, recv, op, -1, -1, true);
+    }
+
+    @Override
+    public final W allReduceAsync(Buffer buffer, ReduceOp op) {
+        return allReduceAsync(buffer, buffer, op);
+    }
+
+    @Override
+    public final void broadcast(Buffer send, Buffer recv, int root) {
+        call(Collective.BROADCAST, send, recv, null, root, -1, false);
+    }
+
+    @Override
+    public final W broadcastAsync(Buffer send, Buffer recv, int root) {
+        return call(Collective.BROADCAST, send, recv, null, root, -1, true);
+    }
+
+    @Override
+    public final W broadcastAsync(Buffer buffer, int root) {
+        return broadcastAsync(buffer, buffer, root);
+    }
+
+    @Override
+    public final void reduce(Buffer send, Buffer recv, ReduceOp op, int root) {
+        call(Collective.REDUCE, send, recv, op, root, -1, false);
+    }
+
+    @Override
+    public final W reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root) {
+        return call(Collective.REDUCE, send, recv, op, root, -1, true);
+    }
+
+    @Override
+    public final W reduceAsync(Buffer buffer, ReduceOp op, int root) {
+        return reduceAsync(buffer, buffer, op, root);
+    }
+
+    @Override
+    public final void allGather(Buffer send, Buffer recv) {
+        call(Collective.ALL_GATHER, send, recv, null, -1, -1, false);
+    }
+
+    @Override
+    public final W allGatherAsync(Buffer send, Buffer recv) {
+        return call(Collective.ALL_GATHER, send, recv, null, -1, -1, true);
+    }
+
+    @Override
+    public final W allGatherAsync(Buffer buffer) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        return allGatherAsync(buffer.slice(rank() * c, c), buffer);
+    }
+
+    @Override
+    public final void reduceScatter(Buffer send, Buffer recv, ReduceOp op) {
+        call(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, false);
+    }
+
+    @Override
+    public final W reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op) {
+        return call(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, true);
+    }
+
+    @Override
+    public final W reduceScatterAsync(Buffer buffer, ReduceOp op) {
+        long c = Checks.perRankCount(buffer, size(), "buffer");
+        return reduceScatterAsync(buffer, buffer.slice(rank() * c, c), op);
+    }
+
+    @Override
+    public final void allToAll(Buffer send, Buffer recv) {
+        call(Collective.ALL_TO_ALL, send, recv, null, -1, -1, false);
+    }
+
+    @Override
+    public final W allToAllAsync(Buffer send, Buffer recv) {
+        return call(Collective.ALL_TO_ALL, send, recv, null, -1, -1, true);
+    }
+
+    @Override
+    public final W allToAllAsync(Buffer buffer) {
+        return allToAllAsync(buffer, buffer);
+    }
+
+    @Override
+    public final void gather(Buffer send, Buffer recv, int root) {
+        call(Collective.GATHER, send, recv, null, root, -1, false);
+    }
+
+    @Override
+    public final W gatherAsync(Buffer send, Buffer recv, int root) {
+        return call(Collective.GATHER, send, recv, null, root, -1, true);
+    }
+
+    @Override
+    public final void scatter(Buffer send, Buffer recv, int root) {
+        call(Collective.SCATTER, send, recv, null, root, -1, false);
+    }
+
+    @Override
+    public final W scatterAsync(Buffer send, Buffer recv, int root) {
+        return call(Collective.SCATTER, send, recv, null, root, -1, true);
+    }
+
+    @Override
+    public final void send(Buffer buffer, int peer) {
+        call(Collective.SEND, buffer, null, null, -1, peer, false);
+    }
+
+    @Override
+    public final W sendAsync(Buffer buffer, int peer) {
+        return call(Collective.SEND, buffer, null, null, -1, peer, true);
+    }
+
+    @Override
+    public final void recv(Buffer buffer, int peer) {
+        call(Collective.RECV, null, buffer, null, -1, peer, false);
+    }
+
+    @Override
+    public final W recvAsync(Buffer buffer, int peer) {
+        return call(Collective.RECV, null, buffer, null, -1, peer, true);
+    }
+
+    @Override
+    public final void barrier() {
+        call(Collective.BARRIER, null, null, null, -1, -1, false);
+    }
+
+    @Override
+    public final W barrierAsync() {
+        return call(Collective.BARRIER, null, null, null, -1, -1, true);
+    }
+
+    /**
+     * The view {@link #withTimeout} returns: the target's ops, carrying the view's deadline. It
+     * owns nothing: {@link #close()} does nothing, {@link #abort()} aborts the target.
+     */
+    private static final class Deadline<W extends Work> extends AbstractCommunicator<W> {
+        private final AbstractCommunicator<W> target;
+        private final Duration timeout;
+
+        Deadline(AbstractCommunicator<W> target, Duration timeout) {
+            super(target.backend(), target.rank(), target.size(), timeout);
+            this.target = target;
+            this.timeout = timeout;
+        }
+
+        @Override
+        protected W execute(Op op, boolean async) {
+            return target.execute(op, async);
+        }
+
+        @Override
+        protected Duration callTimeout() {
+            return timeout;
+        }
+
+        /** Another view of the same communicator. */
+        @Override
+        public Communicator withTimeout(Duration t) {
+            return target.withTimeout(t);
+        }
+
+        @Override
+        public Communicator split(int color, int key) {
+            return target.split(color, key);
+        }
+
+        @Override
+        public Communicator shrink(java.util.Set<Integer> excluded) {
+            return target.shrink(excluded);
+        }
+
+        @Override
+        public Communicator shrinkExcludingFailed() {
+            return target.shrinkExcludingFailed();
+        }
+
+        @Override
+        public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
+            return target.dumpFlightRecord(dir);
+        }
+
+        /** Aborts the communicator (not only the view). */
+        @Override
+        public void abort() {
+            target.abort();
+        }
+
+        /** Does nothing: the view owns nothing. Close the communicator itself. */
+        @Override
+        public void close() {
+            // the target stays open
+        }
+
+        @Override
+        public String toString() {
+            return target + " with timeout " + timeout;
+        }
+    }
+}

@@ -82,8 +82,7 @@ final class CollectiveCheck {
         if (red >= 0 && red < ReduceOp.Kind.values().length) {
             s.append(", ").append(ReduceOp.Kind.values()[red]);
         }
-        if (kind == NcclCommunicator.BROADCAST || kind == NcclCommunicator.REDUCE || kind == NcclCommunicator.GATHER
-                || kind == NcclCommunicator.SCATTER) {
+        if (kind >= 0 && kind < org.jccl.spi.Collective.values().length && org.jccl.spi.Collective.of(kind).rooted()) {
             s.append(", root ").append(root);
         }
         return s.append(')').toString();

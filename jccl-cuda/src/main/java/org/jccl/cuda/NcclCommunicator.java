@@ -72,10 +72,11 @@ import org.jccl.spi.Liveness;
 public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<NcclWork> {
     static final Log LOG = Log.get(NcclCommunicator.class);
 
+    /** Operation kinds: {@link org.jccl.spi.Collective#code()}, the one numbering (NcclOpCodeTest checks). */
     static final int ALL_REDUCE = 0, BROADCAST = 1, REDUCE = 2, ALL_GATHER = 3, REDUCE_SCATTER = 4, ALL_TO_ALL = 5,
-            GATHER = 6, SCATTER = 7, SEND = 8, RECV = 9, BARRIER = 10;
-    private static final String[] OP_NAMES = {"allReduce", "broadcast", "reduce", "allGather", "reduceScatter",
-            "allToAll", "gather", "scatter", "send", "recv", "barrier"};
+            GATHER = 6, SCATTER = 7, BARRIER = 8, SEND = 9, RECV = 10;
+    private static final String[] OP_NAMES = java.util.Arrays.stream(org.jccl.spi.Collective.values())
+            .map(org.jccl.spi.Collective::apiName).toArray(String[]::new);
 
     static final int OPEN = 0, ABORTED = 1, CLOSED = 2;
     /** Open communicators of this process per GPU ordinal (see {@link NcclHealth#severalGpus}). */

@@ -1,15 +1,11 @@
 package org.jccl.cuda;
 
 import static org.jccl.cuda.NcclCommunicator.ABORTED;
-import static org.jccl.cuda.NcclCommunicator.BROADCAST;
-import static org.jccl.cuda.NcclCommunicator.GATHER;
 import static org.jccl.cuda.NcclCommunicator.LAUNCH_STAMP_NANOS;
 import static org.jccl.cuda.NcclCommunicator.LIVE_PER_GPU;
 import static org.jccl.cuda.NcclCommunicator.LOG;
 import static org.jccl.cuda.NcclCommunicator.OPEN;
 import static org.jccl.cuda.NcclCommunicator.RECV;
-import static org.jccl.cuda.NcclCommunicator.REDUCE;
-import static org.jccl.cuda.NcclCommunicator.SCATTER;
 import static org.jccl.cuda.NcclCommunicator.SEND;
 import static org.jccl.cuda.NcclCommunicator.YOUNG_NANOS;
 
@@ -256,8 +252,8 @@ final class NcclHealth {
     /** Holding the recorder. */
     private static void recordLaunch(NcclCommunicator c, NcclWork w) {
         int kind = w.kind();
-        boolean p2p = kind == SEND || kind == RECV;
-        boolean rooted = kind == BROADCAST || kind == REDUCE || kind == GATHER || kind == SCATTER;
+        boolean p2p = org.jccl.spi.Collective.of(kind).pointToPoint();
+        boolean rooted = org.jccl.spi.Collective.of(kind).rooted();
         DataType type = w.type();
         w.trace = c.recorder.schedule(w.collective, kind, type == null ? -1 : type.ordinal(), w.count(), w.redop,
                 rooted ? w.peer : -1, p2p ? w.peer : -1, w.deadline - w.budgetNanos);

@@ -12,8 +12,8 @@ import org.jccl.diag.FlightRecorder;
  */
 final class MpiTrace {
     /** Operation names as the flight recorder and jccl doctor show them. */
-    private static final String[] OPS = {"allReduce", "broadcast", "reduce", "allGather", "gather",
-        "reduceScatter", "allToAll", "scatter", "send", "recv", "barrier"};
+    private static final String[] OPS = java.util.Arrays.stream(org.jccl.spi.Collective.values())
+            .map(org.jccl.spi.Collective::apiName).toArray(String[]::new);
 
     private final FlightRecorder recorder = FlightRecorder.fromEnv(OPS);
     private final java.nio.file.Path traceDir = FlightRecorder.traceDirFromEnv();

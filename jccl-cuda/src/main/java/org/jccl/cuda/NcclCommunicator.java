@@ -32,6 +32,8 @@ import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.ReduceOp;
+import org.jccl.spi.Collective;
+import org.jccl.spi.Op;
 import org.jccl.internal.Log;
 import org.jccl.spi.Liveness;
 
@@ -309,17 +311,17 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        allReduceAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.ALL_REDUCE, send, recv, op, -1, -1, null), stream, true);
     }
 
     /** In-place all-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer buffer, ReduceOp op, CudaStream stream) {
-        allReduce(buffer, buffer, op, stream);
+        onStream(new Op(Collective.ALL_REDUCE, buffer, buffer, op, -1, -1, null), stream, true);
     }
 
     /** Asynchronous all-reduce on the caller's stream. */
     public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return allReduceAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.ALL_REDUCE, send, recv, op, -1, -1, null), stream, false);
     }
 
     private NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -335,16 +337,15 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Broadcast on the caller's stream; returns when done. */
     public void broadcast(Buffer send, Buffer recv, int root, CudaStream stream) {
-        broadcastAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.BROADCAST, send, recv, null, root, -1, null), stream, true);
     }
 
     /** Asynchronous broadcast on the caller's stream ({@code send} is read on the root only; null elsewhere is fine). */
     public NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return broadcastAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.BROADCAST, send, recv, null, root, -1, null), stream, false);
     }
 
     private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
-        checkPeer(this, root, "root");
         DeviceBuffer rb = dev(this, recv, "recv");
         DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
         if (sb == null) {
@@ -359,16 +360,15 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce on the caller's stream; returns when done. */
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        reduceAsync(send, recv, op, root, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.REDUCE, send, recv, op, root, -1, null), stream, true);
     }
 
     /** Asynchronous reduce on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        return reduceAsync(send, recv, op, root, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.REDUCE, send, recv, op, root, -1, null), stream, false);
     }
 
     private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
-        checkPeer(this, root, "root");
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
         if (rb != null) {
@@ -383,12 +383,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-gather on the caller's stream; returns when done. */
     public void allGather(Buffer send, Buffer recv, CudaStream stream) {
-        allGatherAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.ALL_GATHER, send, recv, null, -1, -1, null), stream, true);
     }
 
     /** Asynchronous all-gather on the caller's stream. */
     public NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return allGatherAsync(send, recv, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.ALL_GATHER, send, recv, null, -1, -1, null), stream, false);
     }
 
     private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -408,12 +408,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce-scatter on the caller's stream; returns when done. */
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        reduceScatterAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, null), stream, true);
     }
 
     /** Asynchronous reduce-scatter on the caller's stream. */
     public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return reduceScatterAsync(send, recv, op, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, null), stream, false);
     }
 
     private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -434,12 +434,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-to-all on the caller's stream; returns when done. */
     public void allToAll(Buffer send, Buffer recv, CudaStream stream) {
-        allToAllAsync(send, recv, Objects.requireNonNull(stream, "stream"), true).await();
+        onStream(new Op(Collective.ALL_TO_ALL, send, recv, null, -1, -1, null), stream, true);
     }
 
     /** Asynchronous all-to-all on the caller's stream. */
     public NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return allToAllAsync(send, recv, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.ALL_TO_ALL, send, recv, null, -1, -1, null), stream, false);
     }
 
     private NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -458,11 +458,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return gatherAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.GATHER, send, recv, null, root, -1, null), stream, false);
     }
 
     private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
-        checkPeer(this, root, "root");
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
         if (rank == root) {
@@ -481,11 +480,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
     public NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return scatterAsync(send, recv, root, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.SCATTER, send, recv, null, root, -1, null), stream, false);
     }
 
     private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
-        checkPeer(this, root, "root");
         DeviceBuffer rb = dev(this, recv, "recv");
         DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
         if (rank == root) {
@@ -505,11 +503,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous send on the caller's stream. */
     public NcclWork sendAsync(Buffer buffer, int peer, CudaStream stream) {
-        return sendAsync(buffer, peer, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.SEND, buffer, null, null, -1, peer, null), stream, false);
     }
 
     private NcclWork sendAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
-        checkPeer(this, peer, "peer");
         checkSelf(this, peer);
         DeviceBuffer b = dev(this, buffer, "buffer");
         return launch(this, SEND, b, null, b.count(), b.type(), null, peer, s, blocking);
@@ -517,11 +514,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous receive on the caller's stream. */
     public NcclWork recvAsync(Buffer buffer, int peer, CudaStream stream) {
-        return recvAsync(buffer, peer, Objects.requireNonNull(stream, "stream"), false);
+        return onStream(new Op(Collective.RECV, null, buffer, null, -1, peer, null), stream, false);
     }
 
     private NcclWork recvAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
-        checkPeer(this, peer, "peer");
         checkSelf(this, peer);
         DeviceBuffer b = dev(this, buffer, "buffer");
         return launch(this, RECV, null, b, b.count(), b.type(), null, peer, s, blocking);
@@ -783,22 +779,33 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
      * cancel one operation: past the view's deadline the communicator is aborted, as past its own.
      */
     @Override
-    protected NcclWork execute(org.jccl.spi.Op o, boolean async) {
-        boolean blocking = !async;
+    protected NcclWork execute(Op o, boolean async) {
+        return run(o, null, !async);
+    }
+
+    /** A stream-taking call: the same op, on the caller's stream. */
+    private NcclWork onStream(Op o, CudaStream stream, boolean blocking) {
+        Objects.requireNonNull(stream, "stream");
+        o.checkRanks(size);
+        return run(o, stream, blocking);
+    }
+
+    /** Validates {@code o}'s device buffers and launches it on {@code s} (null: this communicator's stream). */
+    private NcclWork run(Op o, CudaStream s, boolean blocking) {
         callTimeout = o.timeout(); // read by the launch (callBudgetNanos); calls come from one thread at a time
         try {
             NcclWork w = switch (o.collective()) {
-                case ALL_REDUCE -> allReduceAsync(o.send(), o.recv(), o.op(), null, blocking);
-                case BROADCAST -> broadcastAsync(o.send(), o.recv(), o.root(), null, blocking);
-                case REDUCE -> reduceAsync(o.send(), o.recv(), o.op(), o.root(), null, blocking);
-                case ALL_GATHER -> allGatherAsync(o.send(), o.recv(), null, blocking);
-                case GATHER -> gatherAsync(o.send(), o.recv(), o.root(), null, blocking);
-                case REDUCE_SCATTER -> reduceScatterAsync(o.send(), o.recv(), o.op(), null, blocking);
-                case ALL_TO_ALL -> allToAllAsync(o.send(), o.recv(), null, blocking);
-                case SCATTER -> scatterAsync(o.send(), o.recv(), o.root(), null, blocking);
+                case ALL_REDUCE -> allReduceAsync(o.send(), o.recv(), o.op(), s, blocking);
+                case BROADCAST -> broadcastAsync(o.send(), o.recv(), o.root(), s, blocking);
+                case REDUCE -> reduceAsync(o.send(), o.recv(), o.op(), o.root(), s, blocking);
+                case ALL_GATHER -> allGatherAsync(o.send(), o.recv(), s, blocking);
+                case GATHER -> gatherAsync(o.send(), o.recv(), o.root(), s, blocking);
+                case REDUCE_SCATTER -> reduceScatterAsync(o.send(), o.recv(), o.op(), s, blocking);
+                case ALL_TO_ALL -> allToAllAsync(o.send(), o.recv(), s, blocking);
+                case SCATTER -> scatterAsync(o.send(), o.recv(), o.root(), s, blocking);
                 case BARRIER -> barrierAsync(blocking);
-                case SEND -> sendAsync(o.send(), o.peer(), null, blocking);
-                case RECV -> recvAsync(o.recv(), o.peer(), null, blocking);
+                case SEND -> sendAsync(o.send(), o.peer(), s, blocking);
+                case RECV -> recvAsync(o.recv(), o.peer(), s, blocking);
             };
             if (blocking) {
                 w.await();

@@ -447,7 +447,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     // ------------------------------------------------------------------ broadcast
 
     private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
-        Checks.rank(root, size, "root");
         HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
         if (rank == root) {
@@ -483,7 +482,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
         HostBuffer s = host(send, "send");
-        Checks.rank(root, size, "root");
         Checks.op(op, s.type());
         HostBuffer r = null;
         if (rank == root) {
@@ -570,7 +568,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private Work gather(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer s = host(send, "send");
-        Checks.rank(root, size, "root");
         HostBuffer r = null;
         boolean inPlace = false;
         if (rank == root) {
@@ -672,7 +669,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.rank(root, size, "root");
         HostBuffer s = null;
         boolean inPlace = false;
         if (rank == root) {
@@ -708,7 +704,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private Work send(Buffer buffer, int peer, boolean async) {
         HostBuffer b = host(buffer, "buffer");
-        Checks.rank(peer, size, "peer");
         int n = count(b.count(), "buffer");
         MpiWork w = begin(async, "send", b.type(), n, null, peer);
         int rc;
@@ -724,7 +719,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private Work recv(Buffer buffer, int peer, boolean async) {
         HostBuffer b = writable(host(buffer, "buffer"), "buffer");
-        Checks.rank(peer, size, "peer");
         int n = count(b.count(), "buffer");
         MpiWork w = begin(async, "recv", b.type(), n, null, peer);
         int rc;

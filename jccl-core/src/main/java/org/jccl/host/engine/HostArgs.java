@@ -44,7 +44,6 @@ final class HostArgs {
 
     /** A reduce's root and operator, and the root's recv (returned; null elsewhere). */
     static HostBuffer reduce(HostBuffer s, Buffer recv, ReduceOp op, int root, int rank, int size) {
-        Checks.rank(root, size, "root");
         Checks.op(op, s.type());
         if (rank != root) {
             return null;
@@ -73,7 +72,6 @@ final class HostArgs {
 
     /** A gather's root, and the root's recv (returned; null elsewhere). */
     static HostBuffer gatherRoot(HostBuffer s, Buffer recv, int root, int rank, int size) {
-        Checks.rank(root, size, "root");
         if (rank != root) {
             return null;
         }
@@ -106,7 +104,6 @@ final class HostArgs {
 
     /** A scatter's root, and the root's send (returned; null elsewhere). */
     static HostBuffer scatter(Buffer send, HostBuffer r, int root, int rank, int size) {
-        Checks.rank(root, size, "root");
         if (rank != root) {
             return null;
         }

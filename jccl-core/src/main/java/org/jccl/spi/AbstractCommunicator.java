@@ -21,6 +21,8 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     private final int rank;
     private final int size;
     private final Duration timeout;
+    /** The flyweight each call fills (calls come from one thread at a time). */
+    private final Op call = new Op();
 
     /** A communicator of backend {@code backend} ("host"), rank {@code rank} of {@code size}, deadline {@code timeout}. */
     protected AbstractCommunicator(String backend, int rank, int size, Duration timeout) {
@@ -64,9 +66,17 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     }
 
     private W call(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer, boolean async) {
-        Op o = new Op(c, send, recv, op, root, peer, callTimeout());
-        o.checkRanks(size());
-        return execute(o, async);
+        return execute(op(c, send, recv, op, root, peer), async);
+    }
+
+    /**
+     * This communicator's op, filled for one call (with this view's deadline, if any) and its
+     * ranks checked: for a backend's own entries (NCCL's stream-taking methods) that then run it.
+     */
+    protected final Op op(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer) {
+        Op o = call.set(c, send, recv, op, root, peer, callTimeout());
+        o.checkRanks(size);
+        return o;
     }
 
     /**

@@ -25,9 +25,18 @@ import org.junit.jupiter.api.Test;
  */
 class AbstractCommunicatorTest {
 
+    /** What a backend saw of one op (the op itself is a flyweight, valid only during execute). */
+    record Seen(Collective collective, org.jccl.Buffer send, org.jccl.Buffer recv, ReduceOp op, int root, int peer,
+            Duration timeout) {
+        static Seen of(Op o) {
+            return new Seen(o.collective(), o.send(), o.recv(), o.op(), o.root(), o.peer(), o.timeout());
+        }
+    }
+
     /** A backend that records what it is asked to run (rank 1 of 4). */
     static final class Recording extends AbstractCommunicator<Work> {
-        final List<Op> ops = new ArrayList<>();
+        final List<Seen> ops = new ArrayList<>();
+        final List<Op> instances = new ArrayList<>();
         final List<Boolean> async = new ArrayList<>();
         boolean aborted;
         boolean closed;
@@ -38,7 +47,8 @@ class AbstractCommunicatorTest {
 
         @Override
         protected Work execute(Op op, boolean isAsync) {
-            ops.add(op);
+            ops.add(Seen.of(op));
+            instances.add(op);
             async.add(isAsync);
             return isAsync ? DONE : null;
         }
@@ -83,8 +93,9 @@ class AbstractCommunicatorTest {
     static final HostBuffer A = HostBuffer.of(new float[8]);
     static final HostBuffer B = HostBuffer.of(new float[8]);
 
-    private static Op only(Recording r, Consumer<Communicator> call, boolean expectAsync) {
+    private static Seen only(Recording r, Consumer<Communicator> call, boolean expectAsync) {
         r.ops.clear();
+        r.instances.clear();
         r.async.clear();
         call.accept(r);
         assertEquals(1, r.ops.size());
@@ -125,19 +136,32 @@ class AbstractCommunicatorTest {
                 new Case(Communicator::barrier, false, Collective.BARRIER, null, null, null, -1, -1),
                 new Case(Communicator::barrierAsync, true, Collective.BARRIER, null, null, null, -1, -1));
         for (Case k : cases) {
-            Op op = only(r, k.call(), k.async());
-            assertEquals(new Op(k.c(), k.send(), k.recv(), k.op(), k.root(), k.peer(), null), op, k.c().name());
+            Seen op = only(r, k.call(), k.async());
+            assertEquals(new Seen(k.c(), k.send(), k.recv(), k.op(), k.root(), k.peer(), null), op, k.c().name());
         }
+    }
+
+    @Test
+    void blockingCallsReuseOneOpPerCommunicator() {
+        Recording r = new Recording();
+        r.allReduce(A, ReduceOp.SUM);
+        r.barrier();
+        r.sendAsync(A, 2);
+        assertEquals(3, r.instances.size());
+        assertSame(r.instances.get(0), r.instances.get(1));
+        assertSame(r.instances.get(1), r.instances.get(2));
+        assertEquals(Collective.SEND, r.instances.get(2).collective()); // the last call's fields
+        assertEquals(Collective.ALL_REDUCE, r.ops.get(0).collective());
     }
 
     @Test
     void inPlaceAllGatherAndReduceScatterUseSliceRank() {
         Recording r = new Recording();
-        Op g = only(r, c -> c.allGatherAsync(A), true);
+        Seen g = only(r, c -> c.allGatherAsync(A), true);
         assertSame(A, g.recv());
         assertEquals(2, g.send().count()); // 8 elements over 4 ranks
         assertTrue(g.send().sameStart(A.slice(2, 2)));
-        Op s = only(r, c -> c.reduceScatterAsync(A, ReduceOp.SUM), true);
+        Seen s = only(r, c -> c.reduceScatterAsync(A, ReduceOp.SUM), true);
         assertSame(A, s.send());
         assertTrue(s.recv().sameStart(A.slice(2, 2)));
     }
@@ -164,14 +188,15 @@ class AbstractCommunicatorTest {
         assertEquals(1, v.rank());
         assertEquals(4, v.size());
         assertEquals("recording", v.backend());
-        Op viaView = only(r, c -> v.allReduce(A, ReduceOp.SUM), false);
+        Seen viaView = only(r, c -> v.allReduce(A, ReduceOp.SUM), false);
         assertEquals(Duration.ofMillis(300), viaView.timeout());
-        assertEquals(300_000_000L, viaView.timeoutNanos(1));
-        Op viaAsync = only(r, c -> v.sendAsync(A, 2), true);
+        assertEquals(300_000_000L, r.instances.getFirst().timeoutNanos(1));
+        Seen viaAsync = only(r, c -> v.sendAsync(A, 2), true);
         assertEquals(Duration.ofMillis(300), viaAsync.timeout());
-        Op direct = only(r, c -> c.allReduce(A, ReduceOp.SUM), false);
+        Seen direct = only(r, c -> c.allReduce(A, ReduceOp.SUM), false);
         assertNull(direct.timeout());
-        assertEquals(Duration.ofMinutes(5), direct.timeoutOr(r.timeout()));
+        assertEquals(Duration.ofMinutes(5), r.instances.getFirst().timeoutOr(r.timeout()));
+        assertEquals(7L, r.instances.getFirst().timeoutNanos(7));
         assertEquals(Duration.ofSeconds(2), v.withTimeout(Duration.ofSeconds(2)).timeout());
         v.close();
         assertFalse(r.closed);

@@ -311,17 +311,17 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        onStream(new Op(Collective.ALL_REDUCE, send, recv, op, -1, -1, null), stream, true);
+        onStream(op(Collective.ALL_REDUCE, send, recv, op, -1, -1), stream, true);
     }
 
     /** In-place all-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer buffer, ReduceOp op, CudaStream stream) {
-        onStream(new Op(Collective.ALL_REDUCE, buffer, buffer, op, -1, -1, null), stream, true);
+        onStream(op(Collective.ALL_REDUCE, buffer, buffer, op, -1, -1), stream, true);
     }
 
     /** Asynchronous all-reduce on the caller's stream. */
     public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return onStream(new Op(Collective.ALL_REDUCE, send, recv, op, -1, -1, null), stream, false);
+        return onStream(op(Collective.ALL_REDUCE, send, recv, op, -1, -1), stream, false);
     }
 
     private NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -337,12 +337,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Broadcast on the caller's stream; returns when done. */
     public void broadcast(Buffer send, Buffer recv, int root, CudaStream stream) {
-        onStream(new Op(Collective.BROADCAST, send, recv, null, root, -1, null), stream, true);
+        onStream(op(Collective.BROADCAST, send, recv, null, root, -1), stream, true);
     }
 
     /** Asynchronous broadcast on the caller's stream ({@code send} is read on the root only; null elsewhere is fine). */
     public NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(new Op(Collective.BROADCAST, send, recv, null, root, -1, null), stream, false);
+        return onStream(op(Collective.BROADCAST, send, recv, null, root, -1), stream, false);
     }
 
     private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -360,12 +360,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce on the caller's stream; returns when done. */
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        onStream(new Op(Collective.REDUCE, send, recv, op, root, -1, null), stream, true);
+        onStream(op(Collective.REDUCE, send, recv, op, root, -1), stream, true);
     }
 
     /** Asynchronous reduce on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        return onStream(new Op(Collective.REDUCE, send, recv, op, root, -1, null), stream, false);
+        return onStream(op(Collective.REDUCE, send, recv, op, root, -1), stream, false);
     }
 
     private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
@@ -383,12 +383,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-gather on the caller's stream; returns when done. */
     public void allGather(Buffer send, Buffer recv, CudaStream stream) {
-        onStream(new Op(Collective.ALL_GATHER, send, recv, null, -1, -1, null), stream, true);
+        onStream(op(Collective.ALL_GATHER, send, recv, null, -1, -1), stream, true);
     }
 
     /** Asynchronous all-gather on the caller's stream. */
     public NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return onStream(new Op(Collective.ALL_GATHER, send, recv, null, -1, -1, null), stream, false);
+        return onStream(op(Collective.ALL_GATHER, send, recv, null, -1, -1), stream, false);
     }
 
     private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -408,12 +408,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce-scatter on the caller's stream; returns when done. */
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        onStream(new Op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, null), stream, true);
+        onStream(op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1), stream, true);
     }
 
     /** Asynchronous reduce-scatter on the caller's stream. */
     public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return onStream(new Op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1, null), stream, false);
+        return onStream(op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1), stream, false);
     }
 
     private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -434,12 +434,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-to-all on the caller's stream; returns when done. */
     public void allToAll(Buffer send, Buffer recv, CudaStream stream) {
-        onStream(new Op(Collective.ALL_TO_ALL, send, recv, null, -1, -1, null), stream, true);
+        onStream(op(Collective.ALL_TO_ALL, send, recv, null, -1, -1), stream, true);
     }
 
     /** Asynchronous all-to-all on the caller's stream. */
     public NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return onStream(new Op(Collective.ALL_TO_ALL, send, recv, null, -1, -1, null), stream, false);
+        return onStream(op(Collective.ALL_TO_ALL, send, recv, null, -1, -1), stream, false);
     }
 
     private NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -458,7 +458,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(new Op(Collective.GATHER, send, recv, null, root, -1, null), stream, false);
+        return onStream(op(Collective.GATHER, send, recv, null, root, -1), stream, false);
     }
 
     private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -480,7 +480,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
     public NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(new Op(Collective.SCATTER, send, recv, null, root, -1, null), stream, false);
+        return onStream(op(Collective.SCATTER, send, recv, null, root, -1), stream, false);
     }
 
     private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -503,7 +503,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous send on the caller's stream. */
     public NcclWork sendAsync(Buffer buffer, int peer, CudaStream stream) {
-        return onStream(new Op(Collective.SEND, buffer, null, null, -1, peer, null), stream, false);
+        return onStream(op(Collective.SEND, buffer, null, null, -1, peer), stream, false);
     }
 
     private NcclWork sendAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
@@ -514,7 +514,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous receive on the caller's stream. */
     public NcclWork recvAsync(Buffer buffer, int peer, CudaStream stream) {
-        return onStream(new Op(Collective.RECV, null, buffer, null, -1, peer, null), stream, false);
+        return onStream(op(Collective.RECV, null, buffer, null, -1, peer), stream, false);
     }
 
     private NcclWork recvAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
@@ -785,9 +785,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** A stream-taking call: the same op, on the caller's stream. */
     private NcclWork onStream(Op o, CudaStream stream, boolean blocking) {
-        Objects.requireNonNull(stream, "stream");
-        o.checkRanks(size);
-        return run(o, stream, blocking);
+        return run(o, Objects.requireNonNull(stream, "stream"), blocking);
     }
 
     /** Validates {@code o}'s device buffers and launches it on {@code s} (null: this communicator's stream). */

@@ -5,6 +5,9 @@
 # (mvn -o -Djccl.build=-X -DskipTests package; a git worktree for the base) and copy
 # jccl-cli/target-X/jccl-cli-*.jar and jccl-cli/target-X/lib/*.jar into .gpu/cli (current) and
 # .gpu/cli-base (base), and this script to .gpu/; then on the device: bash .gpu/perf-ab.sh
+# With .gpu/lib-base (bench/gpu/run-gpu.sh stage with JCCL_GPU_BASE=<commit>) it then runs the NCCL
+# backend's sweep (NcclBench: all-reduce and all-gather, 8 B to 1 GiB, every GPU) with the base
+# and the current jars, interleaved, twice; JCCL_AB_NCCL_OPS picks other collectives.
 cd "$(dirname "$0")/.."
 chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 OUT=${OUT:-.gpu/out}; mkdir -p "$OUT"
@@ -22,5 +25,19 @@ for rep in 1 2; do
       run $v $n steady$rep -b 8 -e 1M -f 8 -n 1000 -w 200
     done
   done
+done
+if [ -d .gpu/lib-base ]; then
+  for rep in 1 2; do
+    for lib in lib-base lib; do # this tree's NcclBench (jccl-bench.jar) over each build's library jars
+      timeout -k 10 150 .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector \
+        -cp ".gpu/lib/jccl-bench.jar:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar" org.jccl.cuda.bench.NcclBench \
+        -o "${JCCL_AB_NCCL_OPS:-allreduce,allgather}" -b 8 -e 1G -f 8 --no-overhead > "$OUT/nccl-$lib-$rep.log" 2>&1
+      echo "[nccl $lib run $rep] exit $?"
+    done
+  done
+fi
+for f in "$OUT"/nccl-*.log; do
+  [ -f "$f" ] || continue
+  echo "== $(basename "$f")"; awk '/^# [a-z]/ {op=$2} $1 ~ /^[0-9]+$/ && ($1=="8" || $1=="65536" || $1=="16777216" || $1=="1073741824") {print op, $0}' "$f"
 done
 for f in "$OUT"/perf-*.log; do echo "== $(basename "$f")"; grep -E '^ +[0-9]+ ' "$f" | awk '{print $1, $6, $10}' | tr '\n' ';'; echo; done

@@ -60,6 +60,21 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
      */
     protected abstract W execute(Op op, boolean async);
 
+    /**
+     * Refuses a call on communicator {@code id} (this rank {@code rank}) once closed, or broken by
+     * the earlier failure {@code broken}, saying what to do instead.
+     */
+    protected static void checkUsable(String id, int rank, boolean closed, org.jccl.JcclException broken) {
+        if (closed) {
+            throw new org.jccl.InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new "
+                    + "one with Jccl.init");
+        }
+        if (broken != null) {
+            throw new org.jccl.InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an "
+                    + "earlier failure (" + broken.getMessage() + "): close it and create a new one");
+        }
+    }
+
     /** The deadline the ops of this communicator carry: null (the communicator's own); a view's. */
     protected Duration callTimeout() {
         return null;

@@ -506,21 +506,17 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return onStream(op(Collective.SEND, buffer, null, null, -1, peer), stream, false);
     }
 
-    private NcclWork sendAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
+    /** A send ({@code kind} SEND) or receive (RECV) of {@code buffer} with {@code peer}. */
+    private NcclWork p2p(int kind, Buffer buffer, int peer, CudaStream s, boolean blocking) {
         checkSelf(this, peer);
         DeviceBuffer b = dev(this, buffer, "buffer");
-        return launch(this, SEND, b, null, b.count(), b.type(), null, peer, s, blocking);
+        return launch(this, kind, kind == SEND ? b : null, kind == RECV ? b : null, b.count(), b.type(), null, peer, s,
+                blocking);
     }
 
     /** Asynchronous receive on the caller's stream. */
     public NcclWork recvAsync(Buffer buffer, int peer, CudaStream stream) {
         return onStream(op(Collective.RECV, null, buffer, null, -1, peer), stream, false);
-    }
-
-    private NcclWork recvAsync(Buffer buffer, int peer, CudaStream s, boolean blocking) {
-        checkSelf(this, peer);
-        DeviceBuffer b = dev(this, buffer, "buffer");
-        return launch(this, RECV, null, b, b.count(), b.type(), null, peer, s, blocking);
     }
 
     // ------------------------------------------------------------------ barrier
@@ -802,8 +798,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
                 case ALL_TO_ALL -> allToAllAsync(o.send(), o.recv(), s, blocking);
                 case SCATTER -> scatterAsync(o.send(), o.recv(), o.root(), s, blocking);
                 case BARRIER -> barrierAsync(blocking);
-                case SEND -> sendAsync(o.send(), o.peer(), s, blocking);
-                case RECV -> recvAsync(o.recv(), o.peer(), s, blocking);
+                case SEND -> p2p(SEND, o.send(), o.peer(), s, blocking);
+                case RECV -> p2p(RECV, o.recv(), o.peer(), s, blocking);
             };
             if (blocking) {
                 w.await();

@@ -229,14 +229,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     // ------------------------------------------------------------------ validation
 
     private void checkOpen() {
-        if (closed) {
-            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new one with Jccl.init");
-        }
-        JcclException b = broken;
-        if (b != null) {
-            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an earlier failure ("
-                    + b.getMessage() + "): close it and create a new one");
-        }
+        checkUsable(id, rank, closed, broken);
     }
 
     // ------------------------------------------------------------------ execution

@@ -221,14 +221,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
 
     private void checkOpen() {
-        if (closed) {
-            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is closed: create a new one with Jccl.init");
-        }
-        JcclException b = broken;
-        if (b != null) {
-            throw new InvalidUsageException("communicator " + id + " (rank " + rank + ") is unusable after an earlier failure ("
-                    + b.getMessage() + "): close it and create a new one");
-        }
+        checkUsable(id, rank, closed, broken);
     }
 
     // ------------------------------------------------------------------ execution

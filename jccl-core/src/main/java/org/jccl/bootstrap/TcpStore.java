@@ -323,7 +323,7 @@ public final class TcpStore implements Store {
                     List.of());
         }
         expect(f, "get", key, ST_OK);
-        return readValue(f, "get", key);
+        return readValue(f);
     }
 
     @Override
@@ -331,12 +331,7 @@ public final class TcpStore implements Store {
         byte[] k = keyBytes(key);
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_TRY_GET, 2 + k.length).writeKey(k), opTimeoutMs, "tryGet", key);
-        if (f.code() == ST_NOT_FOUND) {
-            endOfBody(f, "tryGet", key);
-            return null;
-        }
-        expect(f, "tryGet", key, ST_OK);
-        return readValue(f, "tryGet", key);
+        return valueOrNull(f, "tryGet", key);
     }
 
     @Override
@@ -345,14 +340,7 @@ public final class TcpStore implements Store {
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_ADD, 10 + k.length).writeKey(k).writeLong(delta), opTimeoutMs, "add", key);
         expect(f, "add", key, ST_OK);
-        try {
-            BodyReader r = f.body();
-            long v = r.readLong("counter");
-            r.end();
-            return v;
-        } catch (ProtocolException e) {
-            throw protocolBroken(e);
-        }
+        return readBody(f, r -> r.readLong("counter"));
     }
 
     @Override
@@ -363,12 +351,7 @@ public final class TcpStore implements Store {
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_CMP_SET, 10 + k.length + exp.length + desired.length)
                 .writeKey(k).writeBytes(exp).writeBytes(desired), opTimeoutMs, "compareSet", key);
-        if (f.code() == ST_NOT_FOUND) {
-            endOfBody(f, "compareSet", key);
-            return null;
-        }
-        expect(f, "compareSet", key, ST_OK);
-        return readValue(f, "compareSet", key);
+        return valueOrNull(f, "compareSet", key);
     }
 
     @Override
@@ -377,14 +360,7 @@ public final class TcpStore implements Store {
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_DELETE, 2 + k.length).writeKey(k), opTimeoutMs, "delete", key);
         expect(f, "delete", key, ST_OK);
-        try {
-            BodyReader r = f.body();
-            int existed = r.readByte("existed");
-            r.end();
-            return existed != 0;
-        } catch (ProtocolException e) {
-            throw protocolBroken(e);
-        }
+        return readBody(f, r -> r.readByte("existed")) != 0;
     }
 
     @Override
@@ -423,20 +399,13 @@ public final class TcpStore implements Store {
         String what = keys.size() == 1 ? keys.get(0) : keys.size() + " keys";
         Frame f = call(id, w, saturatedAdd(ms, GRACE_MS), "wait", what, cancel);
         if (f.code() == ST_TIMEOUT) {
-            List<String> missing;
-            try {
-                BodyReader r = f.body();
-                missing = r.readKeys();
-                r.end();
-            } catch (ProtocolException e) {
-                throw protocolBroken(e);
-            }
+            List<String> missing = readBody(f, BodyReader::readKeys);
             throw new CollectiveTimeoutException("store wait timed out after " + timeout + " at the store " + where + ": "
                     + missing.size() + " of " + keys.size() + " keys never appeared: " + listKeys(missing)
                     + " (is a rank missing, dead or behind?)", List.of());
         }
         expect(f, "wait", what, ST_OK);
-        endOfBody(f, "wait", what);
+        endOfBody(f);
     }
 
     @Override
@@ -444,14 +413,7 @@ public final class TcpStore implements Store {
         int id = newId();
         Frame f = call(id, new FrameWriter(id, OP_NUM_KEYS, 0), opTimeoutMs, "numKeys", null);
         expect(f, "numKeys", null, ST_OK);
-        try {
-            BodyReader r = f.body();
-            long n = r.readLong("count");
-            r.end();
-            return n;
-        } catch (ProtocolException e) {
-            throw protocolBroken(e);
-        }
+        return readBody(f, r -> r.readLong("count"));
     }
 
     /**
@@ -607,24 +569,32 @@ public final class TcpStore implements Store {
             return;
         }
         if (f.code() == ST_ERROR) {
-            String msg;
-            try {
-                BodyReader r = f.body();
-                msg = r.readMessage();
-                r.end();
-            } catch (ProtocolException e) {
-                throw protocolBroken(e);
-            }
+            String msg = readBody(f, BodyReader::readMessage);
             throw new JcclException("the store at " + where + " refused " + op
                     + (key != null ? " of key '" + TcpStoreServer.shortKey(key) + "'" : "") + ": " + msg);
         }
         throw protocolBroken(new ProtocolException("unexpected status " + f.code() + " for " + op));
     }
 
-    private byte[] readValue(Frame f, String op, String key) {
+    /** The value of an OK response, or null for NOT_FOUND (tryGet, compareSet). */
+    private byte[] valueOrNull(Frame f, String op, String key) {
+        if (f.code() == ST_NOT_FOUND) {
+            endOfBody(f);
+            return null;
+        }
+        expect(f, op, key, ST_OK);
+        return readValue(f);
+    }
+
+    private byte[] readValue(Frame f) {
+        return readBody(f, r -> r.readBytes("value"));
+    }
+
+    /** One field of a response body that holds nothing else; a malformed body breaks the connection. */
+    private <T> T readBody(Frame f, BodyField<T> field) {
         try {
             BodyReader r = f.body();
-            byte[] v = r.readBytes("value");
+            T v = field.read(r);
             r.end();
             return v;
         } catch (ProtocolException e) {
@@ -632,7 +602,12 @@ public final class TcpStore implements Store {
         }
     }
 
-    private void endOfBody(Frame f, String op, String key) {
+    @FunctionalInterface
+    private interface BodyField<T> {
+        T read(BodyReader r) throws ProtocolException;
+    }
+
+    private void endOfBody(Frame f) {
         try {
             f.body().end();
         } catch (ProtocolException e) {

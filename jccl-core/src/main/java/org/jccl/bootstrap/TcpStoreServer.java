@@ -492,8 +492,7 @@ public final class TcpStoreServer implements AutoCloseable {
                     } finally {
                         lock.unlock();
                     }
-                    send(v == null ? new FrameWriter(id, ST_NOT_FOUND, 0).toByteArray()
-                            : new FrameWriter(id, ST_OK, 4 + v.length).writeBytes(v).toByteArray());
+                    send(valueOrNotFound(id, v));
                 }
                 case OP_ADD -> {
                     String key = r.readKey();
@@ -545,8 +544,7 @@ public final class TcpStoreServer implements AutoCloseable {
                         lock.unlock();
                     }
                     wake.forEach(Runnable::run);
-                    send(after == null ? new FrameWriter(id, ST_NOT_FOUND, 0).toByteArray()
-                            : new FrameWriter(id, ST_OK, 4 + after.length).writeBytes(after).toByteArray());
+                    send(valueOrNotFound(id, after));
                 }
                 case OP_DELETE -> {
                     String key = r.readKey();
@@ -621,7 +619,7 @@ public final class TcpStoreServer implements AutoCloseable {
                     return; // closed meanwhile (a failed send): nobody to answer
                 }
                 if (missing.isEmpty()) {
-                    reply = op == OP_GET ? valueReply(id, data.get(keys.get(0))) : new FrameWriter(id, ST_OK, 0).toByteArray();
+                    reply = readyReply(id, op, data.get(keys.get(0)));
                 } else if (ms <= 0) {
                     reply = timeoutReply(id, op, missing);
                 } else if (myWaiters.size() >= limits.maxWaitersPerConnection()) {
@@ -676,7 +674,7 @@ public final class TcpStoreServer implements AutoCloseable {
                 w.done = true;
                 w.timeout.cancel(false);
                 w.conn.myWaiters.remove(w);
-                byte[] reply = w.op == OP_GET ? valueReply(w.id, value) : new FrameWriter(w.id, ST_OK, 0).toByteArray();
+                byte[] reply = readyReply(w.id, w.op, value);
                 Connection c = w.conn;
                 wake.add(() -> c.sendAsync(reply));
             }
@@ -716,6 +714,15 @@ public final class TcpStoreServer implements AutoCloseable {
 
     private static byte[] valueReply(int id, byte[] v) {
         return new FrameWriter(id, ST_OK, 4 + v.length).writeBytes(v).toByteArray();
+    }
+
+    /** The answer to a GET or WAIT whose keys are all set: GET's value (of its one key), WAIT's empty OK. */
+    private static byte[] readyReply(int id, byte op, byte[] value) {
+        return op == OP_GET ? valueReply(id, value) : new FrameWriter(id, ST_OK, 0).toByteArray();
+    }
+
+    private static byte[] valueOrNotFound(int id, byte[] v) {
+        return v == null ? new FrameWriter(id, ST_NOT_FOUND, 0).toByteArray() : valueReply(id, v);
     }
 
     private static byte[] timeoutReply(int id, byte op, Set<String> missing) {

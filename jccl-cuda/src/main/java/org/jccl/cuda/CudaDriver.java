@@ -261,6 +261,15 @@ final class CudaDriver {
         }
     }
 
+    /** A query's result (cuStreamQuery, cuEventQuery): true on SUCCESS, false on NOT_READY; else throws. */
+    static boolean ready(int result, String call) {
+        if (result == NOT_READY) {
+            return false;
+        }
+        check(result, call);
+        return true;
+    }
+
     static CudaException error(int result, String call) {
         return new CudaException(call, result, errorName(result), errorString(result));
     }

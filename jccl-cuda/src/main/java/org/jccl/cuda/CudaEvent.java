@@ -64,14 +64,7 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     boolean queryRaw() {
-        int r = CudaDriver.eventQuery(handle);
-        if (r == CudaDriver.SUCCESS) {
-            return true;
-        }
-        if (r == CudaDriver.NOT_READY) {
-            return false;
-        }
-        throw CudaDriver.error(r, "cuEventQuery");
+        return CudaDriver.ready(CudaDriver.eventQuery(handle), "cuEventQuery");
     }
 
     /**

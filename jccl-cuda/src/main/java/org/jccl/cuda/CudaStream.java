@@ -66,14 +66,7 @@ public final class CudaStream implements AutoCloseable {
         if (device != null) {
             device.makeCurrent();
         }
-        int r = CudaDriver.streamQuery(handle());
-        if (r == CudaDriver.SUCCESS) {
-            return true;
-        }
-        if (r == CudaDriver.NOT_READY) {
-            return false;
-        }
-        throw CudaDriver.error(r, "cuStreamQuery");
+        return CudaDriver.ready(CudaDriver.streamQuery(handle()), "cuStreamQuery");
     }
 
     /**

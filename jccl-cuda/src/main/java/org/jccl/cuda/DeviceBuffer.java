@@ -157,9 +157,7 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
      * (so a collective on any stream may read it next).
      */
     public void copyFrom(HostBuffer src) {
-        Objects.requireNonNull(src, "src");
-        checkSameShape(src, "src");
-        checkLive();
+        checkCopy(src, "src");
         device.makeCurrent();
         if (byteSize() > 0) {
             CudaDriver.memcpyHtoD(pointer, src.segment(), byteSize());
@@ -169,9 +167,7 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
 
     /** Copies this buffer into {@code dst} (same type and count); returns when the copy is done. */
     public void copyTo(HostBuffer dst) {
-        Objects.requireNonNull(dst, "dst");
-        checkSameShape(dst, "dst");
-        checkLive();
+        checkCopy(dst, "dst");
         device.makeCurrent();
         if (byteSize() > 0) {
             CudaDriver.memcpyDtoH(dst.segment(), pointer, byteSize());
@@ -180,9 +176,7 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
 
     /** Copies another device buffer (same type and count, any device with P2P or via the driver). */
     public void copyFrom(DeviceBuffer src) {
-        Objects.requireNonNull(src, "src");
-        checkSameShape(src, "src");
-        checkLive();
+        checkCopy(src, "src");
         src.checkLive();
         device.makeCurrent();
         if (byteSize() > 0) {
@@ -206,11 +200,14 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
         }
     }
 
-    private void checkSameShape(Buffer other, String name) {
+    /** Checks a copy between this live buffer and {@code other}, of the same type and count. */
+    private void checkCopy(Buffer other, String name) {
+        Objects.requireNonNull(other, name);
         if (other.type() != type || other.count() != count) {
             throw new IllegalArgumentException(name + " is " + other.type() + " x " + other.count() + " but this buffer is "
                     + type + " x " + count + ": copies need the same type and count (slice one of them)");
         }
+        checkLive();
     }
 
     @Override

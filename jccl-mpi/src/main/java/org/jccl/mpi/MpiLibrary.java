@@ -213,18 +213,13 @@ final class MpiLibrary {
         }
     }
 
+    /** The downcall handle of {@code int name(args)}, or null when the library or the symbol is missing. */
     private static MethodHandle fn(String name, ValueLayout... args) {
-        if (LIB == null) {
-            return null;
-        }
-        MemorySegment addr = LIB.find(name).orElse(null);
-        if (addr == null) {
-            MISSING.add(name);
-            return null;
-        }
-        return LINKER.downcallHandle(addr, FunctionDescriptor.of(JAVA_INT, args));
+        MemorySegment addr = global(name);
+        return addr.equals(MemorySegment.NULL) ? null : LINKER.downcallHandle(addr, FunctionDescriptor.of(JAVA_INT, args));
     }
 
+    /** The address of the exported symbol {@code name}, or NULL when the library or the symbol is missing. */
     private static MemorySegment global(String name) {
         if (LIB == null) {
             return MemorySegment.NULL;
@@ -308,83 +303,73 @@ final class MpiLibrary {
         return t instanceof Error e ? e : new AssertionError("MPI downcall failed", t);
     }
 
-    static int initialized(MemorySegment flag) {
+    /** Takes {@link #serial} when it is set and returns it (null when unset) for {@link #release}. */
+    private static ReentrantLock acquire() {
         ReentrantLock l = serial;
         if (l != null) {
             l.lock();
         }
+        return l;
+    }
+
+    private static void release(ReentrantLock l) {
+        if (l != null) {
+            l.unlock();
+        }
+    }
+
+    static int initialized(MemorySegment flag) {
+        ReentrantLock l = acquire();
         try {
             return (int) INITIALIZED.invokeExact(flag);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int finalized(MemorySegment flag) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) FINALIZED.invokeExact(flag);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int initThread(int required, MemorySegment provided) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) INIT_THREAD.invokeExact(MemorySegment.NULL, MemorySegment.NULL, required, provided);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int queryThread(MemorySegment provided) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) QUERY_THREAD.invokeExact(provided);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int finalizeMpi() {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) FINALIZE.invokeExact();
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
@@ -398,556 +383,386 @@ final class MpiLibrary {
     }
 
     static int errorString(int code, MemorySegment buf, MemorySegment len) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ERROR_STRING.invokeExact(code, buf, len);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commRank(MemorySegment comm, MemorySegment out) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_RANK.invokeExact(comm, out);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commSize(MemorySegment comm, MemorySegment out) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_SIZE.invokeExact(comm, out);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commIdup(MemorySegment comm, MemorySegment newComm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_IDUP.invokeExact(comm, newComm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commSplit(MemorySegment comm, int color, int key, MemorySegment newComm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_SPLIT.invokeExact(comm, color, key, newComm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commFree(MemorySegment commCell) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_FREE.invokeExact(commCell);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int commSetErrhandler(MemorySegment comm, MemorySegment handler) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) COMM_SET_ERRHANDLER.invokeExact(comm, handler);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int typeContiguous(int count, MemorySegment oldType, MemorySegment newTypeCell) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) TYPE_CONTIGUOUS.invokeExact(count, oldType, newTypeCell);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int typeCommit(MemorySegment typeCell) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) TYPE_COMMIT.invokeExact(typeCell);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int opCreate(MemorySegment function, int commute, MemorySegment opCell) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) OP_CREATE.invokeExact(function, commute, opCell);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int test(MemorySegment req, MemorySegment flag, MemorySegment status) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) TEST.invokeExact(req, flag, status);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int getCount(MemorySegment status, MemorySegment type, MemorySegment count) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) GET_COUNT.invokeExact(status, type, count);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int iallreduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op,
                           MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IALLREDUCE.invokeExact(s, r, count, type, op, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int ibcast(MemorySegment buf, int count, MemorySegment type, int root, MemorySegment comm,
                       MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IBCAST.invokeExact(buf, count, type, root, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int ireduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, int root,
                        MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IREDUCE.invokeExact(s, r, count, type, op, root, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int iallgather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount,
                           MemorySegment rType, MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IALLGATHER.invokeExact(s, sCount, sType, r, rCount, rType, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int ireduceScatterBlock(MemorySegment s, MemorySegment r, int count, MemorySegment type,
                                    MemorySegment op, MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IREDUCE_SCATTER_BLOCK.invokeExact(s, r, count, type, op, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int ialltoall(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount,
                          MemorySegment rType, MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IALLTOALL.invokeExact(s, sCount, sType, r, rCount, rType, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int igather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount,
                        MemorySegment rType, int root, MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IGATHER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int iscatter(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount,
                         MemorySegment rType, int root, MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ISCATTER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int isend(MemorySegment buf, int count, MemorySegment type, int dest, int tag, MemorySegment comm,
                      MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ISEND.invokeExact(buf, count, type, dest, tag, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int irecv(MemorySegment buf, int count, MemorySegment type, int source, int tag, MemorySegment comm,
                      MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IRECV.invokeExact(buf, count, type, source, tag, comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int ibarrier(MemorySegment comm, MemorySegment req) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) IBARRIER.invokeExact(comm, req);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int allreduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ALLREDUCE.invokeExact(s, r, count, type, op, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int bcast(MemorySegment buf, int count, MemorySegment type, int root, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) BCAST.invokeExact(buf, count, type, root, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int reduce(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, int root, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) REDUCE.invokeExact(s, r, count, type, op, root, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int allgather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ALLGATHER.invokeExact(s, sCount, sType, r, rCount, rType, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int reduceScatterBlock(MemorySegment s, MemorySegment r, int count, MemorySegment type, MemorySegment op, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) REDUCE_SCATTER_BLOCK.invokeExact(s, r, count, type, op, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int alltoall(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) ALLTOALL.invokeExact(s, sCount, sType, r, rCount, rType, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int gather(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, int root, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) GATHER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int scatter(MemorySegment s, int sCount, MemorySegment sType, MemorySegment r, int rCount, MemorySegment rType, int root, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) SCATTER.invokeExact(s, sCount, sType, r, rCount, rType, root, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int send(MemorySegment buf, int count, MemorySegment type, int dest, int tag, MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) SEND.invokeExact(buf, count, type, dest, tag, comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int recv(MemorySegment buf, int count, MemorySegment type, int source, int tag, MemorySegment comm, MemorySegment status) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) RECV.invokeExact(buf, count, type, source, tag, comm, status);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 
     static int barrier(MemorySegment comm) {
-        ReentrantLock l = serial;
-        if (l != null) {
-            l.lock();
-        }
+        ReentrantLock l = acquire();
         try {
             return (int) BARRIER.invokeExact(comm);
         } catch (Throwable t) {
             throw linkFailure(t);
         } finally {
-            if (l != null) {
-                l.unlock();
-            }
+            release(l);
         }
     }
 }

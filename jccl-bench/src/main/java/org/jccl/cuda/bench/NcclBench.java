@@ -236,43 +236,25 @@ public final class NcclBench {
     /** Raw ncclAllReduce and ncclCommGetAsyncError, bound here independently of jccl's binding. */
     @SuppressWarnings("restricted") // binding NCCL and the CUDA driver is what this class is for
     private static final class Raw {
-        static final MethodHandle ALL_REDUCE;
-        static final MethodHandle ASYNC_ERROR;
+        private static final SymbolLookup NCCL = SymbolLookup.libraryLookup(Path.of(Nccl.libraryPath()), Arena.global());
+        static final MethodHandle ALL_REDUCE = bind(NCCL, "ncclAllReduce", FunctionDescriptor.of(JAVA_INT,
+                JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
+        static final MethodHandle ASYNC_ERROR = bind(NCCL, "ncclCommGetAsyncError",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
 
-        static {
-            SymbolLookup l = SymbolLookup.libraryLookup(Path.of(Nccl.libraryPath()), Arena.global());
-            Linker linker = Linker.nativeLinker();
-            ALL_REDUCE = linker.downcallHandle(l.find("ncclAllReduce").orElseThrow(), FunctionDescriptor.of(JAVA_INT,
-                    JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
-            ASYNC_ERROR = linker.downcallHandle(l.find("ncclCommGetAsyncError").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
-        }
+        private static final SymbolLookup CU = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
+        static final MethodHandle EVENT_RECORD = bind(CU, "cuEventRecord", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        static final MethodHandle EVENT_RECORD_CRITICAL = bind(CU, "cuEventRecord",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
+        static final MethodHandle EVENT_CREATE = bind(CU, "cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle EVENT_DESTROY = bind(CU, "cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        static final MethodHandle CTX_SET = bind(CU, "cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        static final MethodHandle CTX_GET = bind(CU, "cuCtxGetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS),
+                Linker.Option.critical(false));
+        static final MethodHandle EVENT_QUERY = bind(CU, "cuEventQuery", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
 
-        static final MethodHandle EVENT_RECORD;
-        static final MethodHandle EVENT_RECORD_CRITICAL;
-        static final MethodHandle EVENT_CREATE;
-        static final MethodHandle EVENT_DESTROY;
-        static final MethodHandle CTX_SET;
-        static final MethodHandle CTX_GET;
-        static final MethodHandle EVENT_QUERY;
-
-        static {
-            SymbolLookup cu = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
-            Linker linker = Linker.nativeLinker();
-            EVENT_RECORD = linker.downcallHandle(cu.find("cuEventRecord").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
-            EVENT_RECORD_CRITICAL = linker.downcallHandle(cu.find("cuEventRecord").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
-            EVENT_CREATE = linker.downcallHandle(cu.find("cuEventCreate").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-            EVENT_DESTROY = linker.downcallHandle(cu.find("cuEventDestroy_v2").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-            CTX_SET = linker.downcallHandle(cu.find("cuCtxSetCurrent").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
-            CTX_GET = linker.downcallHandle(cu.find("cuCtxGetCurrent").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, ADDRESS), Linker.Option.critical(false));
-            EVENT_QUERY = linker.downcallHandle(cu.find("cuEventQuery").orElseThrow(),
-                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        private static MethodHandle bind(SymbolLookup lib, String name, FunctionDescriptor fd, Linker.Option... options) {
+            return Linker.nativeLinker().downcallHandle(lib.find(name).orElseThrow(), fd, options);
         }
 
         /** cuCtxGetCurrent into {@code s}, as jccl checks its context before a launch. */
@@ -297,11 +279,7 @@ public final class NcclBench {
         static long currentContext(NcclCommunicator c) {
             c.device().makeCurrent();
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment s = a.allocate(8);
-                check((int) CTX_GET.invokeExact(s), "cuCtxGetCurrent");
-                return s.get(JAVA_LONG, 0);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
+                return getCurrent(a.allocate(8));
             }
         }
 

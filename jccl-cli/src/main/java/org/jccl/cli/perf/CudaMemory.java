@@ -1,9 +1,6 @@
 package org.jccl.cli.perf;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.Set;
 import org.jccl.Buffer;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
@@ -11,9 +8,8 @@ import org.jccl.cuda.CudaDevice;
 import org.jccl.cuda.DeviceBuffer;
 
 /** Device buffers on one GPU, for the nccl backend; copies to and from the host go through the driver. */
-public final class CudaMemory implements PerfMemory {
+public final class CudaMemory extends OwningMemory {
     private final CudaDevice device;
-    private final Set<DeviceBuffer> live = Collections.newSetFromMap(new IdentityHashMap<>());
 
     /** Buffers on {@code device} (which the caller keeps open for as long as this memory). */
     public CudaMemory(CudaDevice device) {
@@ -21,20 +17,12 @@ public final class CudaMemory implements PerfMemory {
     }
 
     @Override
-    public synchronized Buffer allocate(DataType type, long count) {
+    public Buffer allocate(DataType type, long count) {
         DeviceBuffer b = device.allocate(type, count);
-        live.add(b);
+        own(b, b::close);
         // cuMemAlloc does not zero: the runner expects zeroed buffers.
         b.clear();
         return b;
-    }
-
-    @Override
-    public synchronized void free(Buffer buffer) {
-        if (!(buffer instanceof DeviceBuffer d) || !live.remove(d)) {
-            throw new IllegalArgumentException("buffer " + buffer + " was not allocated by this CudaMemory or is freed already");
-        }
-        d.close();
     }
 
     @Override
@@ -57,14 +45,6 @@ public final class CudaMemory implements PerfMemory {
     @Override
     public String device() {
         return "cuda:" + device.ordinal() + " " + device.name();
-    }
-
-    @Override
-    public synchronized void close() {
-        for (DeviceBuffer b : live) {
-            b.close();
-        }
-        live.clear();
     }
 
     private static DeviceBuffer device(Buffer b) {

@@ -2,8 +2,6 @@ package org.jccl.cli.perf;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.IdentityHashMap;
-import java.util.Map;
 import org.jccl.Buffer;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
@@ -12,24 +10,11 @@ import org.jccl.HostBuffer;
  * Host buffers for the host backend: native memory, one shared arena per buffer (collectives may
  * touch the buffers from other threads, and a sweep frees each type's buffers before the next).
  */
-public final class HostMemory implements PerfMemory {
-    private final Map<Buffer, Arena> arenas = new IdentityHashMap<>();
-
+public final class HostMemory extends OwningMemory {
     @Override
-    public synchronized Buffer allocate(DataType type, long count) {
+    public Buffer allocate(DataType type, long count) {
         Arena arena = Arena.ofShared();
-        HostBuffer b = HostBuffer.allocate(type, count, arena);
-        arenas.put(b, arena);
-        return b;
-    }
-
-    @Override
-    public synchronized void free(Buffer buffer) {
-        Arena a = arenas.remove(buffer);
-        if (a == null) {
-            throw new IllegalArgumentException("buffer " + buffer + " was not allocated by this HostMemory or is freed already");
-        }
-        a.close();
+        return own(HostBuffer.allocate(type, count, arena), arena::close);
     }
 
     @Override
@@ -50,14 +35,6 @@ public final class HostMemory implements PerfMemory {
     @Override
     public String device() {
         return "cpu";
-    }
-
-    @Override
-    public synchronized void close() {
-        for (Arena a : arenas.values()) {
-            a.close();
-        }
-        arenas.clear();
     }
 
     private static HostBuffer host(Buffer b) {

@@ -100,14 +100,7 @@ public final class Json {
 
     private Map<String, Object> object(int depth) {
         Map<String, Object> m = new LinkedHashMap<>();
-        pos++;
-        skipSpace();
-        if (peek('}')) {
-            pos++;
-            return m;
-        }
-        while (true) {
-            skipSpace();
+        members('}', () -> {
             if (!peek('"')) {
                 throw error("a string key");
             }
@@ -116,34 +109,34 @@ public final class Json {
             expect(':');
             skipSpace();
             m.put(key, value(depth + 1));
-            skipSpace();
-            if (peek(',')) {
-                pos++;
-                continue;
-            }
-            expect('}');
-            return m;
-        }
+        });
+        return m;
     }
 
     private List<Object> array(int depth) {
         List<Object> l = new ArrayList<>();
+        members(']', () -> l.add(value(depth + 1)));
+        return l;
+    }
+
+    /** Reads the comma-separated members of an object or array, from its opening bracket to {@code close}. */
+    private void members(char close, Runnable member) {
         pos++;
         skipSpace();
-        if (peek(']')) {
+        if (peek(close)) {
             pos++;
-            return l;
+            return;
         }
         while (true) {
             skipSpace();
-            l.add(value(depth + 1));
+            member.run();
             skipSpace();
             if (peek(',')) {
                 pos++;
                 continue;
             }
-            expect(']');
-            return l;
+            expect(close);
+            return;
         }
     }
 

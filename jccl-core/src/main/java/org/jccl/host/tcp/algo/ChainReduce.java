@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined reduce for large messages: the partial result flows down the chain 0, 1, ..., n-1 in
@@ -13,8 +14,8 @@ import org.jccl.host.kernel.Reductions;
  * The partial is a left fold in rank order, so 32- and 64-bit float sums are bitwise the shared
  * memory engine's; low-precision types round at every step.
  */
-public final class TcpChainReduce {
-    private TcpChainReduce() {
+public final class ChainReduce {
+    private ChainReduce() {
     }
 
     /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */

@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring all-gather: in n-1 steps every rank forwards to the next rank the block it
@@ -9,8 +10,8 @@ import org.jccl.HostBuffer;
  * as chunk c of step g arrived. Each rank sends (n-1)/n of the result to one neighbour: the
  * choice for large messages.
  */
-public final class TcpRingAllGather {
-    private TcpRingAllGather() {
+public final class RingAllGather {
+    private RingAllGather() {
     }
 
     /** Runs the all-gather (n >= 2): recv holds n blocks of send.count() elements. */

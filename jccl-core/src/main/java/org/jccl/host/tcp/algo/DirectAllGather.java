@@ -1,14 +1,15 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * All-gather for small messages: every rank sends its block straight to every other rank. One
  * network round; each rank sends n-1 copies of its block.
  */
-public final class TcpDirectAllGather {
-    private TcpDirectAllGather() {
+public final class DirectAllGather {
+    private DirectAllGather() {
     }
 
     /** Runs the all-gather (n >= 2). */

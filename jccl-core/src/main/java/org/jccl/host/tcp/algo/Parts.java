@@ -1,17 +1,20 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * What the TCP algorithms share: element arithmetic (parts of a vector, chunks, tags) and the
  * steps several of them take the same way (posting a block to or from every peer, sending a range
- * in chunks, reducing the received blocks). Small static methods: the JIT inlines them.
+ * in chunks, reducing the received blocks). Small static methods: the JIT inlines them. Public
+ * only for the message tags ({@link #tag} and the algorithm ids), which the transport's tests
+ * build frames with.
  */
-final class Parts {
+public final class Parts {
     private Parts() {
     }
 
@@ -51,12 +54,12 @@ final class Parts {
      * The tag of a message: algorithm, step and chunk, so that ranks running different
      * algorithms or steps never match each other's frames.
      */
-    static long tag(int algo, int step, long chunk) {
+    public static long tag(int algo, int step, long chunk) {
         return ((long) algo << 56) | ((long) (step & 0xffffff) << 32) | (chunk & 0xffffffffL);
     }
 
     /** Algorithm ids of the tags. */
-    static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
+    public static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
             CHAIN_BCAST = 8, DIRECT_REDUCE = 9, CHAIN_REDUCE = 10, GATHER = 11, SCATTER = 12, ALLTOALL = 13, BARRIER = 14,
             SPLIT = 15, HELLO = 16;
 

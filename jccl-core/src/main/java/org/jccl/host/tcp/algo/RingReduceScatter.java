@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring reduce-scatter: in n-1 steps every rank receives the partial result of one block
@@ -17,8 +18,8 @@ import org.jccl.host.kernel.Reductions;
  * differ from the shared-memory engine in the last bits (never between runs); low-precision types
  * round at every step. Integers, MIN/MAX, bitwise ops and exact data give the same bits.
  */
-public final class TcpRingReduceScatter {
-    private TcpRingReduceScatter() {
+public final class RingReduceScatter {
+    private RingReduceScatter() {
     }
 
     /** Runs the reduce-scatter (n >= 2). */

@@ -1,14 +1,15 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Gather: every rank sends its block straight to the root, which receives all of them at once
  * into place (the root's link carries the n-1 blocks it must receive anyway).
  */
-public final class TcpDirectGather {
-    private TcpDirectGather() {
+public final class DirectGather {
+    private DirectGather() {
     }
 
     /** Runs the gather (n >= 2); {@code recv} is used on the root only. */

@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring all-reduce for large messages: the vector is cut into n parts and each part into
@@ -20,8 +21,8 @@ import org.jccl.host.kernel.Reductions;
  * round at every step. Integers, MIN/MAX, bitwise ops and exactly representable data give the
  * same bits as every other algorithm.
  */
-public final class TcpRingAllReduce {
-    private TcpRingAllReduce() {
+public final class RingAllReduce {
+    private RingAllReduce() {
     }
 
     /** Runs the all-reduce (n >= 2, count >= 1). */

@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined broadcast for large messages: the ranks form a chain from the root (root, root+1,
@@ -23,8 +24,8 @@ import org.jccl.HostBuffer;
  * chunks flow, so it costs about nothing next to the transfer (a root of one chunk waits for it:
  * n one-way latencies).
  */
-public final class TcpChainBroadcast {
-    private TcpChainBroadcast() {
+public final class ChainBroadcast {
+    private ChainBroadcast() {
     }
 
     /** Runs the broadcast (n >= 2); {@code send} is read on the root only. */

@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Recursive halving-doubling all-reduce (Rabenseifner): log2(p) steps of reduce-scatter by
@@ -21,8 +22,8 @@ import org.jccl.host.kernel.Reductions;
  * the shared-memory engine's rank order in the last bits (never between ranks), and low-precision
  * types round at every step. Exactly representable data gives the same bits as every algorithm.
  */
-public final class TcpRhdAllReduce {
-    private TcpRhdAllReduce() {
+public final class RhdAllReduce {
+    private RhdAllReduce() {
     }
 
     /** Runs the all-reduce (n >= 2). */

@@ -36,9 +36,9 @@ public final class ChainBroadcast {
         long count = recv.count();
         MemorySegment out = recv.segment();
         long per = Parts.pipelineElems(t, es, count);
-        int chunks = Math.max(1, Parts.chunks(count, per));
-        int next = (t.rank() + 1) % n;
-        int prev = (t.rank() + n - 1) % n;
+        int chunks = Parts.messageChunks(count, per);
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         boolean last = vr == n - 1;
         long hello = Parts.tag(Parts.HELLO, 0, 0);
         MemorySegment none = t.scratch(3, 64);
@@ -59,7 +59,7 @@ public final class ChainBroadcast {
             return;
         }
         boolean passed = false;
-        int window = Math.max(8, 4 * t.socketsPerPeer());
+        int window = Parts.inPlaceWindow(t);
         int[] ids = t.ids(window);
         int posted = 0;
         for (int c = 0; c < chunks; c++) {

@@ -20,7 +20,7 @@ public final class DirectReduce {
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.DIRECT_REDUCE, 0, 0);
         if (r != root) {
-            t.await(t.send(root, send.segment(), 0, bytes, tag));
+            Parts.sendToRoot(t, send, root, tag);
             return;
         }
         MemorySegment in = t.scratch(0, bytes * n);

@@ -21,15 +21,13 @@ public final class RingAllGather {
         int es = send.type().byteSize();
         long bc = send.count();
         MemorySegment out = recv.segment();
-        if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
-            MemorySegment.copy(send.segment(), 0, out, r * bc * es, bc * es);
-        }
+        Parts.ownBlockIntoRecv(send, recv, r);
         long per = Parts.pipelineElems(t, es, bc);
-        int chunks = Math.max(1, Parts.chunks(bc, per));
-        int next = (r + 1) % n;
-        int prev = (r + n - 1) % n;
+        int chunks = Parts.messageChunks(bc, per);
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         int units = (n - 1) * chunks;
-        int window = Math.max(8, 4 * t.socketsPerPeer());
+        int window = Parts.inPlaceWindow(t);
         int[] ids = t.ids(window);
         int posted = 0;
         for (; posted < Math.min(window, units); posted++) {

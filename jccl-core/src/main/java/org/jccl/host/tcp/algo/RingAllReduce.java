@@ -48,10 +48,10 @@ public final class RingAllReduce {
         MemorySegment[] pair = t.pairSources();
         long[] pairOff = t.pairOffsets();
         long per = Parts.pipelineElems(t, es, (count + n - 1) / n);
-        int next = (r + 1) % n;
-        int prev = (r + n - 1) % n;
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         int steps = 2 * (n - 1);
-        int window = Math.max(4, 2 * t.socketsPerPeer());
+        int window = Parts.scratchWindow(t);
         MemorySegment scratch = t.scratch(0, window * per * es);
         int[] rids = t.ids(window);
 
@@ -101,8 +101,8 @@ public final class RingAllReduce {
                 } else {
                     Reductions.accumulate(type, op, out, e0 * es, scratch, slot * per * es, elen);
                 }
-                if (g == n - 2 && op.kind() == ReduceOp.Kind.AVG) {
-                    Reductions.divide(type, out, e0 * es, elen, n);
+                if (g == n - 2) {
+                    Parts.divideIfAvg(op, type, out, e0 * es, elen, n);
                 }
             }
             if (g + 1 < steps) {

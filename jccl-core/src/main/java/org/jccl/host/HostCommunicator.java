@@ -1,6 +1,5 @@
 package org.jccl.host;
 
-import org.jccl.host.tune.Tuner;
 import java.time.Duration;
 import org.jccl.AbortedException;
 import org.jccl.Communicator;
@@ -9,20 +8,21 @@ import org.jccl.HostBuffer;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
-import org.jccl.host.algo.ChunkedAllGather;
-import org.jccl.host.algo.ChunkedAllToAll;
-import org.jccl.host.algo.ChunkedBroadcast;
-import org.jccl.host.algo.ChunkedReduce;
-import org.jccl.host.algo.ChunkedReduceScatter;
-import org.jccl.host.algo.OneShotAllReduce;
-import org.jccl.host.algo.PointToPoint;
-import org.jccl.host.algo.ReduceScatterAllGather;
-import org.jccl.host.algo.ShmBarrier;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.P2p;
 import org.jccl.host.shm.ShmSegmentDescriptor;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.host.shm.algo.ChunkedAllGather;
+import org.jccl.host.shm.algo.ChunkedAllToAll;
+import org.jccl.host.shm.algo.ChunkedBroadcast;
+import org.jccl.host.shm.algo.ChunkedReduce;
+import org.jccl.host.shm.algo.ChunkedReduceScatter;
+import org.jccl.host.shm.algo.OneShotAllReduce;
+import org.jccl.host.shm.algo.PointToPoint;
+import org.jccl.host.shm.algo.ReduceScatterAllGather;
+import org.jccl.host.shm.algo.ShmBarrier;
+import org.jccl.host.tune.Tuner;
 
 /**
  * The host engine over shared memory between the ranks of one host ({@link ShmTransport}): the

@@ -23,6 +23,7 @@ import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.P2p;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.algo.PointToPoint;
 import org.jccl.spi.Liveness;
 
 /**
@@ -781,7 +782,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         if (placement.hostOf()[peer] == myHost) {
             return new LocalP2p(isSend, b, placement.localRank(peer), peer);
         }
-        return new RemoteP2p(new TcpPointToPoint(p2p, isSend, b, peer));
+        return new RemoteP2p(new PointToPoint(p2p, isSend, b, peer));
     }
 
     /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
@@ -831,10 +832,10 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     /** A send/recv to a rank of another host, over the pair's TCP connection. */
     private final class RemoteP2p extends AbstractP2p {
-        private final TcpPointToPoint op;
+        private final PointToPoint op;
         private boolean counted;
 
-        RemoteP2p(TcpPointToPoint op) {
+        RemoteP2p(PointToPoint op) {
             super(op.isSend(), op.buffer(), op.peer());
             this.op = op;
         }

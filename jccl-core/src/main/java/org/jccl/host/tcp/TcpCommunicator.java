@@ -1,9 +1,5 @@
 package org.jccl.host.tcp;
 
-import org.jccl.host.engine.EngineCommunicator;
-import org.jccl.host.engine.OpCode;
-import org.jccl.host.engine.P2p;
-
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.HashSet;
@@ -13,10 +9,26 @@ import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
-import org.jccl.host.tune.Tuner;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.P2p;
+import org.jccl.host.tcp.algo.Barrier;
+import org.jccl.host.tcp.algo.ChainBroadcast;
+import org.jccl.host.tcp.algo.ChainReduce;
+import org.jccl.host.tcp.algo.DirectAllGather;
+import org.jccl.host.tcp.algo.DirectGather;
+import org.jccl.host.tcp.algo.DirectReduce;
+import org.jccl.host.tcp.algo.DirectReduceScatter;
+import org.jccl.host.tcp.algo.DirectScatter;
+import org.jccl.host.tcp.algo.OneShotAllReduce;
+import org.jccl.host.tcp.algo.PairwiseAllToAll;
+import org.jccl.host.tcp.algo.PointToPoint;
+import org.jccl.host.tcp.algo.RhdAllReduce;
+import org.jccl.host.tcp.algo.RingAllGather;
+import org.jccl.host.tcp.algo.RingAllReduce;
+import org.jccl.host.tcp.algo.RingReduceScatter;
+import org.jccl.host.tcp.algo.TreeBroadcast;
+import org.jccl.host.tune.Tuner;
 import org.jccl.spi.Liveness;
 
 /**
@@ -148,18 +160,18 @@ public final class TcpCommunicator extends EngineCommunicator {
     private void allReduceNative(HostBuffer s, HostBuffer r, ReduceOp op) {
         Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size, hosts);
         switch (a) {
-            case RHD -> TcpRhdAllReduce.run(t, s, r, op);
-            case RING, RSAG -> TcpRingAllReduce.run(t, s, r, op);
-            default -> TcpOneShotAllReduce.run(t, s, r, op);
+            case RHD -> RhdAllReduce.run(t, s, r, op);
+            case RING, RSAG -> RingAllReduce.run(t, s, r, op);
+            default -> OneShotAllReduce.run(t, s, r, op);
         }
     }
 
     @Override
     protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
         if (r.byteSize() <= TREE_BCAST_MAX_BYTES) {
-            TcpTreeBroadcast.run(t, s, r, root);
+            TreeBroadcast.run(t, s, r, root);
         } else {
-            TcpChainBroadcast.run(t, s, r, root);
+            ChainBroadcast.run(t, s, r, root);
         }
     }
 
@@ -179,24 +191,24 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     private void reduceNative(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
         if (s.byteSize() <= DIRECT_REDUCE_MAX_BYTES) {
-            TcpDirectReduce.run(t, s, r, op, root);
+            DirectReduce.run(t, s, r, op, root);
         } else {
-            TcpChainReduce.run(t, s, r, op, root);
+            ChainReduce.run(t, s, r, op, root);
         }
     }
 
     @Override
     protected void doAllGather(HostBuffer s, HostBuffer r) {
         if (r.byteSize() <= DIRECT_ALLGATHER_MAX_BYTES) {
-            TcpDirectAllGather.run(t, s, r);
+            DirectAllGather.run(t, s, r);
         } else {
-            TcpRingAllGather.run(t, s, r);
+            RingAllGather.run(t, s, r);
         }
     }
 
     @Override
     protected void doGather(HostBuffer s, HostBuffer r, int root) {
-        TcpDirectGather.run(t, s, r, root);
+        DirectGather.run(t, s, r, root);
     }
 
     @Override
@@ -214,30 +226,30 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     private void reduceScatterNative(HostBuffer s, HostBuffer r, ReduceOp op) {
         if (s.byteSize() <= DIRECT_RS_MAX_BYTES) {
-            TcpDirectReduceScatter.run(t, s, r, op);
+            DirectReduceScatter.run(t, s, r, op);
         } else {
-            TcpRingReduceScatter.run(t, s, r, op);
+            RingReduceScatter.run(t, s, r, op);
         }
     }
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
-        TcpPairwiseAllToAll.run(t, s, r);
+        PairwiseAllToAll.run(t, s, r);
     }
 
     @Override
     protected void doScatter(HostBuffer s, HostBuffer r, int root) {
-        TcpDirectScatter.run(t, s, r, root);
+        DirectScatter.run(t, s, r, root);
     }
 
     @Override
     protected void doBarrier() {
-        TcpBarrier.run(t);
+        Barrier.run(t);
     }
 
     @Override
     protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
-        return new TcpPointToPoint(t, isSend, b, peer);
+        return new PointToPoint(t, isSend, b, peer);
     }
 
     @Override

@@ -24,7 +24,7 @@ import java.util.Map;
  *       of a small broadcast first checks every other rank's fingerprint (ceil(log2 n) one-way
  *       latencies), so that any disagreement about it (root, count, type, or a root whose peers
  *       called another collective) fails on every rank in that call. Unset, every frame's
- *       fingerprint is still checked by its receiver, and the cases {@link TcpTreeBroadcast}
+ *       fingerprint is still checked by its receiver, and the cases {@link org.jccl.host.tcp.algo.TreeBroadcast}
  *       lists are reported by the next collective instead.</li>
  * </ul>
  *

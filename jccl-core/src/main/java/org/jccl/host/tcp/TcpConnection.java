@@ -402,15 +402,8 @@ final class TcpConnection {
                 int len = op.frameLength(recvFrame, t.chunkBytes());
                 long at = op.viewAt + op.off + op.frameOffset(recvFrame, t.chunkBytes()) + recvGot;
                 recvDirect.limit((int) (at + len - recvGot)).position((int) at);
-                int n;
-                try {
-                    n = rch.read(recvDirect);
-                } catch (IOException e) {
-                    ioError = e;
-                    return true;
-                }
+                int n = readSome(recvDirect);
                 if (n < 0) {
-                    endOfStream();
                     return true;
                 }
                 if (n == 0) {
@@ -425,10 +418,8 @@ final class TcpConnection {
             }
             if (inRead == inWrite) {
                 inRead = inWrite = 0;
-            } else if (inWrite == capacity && inRead > 0) {
-                MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
-                inWrite -= inRead;
-                inRead = 0;
+            } else if (inWrite == capacity) {
+                compactIn();
             }
             if (inWrite == capacity || eof || ioError != null || (!any && recvQ.isEmpty())) {
                 return moved;
@@ -439,23 +430,12 @@ final class TcpConnection {
                 // small read more per frame), else the staging read takes in up to a whole frame
                 // of payload and copies it once more (measured: over 90% of the bytes of 256 KiB
                 // frames went that way).
-                if (inRead > 0) {
-                    MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
-                    inWrite -= inRead;
-                    inRead = 0;
-                }
+                compactIn();
                 room = Frame.HEADER_BYTES;
             }
-            int n;
             in.limit(room).position(inWrite);
-            try {
-                n = rch.read(in);
-            } catch (IOException e) {
-                ioError = e;
-                return true;
-            }
+            int n = readSome(in);
             if (n < 0) {
-                endOfStream();
                 return true;
             }
             if (n == 0) {
@@ -463,6 +443,34 @@ final class TcpConnection {
             }
             inWrite += n;
             moved = true;
+        }
+    }
+
+    /**
+     * One non-blocking read from the socket into {@code b}: the bytes read (0 when none were ready),
+     * or -1 once an error (kept in {@code ioError}) or the peer's end of the stream ({@link
+     * #endOfStream}) came.
+     */
+    private int readSome(ByteBuffer b) {
+        int n;
+        try {
+            n = rch.read(b);
+        } catch (IOException e) {
+            ioError = e;
+            return -1;
+        }
+        if (n < 0) {
+            endOfStream();
+        }
+        return n;
+    }
+
+    /** Moves the unparsed bytes of the staging buffer to its front (nothing when they are there). */
+    private void compactIn() {
+        if (inRead > 0) {
+            MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
+            inWrite -= inRead;
+            inRead = 0;
         }
     }
 
@@ -704,11 +712,7 @@ final class TcpConnection {
 
     /** Reads once (non-blocking) after moving unparsed bytes to the front; false when nothing came. */
     private boolean readMore() throws IOException {
-        if (inRead > 0) {
-            MemorySegment.copy(inSeg, inRead, inSeg, 0, inWrite - inRead);
-            inWrite -= inRead;
-            inRead = 0;
-        }
+        compactIn();
         if (inWrite == capacity || eof) {
             return false;
         }

@@ -1,6 +1,7 @@
 package org.jccl.host.tcp;
 
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.tcp.algo.Parts;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,15 +1,16 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Reduce for small messages: every rank sends its input to the root, which reduces all n inputs
  * in rank order with one rounding (bitwise the shared-memory engine's result). One hop.
  */
-public final class TcpDirectReduce {
-    private TcpDirectReduce() {
+public final class DirectReduce {
+    private DirectReduce() {
     }
 
     /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
@@ -19,7 +20,7 @@ public final class TcpDirectReduce {
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.DIRECT_REDUCE, 0, 0);
         if (r != root) {
-            t.await(t.send(root, send.segment(), 0, bytes, tag));
+            Parts.sendToRoot(t, send, root, tag);
             return;
         }
         MemorySegment in = t.scratch(0, bytes * n);

@@ -1,16 +1,17 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Reduce-scatter for small messages: every rank sends block p of its input straight to rank p,
  * which reduces the n blocks in rank order with one rounding (bitwise the shared-memory engine's
  * result). One network round.
  */
-public final class TcpDirectReduceScatter {
-    private TcpDirectReduceScatter() {
+public final class DirectReduceScatter {
+    private DirectReduceScatter() {
     }
 
     /** Runs the reduce-scatter (n >= 2). */

@@ -1,15 +1,16 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * All-to-all: every rank sends block p of its input straight to rank p and receives block q of
  * its output from rank q, all pairs at once (the transport interleaves the sockets). In place,
  * the input is first copied aside so that no block is overwritten before it left.
  */
-public final class TcpPairwiseAllToAll {
-    private TcpPairwiseAllToAll() {
+public final class PairwiseAllToAll {
+    private PairwiseAllToAll() {
     }
 
     /** Runs the all-to-all (n >= 2); blocks hold {@code send.count() / n} elements. */

@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring all-reduce for large messages: the vector is cut into n parts and each part into
@@ -20,8 +21,8 @@ import org.jccl.host.kernel.Reductions;
  * round at every step. Integers, MIN/MAX, bitwise ops and exactly representable data give the
  * same bits as every other algorithm.
  */
-public final class TcpRingAllReduce {
-    private TcpRingAllReduce() {
+public final class RingAllReduce {
+    private RingAllReduce() {
     }
 
     /** Runs the all-reduce (n >= 2, count >= 1). */
@@ -47,10 +48,10 @@ public final class TcpRingAllReduce {
         MemorySegment[] pair = t.pairSources();
         long[] pairOff = t.pairOffsets();
         long per = Parts.pipelineElems(t, es, (count + n - 1) / n);
-        int next = (r + 1) % n;
-        int prev = (r + n - 1) % n;
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         int steps = 2 * (n - 1);
-        int window = Math.max(4, 2 * t.socketsPerPeer());
+        int window = Parts.scratchWindow(t);
         MemorySegment scratch = t.scratch(0, window * per * es);
         int[] rids = t.ids(window);
 
@@ -100,8 +101,8 @@ public final class TcpRingAllReduce {
                 } else {
                     Reductions.accumulate(type, op, out, e0 * es, scratch, slot * per * es, elen);
                 }
-                if (g == n - 2 && op.kind() == ReduceOp.Kind.AVG) {
-                    Reductions.divide(type, out, e0 * es, elen, n);
+                if (g == n - 2) {
+                    Parts.divideIfAvg(op, type, out, e0 * es, elen, n);
                 }
             }
             if (g + 1 < steps) {

@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Broadcast for small messages: a binomial tree rooted at the root, ceil(log2 n) network hops;
@@ -34,8 +35,8 @@ import org.jccl.HostBuffer;
  * (the rank that sees it tells the others, still waiting, with an ABORT). That costs ceil(log2 n)
  * one-way latencies per call on every rank, the root included.
  */
-public final class TcpTreeBroadcast {
-    private TcpTreeBroadcast() {
+public final class TreeBroadcast {
+    private TreeBroadcast() {
     }
 
     /** Runs the broadcast (n >= 2); {@code send} is read on the root only. */

@@ -1,10 +1,10 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring reduce-scatter: in n-1 steps every rank receives the partial result of one block
@@ -17,8 +17,8 @@ import org.jccl.host.kernel.Reductions;
  * differ from the shared-memory engine in the last bits (never between runs); low-precision types
  * round at every step. Integers, MIN/MAX, bitwise ops and exact data give the same bits.
  */
-public final class TcpRingReduceScatter {
-    private TcpRingReduceScatter() {
+public final class RingReduceScatter {
+    private RingReduceScatter() {
     }
 
     /** Runs the reduce-scatter (n >= 2). */
@@ -32,14 +32,14 @@ public final class TcpRingReduceScatter {
         ReduceOp acc = Parts.accumulateOp(op);
         MemorySegment out = recv.segment();
         long per = Parts.pipelineElems(t, es, rc);
-        int chunks = Math.max(1, Parts.chunks(rc, per));
-        int window = Math.max(4, 2 * t.socketsPerPeer());
+        int chunks = Parts.messageChunks(rc, per);
+        int window = Parts.scratchWindow(t);
         MemorySegment rbuf = t.scratch(0, window * per * es);
         MemorySegment work = t.scratch(2, 2 * rc * es);
         int[] ids = t.ids(window + 2 * chunks);
         java.util.Arrays.fill(ids, window, window + 2 * chunks, -1);
-        int next = (r + 1) % n;
-        int prev = (r + n - 1) % n;
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         int units = (n - 1) * chunks;
         int posted = 0;
         for (; posted < Math.min(window, units); posted++) {
@@ -55,15 +55,11 @@ public final class TcpRingReduceScatter {
             int b = Math.floorMod(r - g - 2, n);
             long e0 = c * per;
             long elen = Parts.chunkLen(rc, per, c);
-            t.srcs[0] = rbuf;
-            t.srcOffsets[0] = slot * per * es;
-            t.srcs[1] = in;
-            t.srcOffsets[1] = (b * rc + e0) * es;
+            long at = slot * per * es; // the received partial
+            long own = (b * rc + e0) * es;
             if (g == n - 2) {
-                Reductions.reduce(type, acc, out, e0 * es, t.srcs, t.srcOffsets, 2, elen, 1);
-                if (op.kind() == ReduceOp.Kind.AVG) {
-                    Reductions.divide(type, out, e0 * es, elen, n);
-                }
+                Parts.reducePair(t, type, acc, out, e0 * es, rbuf, at, in, own, elen);
+                Parts.divideIfAvg(op, type, out, e0 * es, elen, n);
             } else {
                 int parity = g & 1;
                 int sid = window + parity * chunks + c;
@@ -71,17 +67,16 @@ public final class TcpRingReduceScatter {
                     // the send of step g-1 read this chunk of the buffer: it must be out before we overwrite
                     t.await(ids[sid]);
                 }
-                long at = (parity * rc + e0) * es;
-                Reductions.reduce(type, acc, work, at, t.srcs, t.srcOffsets, 2, elen, 1);
-                ids[sid] = t.send(next, work, at, elen * es, Parts.tag(Parts.RING_RS, g + 1, c));
+                long to = (parity * rc + e0) * es;
+                Parts.reducePair(t, type, acc, work, to, rbuf, at, in, own, elen);
+                ids[sid] = t.send(next, work, to, elen * es, Parts.tag(Parts.RING_RS, g + 1, c));
             }
             if (posted < units) {
                 postRecv(t, ids, window, posted, chunks, prev, rbuf, rc, per, es);
                 posted++;
             }
         }
-        t.srcs[0] = null;
-        t.srcs[1] = null;
+        Parts.dropPairSources(t);
         t.awaitAll();
     }
 

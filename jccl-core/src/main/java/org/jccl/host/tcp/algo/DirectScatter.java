@@ -1,15 +1,16 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Scatter: the root sends block p of its vector straight to rank p, all at once. Every other rank
  * sends the root an empty hello (its call's fingerprint) on entry, which the root expects: two
  * ranks that both believe they are the root meet as a mismatch instead of both passing silently.
  */
-public final class TcpDirectScatter {
-    private TcpDirectScatter() {
+public final class DirectScatter {
+    private DirectScatter() {
     }
 
     /** Runs the scatter (n >= 2); {@code send} is used on the root only. */

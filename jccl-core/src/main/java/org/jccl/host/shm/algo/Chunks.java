@@ -1,6 +1,9 @@
-package org.jccl.host.algo;
+package org.jccl.host.shm.algo;
 
 import java.lang.foreign.MemorySegment;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -39,6 +42,61 @@ final class Chunks {
             t.srcs[p] = t.segment(p);
             t.srcOffsets[p] = offset;
         }
+    }
+
+    /**
+     * Reduces {@code elems} elements at {@code slotOffset} of every rank's segment, in rank order,
+     * into {@code dst} at {@code dstOffset}.
+     */
+    static void reduceSlots(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment dst,
+                            long dstOffset, long elems) {
+        sourcesAtSlots(t, slotOffset);
+        int n = t.size();
+        Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, n, elems, n);
+    }
+
+    /**
+     * {@link #reduceSlots}, but this rank's elements from {@code own} at {@code ownOffset} (its
+     * input, read directly: it did not copy that range into its slot).
+     */
+    static void reduceSlotsAndOwn(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment own,
+                                  long ownOffset, MemorySegment dst, long dstOffset, long elems) {
+        sourcesAtSlots(t, slotOffset);
+        int r = t.rank();
+        t.srcs[r] = own;
+        t.srcOffsets[r] = ownOffset;
+        int n = t.size();
+        Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, n, elems, n);
+    }
+
+    /**
+     * The reduce-scatter step of chunk {@code g} ({@code elems} elements from element {@code first}
+     * of {@code in}) that reduce and all-reduce share: copies the chunk into this rank's slot but
+     * for its own part ({@link #partStart}; peers read every part but that one), posts it, waits
+     * for every rank's, reduces its own part of every slot (its own elements from {@code in}
+     * directly) into its result slot, and posts that.
+     *
+     * @return the offset of the result slot, from which {@link #copyReducedParts} collects
+     */
+    static long reduceOwnPart(ShmTransport t, long g, DataType type, ReduceOp op, MemorySegment in, long first,
+                              long elems) {
+        int n = t.size();
+        int r = t.rank();
+        int es = type.byteSize();
+        MemorySegment mine = t.segment(r);
+        long slot = t.inData(g);
+        long res = t.resData(g);
+        long lo = partStart(elems, n, r);
+        long hi = partStart(elems, n, r + 1);
+        MemorySegment.copy(in, first * es, mine, slot, lo * es);
+        MemorySegment.copy(in, (first + hi) * es, mine, slot + hi * es, (elems - hi) * es);
+        t.postIn(g, first);
+        t.awaitAllIn(g);
+        if (hi > lo) {
+            reduceSlotsAndOwn(t, type, op, slot + lo * es, in, (first + lo) * es, mine, res + lo * es, hi - lo);
+        }
+        t.postReduced(g);
+        return res;
     }
 
     /**

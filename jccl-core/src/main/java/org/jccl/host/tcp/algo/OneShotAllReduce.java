@@ -1,16 +1,17 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * All-reduce for small messages: every rank sends its input to every other rank, then reduces
  * all n inputs in rank order with one rounding. One network round trip; sends n-1 times the data,
  * so it wins only while latency dominates. Bitwise the same result as the shared-memory engine.
  */
-public final class TcpOneShotAllReduce {
-    private TcpOneShotAllReduce() {
+public final class OneShotAllReduce {
+    private OneShotAllReduce() {
     }
 
     /** Runs the all-reduce. */

@@ -1,14 +1,14 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
-import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Gather: every rank sends its block straight to the root, which receives all of them at once
  * into place (the root's link carries the n-1 blocks it must receive anyway).
  */
-public final class TcpDirectGather {
-    private TcpDirectGather() {
+public final class DirectGather {
+    private DirectGather() {
     }
 
     /** Runs the gather (n >= 2); {@code recv} is used on the root only. */
@@ -17,14 +17,11 @@ public final class TcpDirectGather {
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.GATHER, 0, 0);
         if (r != root) {
-            t.await(t.send(root, send.segment(), 0, bytes, tag));
+            Parts.sendToRoot(t, send, root, tag);
             return;
         }
-        MemorySegment out = recv.segment();
-        Parts.recvBlockFromEach(t, out, bytes, tag);
-        if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
-            MemorySegment.copy(send.segment(), 0, out, r * bytes, bytes);
-        }
+        Parts.recvBlockFromEach(t, recv.segment(), bytes, tag);
+        Parts.ownBlockIntoRecv(send, recv, r);
         t.awaitAll();
     }
 }

@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import org.jccl.HostBuffer;
 import org.jccl.host.engine.AbstractP2p;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * One send or receive over the pair's send/recv socket, posted on first progress and completed
@@ -9,12 +10,13 @@ import org.jccl.host.engine.AbstractP2p;
  * NCCL group). Messages between a pair match in order; each header carries the message number,
  * type and byte count, which the receiver checks.
  */
-final class TcpPointToPoint extends AbstractP2p {
+public final class PointToPoint extends AbstractP2p {
     private final TcpTransport t;
     private int id = -1;
     private boolean done;
 
-    TcpPointToPoint(TcpTransport t, boolean isSend, HostBuffer buffer, int peer) {
+    /** A send ({@code isSend}) or receive of {@code buffer} with {@code peer}. */
+    public PointToPoint(TcpTransport t, boolean isSend, HostBuffer buffer, int peer) {
         super(isSend, buffer, peer);
         this.t = t;
     }

@@ -1,12 +1,14 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
+
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Dissemination barrier: in round k every rank sends an empty message to rank + 2^k and waits
  * for the one from rank - 2^k; after ceil(log2 n) rounds every rank has heard, directly or not,
  * from every other.
  */
-public final class TcpBarrier {
-    private TcpBarrier() {
+public final class Barrier {
+    private Barrier() {
     }
 
     /** Returns once every rank entered (n >= 2). */

@@ -1,4 +1,4 @@
-package org.jccl.host.algo;
+package org.jccl.host.shm.algo;
 
 import org.jccl.HostBuffer;
 import org.jccl.host.engine.AbstractP2p;

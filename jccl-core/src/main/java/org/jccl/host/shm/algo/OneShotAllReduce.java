@@ -1,9 +1,8 @@
-package org.jccl.host.algo;
+package org.jccl.host.shm.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -17,7 +16,6 @@ public final class OneShotAllReduce {
 
     /** Runs the all-reduce. */
     public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, ReduceOp op) {
-        int n = t.size();
         int es = send.type().byteSize();
         long per = Chunks.elementsPerChunk(t.slotBytes(), 1, es);
         long count = send.count();
@@ -33,8 +31,7 @@ public final class OneShotAllReduce {
             MemorySegment.copy(in, first * es, mine, slot, elems * es);
             t.postIn(g, first);
             t.awaitAllIn(g);
-            Chunks.sourcesAtSlots(t, slot);
-            Reductions.reduce(send.type(), op, out, first * es, t.srcs, t.srcOffsets, n, elems, n);
+            Chunks.reduceSlots(t, send.type(), op, slot, out, first * es, elems);
             t.endChunk(g);
         }
     }

@@ -1,9 +1,8 @@
-package org.jccl.host.algo;
+package org.jccl.host.shm.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -37,10 +36,8 @@ public final class ChunkedReduceScatter {
             }
             t.postIn(g, first);
             t.awaitAllIn(g);
-            Chunks.sourcesAtSlots(t, slot + r * bytes);
-            t.srcs[r] = send.segment();
-            t.srcOffsets[r] = r * blockBytes + first * es;
-            Reductions.reduce(send.type(), op, recv.segment(), first * es, t.srcs, t.srcOffsets, n, elems, n);
+            Chunks.reduceSlotsAndOwn(t, send.type(), op, slot + r * bytes, send.segment(), r * blockBytes + first * es,
+                    recv.segment(), first * es, elems);
             t.endChunk(g);
         }
     }

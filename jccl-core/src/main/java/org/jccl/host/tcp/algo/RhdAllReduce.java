@@ -1,10 +1,11 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Recursive halving-doubling all-reduce (Rabenseifner): log2(p) steps of reduce-scatter by
@@ -21,8 +22,8 @@ import org.jccl.host.kernel.Reductions;
  * the shared-memory engine's rank order in the last bits (never between ranks), and low-precision
  * types round at every step. Exactly representable data gives the same bits as every algorithm.
  */
-public final class TcpRhdAllReduce {
-    private TcpRhdAllReduce() {
+public final class RhdAllReduce {
+    private RhdAllReduce() {
     }
 
     /** Runs the all-reduce (n >= 2). */
@@ -70,9 +71,7 @@ public final class TcpRhdAllReduce {
                 lo = keepLo;
                 hi = keepHi;
             }
-            if (op.kind() == ReduceOp.Kind.AVG) {
-                Reductions.divide(type, out, lo * es, hi - lo, n);
-            }
+            Parts.divideIfAvg(op, type, out, lo * es, hi - lo, n);
             // all-gather by recursive doubling, undoing the halving steps in reverse
             for (int mask = 1, lv = levels - 1; mask < p2; mask <<= 1, lv--) {
                 int partner = real(newRank ^ mask, rem);
@@ -117,15 +116,15 @@ public final class TcpRhdAllReduce {
             return;
         }
         long per = Parts.pipelineElems(t, es, rLen);
-        int cs = Math.max(1, Parts.chunks(rLen, per));
-        int window = Math.max(4, 2 * t.socketsPerPeer());
+        int cs = Parts.messageChunks(rLen, per);
+        int window = Parts.scratchWindow(t);
         MemorySegment scratch = reduce ? t.scratch(0, window * per * es) : null;
         int[] ids = t.ids(window);
         int posted = 0;
         for (int c = 0; c < cs; c++) {
             while (posted < cs && posted - c < window) {
                 long e0 = rLo + posted * per;
-                long elen = Math.max(0, Math.min(per, rLo + rLen - e0));
+                long elen = Parts.chunkLen(rLen, per, posted);
                 int slot = posted % window;
                 ids[slot] = reduce
                         ? t.recv(from, scratch, slot * per * es, elen * es, Parts.tag(Parts.RHD, step, posted))
@@ -136,7 +135,7 @@ public final class TcpRhdAllReduce {
             t.await(ids[slot]);
             if (reduce) {
                 long e0 = rLo + c * per;
-                long elen = Math.max(0, Math.min(per, rLo + rLen - e0));
+                long elen = Parts.chunkLen(rLen, per, c);
                 Reductions.accumulate(type, op, out, e0 * es, scratch, slot * per * es, elen);
             }
         }

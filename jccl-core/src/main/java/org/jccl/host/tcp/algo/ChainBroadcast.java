@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined broadcast for large messages: the ranks form a chain from the root (root, root+1,
@@ -23,8 +24,8 @@ import org.jccl.HostBuffer;
  * chunks flow, so it costs about nothing next to the transfer (a root of one chunk waits for it:
  * n one-way latencies).
  */
-public final class TcpChainBroadcast {
-    private TcpChainBroadcast() {
+public final class ChainBroadcast {
+    private ChainBroadcast() {
     }
 
     /** Runs the broadcast (n >= 2); {@code send} is read on the root only. */
@@ -35,9 +36,9 @@ public final class TcpChainBroadcast {
         long count = recv.count();
         MemorySegment out = recv.segment();
         long per = Parts.pipelineElems(t, es, count);
-        int chunks = Math.max(1, Parts.chunks(count, per));
-        int next = (t.rank() + 1) % n;
-        int prev = (t.rank() + n - 1) % n;
+        int chunks = Parts.messageChunks(count, per);
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         boolean last = vr == n - 1;
         long hello = Parts.tag(Parts.HELLO, 0, 0);
         MemorySegment none = t.scratch(3, 64);
@@ -58,7 +59,7 @@ public final class TcpChainBroadcast {
             return;
         }
         boolean passed = false;
-        int window = Math.max(8, 4 * t.socketsPerPeer());
+        int window = Parts.inPlaceWindow(t);
         int[] ids = t.ids(window);
         int posted = 0;
         for (int c = 0; c < chunks; c++) {

@@ -1,4 +1,4 @@
-package org.jccl.host.algo;
+package org.jccl.host.shm.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;

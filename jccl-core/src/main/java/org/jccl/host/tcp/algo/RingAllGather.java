@@ -1,7 +1,8 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined ring all-gather: in n-1 steps every rank forwards to the next rank the block it
@@ -9,8 +10,8 @@ import org.jccl.HostBuffer;
  * as chunk c of step g arrived. Each rank sends (n-1)/n of the result to one neighbour: the
  * choice for large messages.
  */
-public final class TcpRingAllGather {
-    private TcpRingAllGather() {
+public final class RingAllGather {
+    private RingAllGather() {
     }
 
     /** Runs the all-gather (n >= 2): recv holds n blocks of send.count() elements. */
@@ -20,15 +21,13 @@ public final class TcpRingAllGather {
         int es = send.type().byteSize();
         long bc = send.count();
         MemorySegment out = recv.segment();
-        if (!send.overlaps(recv)) { // validated: overlapping means send is block r of recv (in place)
-            MemorySegment.copy(send.segment(), 0, out, r * bc * es, bc * es);
-        }
+        Parts.ownBlockIntoRecv(send, recv, r);
         long per = Parts.pipelineElems(t, es, bc);
-        int chunks = Math.max(1, Parts.chunks(bc, per));
-        int next = (r + 1) % n;
-        int prev = (r + n - 1) % n;
+        int chunks = Parts.messageChunks(bc, per);
+        int next = Parts.next(t);
+        int prev = Parts.prev(t);
         int units = (n - 1) * chunks;
-        int window = Math.max(8, 4 * t.socketsPerPeer());
+        int window = Parts.inPlaceWindow(t);
         int[] ids = t.ids(window);
         int posted = 0;
         for (; posted < Math.min(window, units); posted++) {

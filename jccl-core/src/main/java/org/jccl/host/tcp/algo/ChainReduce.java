@@ -1,10 +1,10 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * Pipelined reduce for large messages: the partial result flows down the chain 0, 1, ..., n-1 in
@@ -13,8 +13,8 @@ import org.jccl.host.kernel.Reductions;
  * The partial is a left fold in rank order, so 32- and 64-bit float sums are bitwise the shared
  * memory engine's; low-precision types round at every step.
  */
-public final class TcpChainReduce {
-    private TcpChainReduce() {
+public final class ChainReduce {
+    private ChainReduce() {
     }
 
     /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
@@ -27,8 +27,8 @@ public final class TcpChainReduce {
         MemorySegment in = Parts.premulScaled(t, type, op, send.segment(), count);
         ReduceOp acc = Parts.accumulateOp(op);
         long per = Parts.pipelineElems(t, es, count);
-        int chunks = Math.max(1, Parts.chunks(count, per));
-        int window = Math.max(4, 2 * t.socketsPerPeer());
+        int chunks = Parts.messageChunks(count, per);
+        int window = Parts.scratchWindow(t);
         long slotBytes = per * es;
         int last = n - 1;
         if (r == root && root != last) {
@@ -59,32 +59,23 @@ public final class TcpChainReduce {
             t.await(ids[slot]);
             long e0 = c * per;
             long elen = Parts.chunkLen(count, per, c);
-            t.srcs[0] = inSlots;
-            t.srcOffsets[0] = slot * slotBytes;
-            t.srcs[1] = in;
-            t.srcOffsets[1] = e0 * es;
             if (r == last && root == last) {
-                Reductions.reduce(type, acc, recv.segment(), e0 * es, t.srcs, t.srcOffsets, 2, elen, 1);
-                if (op.kind() == ReduceOp.Kind.AVG) {
-                    Reductions.divide(type, recv.segment(), e0 * es, elen, n);
-                }
+                Parts.reducePair(t, type, acc, recv.segment(), e0 * es, inSlots, slot * slotBytes, in, e0 * es, elen);
+                Parts.divideIfAvg(op, type, recv.segment(), e0 * es, elen, n);
                 continue;
             }
             if (ids[window + slot] >= 0) {
                 t.await(ids[window + slot]); // the send that used this slot must be out
             }
-            Reductions.reduce(type, acc, outSlots, slot * slotBytes, t.srcs, t.srcOffsets, 2, elen, 1);
+            Parts.reducePair(t, type, acc, outSlots, slot * slotBytes, inSlots, slot * slotBytes, in, e0 * es, elen);
             if (r == last) {
-                if (op.kind() == ReduceOp.Kind.AVG) {
-                    Reductions.divide(type, outSlots, slot * slotBytes, elen, n);
-                }
+                Parts.divideIfAvg(op, type, outSlots, slot * slotBytes, elen, n);
                 ids[window + slot] = t.send(root, outSlots, slot * slotBytes, elen * es, Parts.tag(Parts.CHAIN_REDUCE, 1, c));
             } else {
                 ids[window + slot] = t.send(r + 1, outSlots, slot * slotBytes, elen * es, Parts.tag(Parts.CHAIN_REDUCE, 0, c));
             }
         }
-        t.srcs[0] = null;
-        t.srcs[1] = null;
+        Parts.dropPairSources(t);
         t.awaitAll();
     }
 }

@@ -1,17 +1,20 @@
-package org.jccl.host.tcp;
+package org.jccl.host.tcp.algo;
 
 import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.TcpTransport;
 
 /**
  * What the TCP algorithms share: element arithmetic (parts of a vector, chunks, tags) and the
  * steps several of them take the same way (posting a block to or from every peer, sending a range
- * in chunks, reducing the received blocks). Small static methods: the JIT inlines them.
+ * in chunks, reducing the received blocks). Small static methods: the JIT inlines them. Public
+ * only for the message tags ({@link #tag} and the algorithm ids), which the transport's tests
+ * build frames with.
  */
-final class Parts {
+public final class Parts {
     private Parts() {
     }
 
@@ -40,6 +43,37 @@ final class Parts {
     }
 
     /**
+     * Chunks of a message of {@code len} elements: at least one, so that an empty message still
+     * travels (the receiver posts one).
+     */
+    static int messageChunks(long len, long per) {
+        return Math.max(1, chunks(len, per));
+    }
+
+    /**
+     * Receives in flight for an algorithm that receives into scratch slots (one per receive, to
+     * reduce from): enough to keep every socket to the peer busy.
+     */
+    static int scratchWindow(TcpTransport t) {
+        return Math.max(4, 2 * t.socketsPerPeer());
+    }
+
+    /** Receives in flight for an algorithm that receives in place (no scratch slot to bound them). */
+    static int inPlaceWindow(TcpTransport t) {
+        return Math.max(8, 4 * t.socketsPerPeer());
+    }
+
+    /** The next rank on the ring. */
+    static int next(TcpTransport t) {
+        return (t.rank() + 1) % t.size();
+    }
+
+    /** The previous rank on the ring. */
+    static int prev(TcpTransport t) {
+        return (t.rank() + t.size() - 1) % t.size();
+    }
+
+    /**
      * Elements of chunk {@code c} of a range of {@code len} elements cut into chunks of {@code per}
      * (0 past its end).
      */
@@ -51,12 +85,12 @@ final class Parts {
      * The tag of a message: algorithm, step and chunk, so that ranks running different
      * algorithms or steps never match each other's frames.
      */
-    static long tag(int algo, int step, long chunk) {
+    public static long tag(int algo, int step, long chunk) {
         return ((long) algo << 56) | ((long) (step & 0xffffff) << 32) | (chunk & 0xffffffffL);
     }
 
     /** Algorithm ids of the tags. */
-    static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
+    public static final int ONESHOT = 1, RING = 2, RHD = 3, RING_RS = 4, RING_AG = 5, DIRECT_AG = 6, TREE_BCAST = 7,
             CHAIN_BCAST = 8, DIRECT_REDUCE = 9, CHAIN_REDUCE = 10, GATHER = 11, SCATTER = 12, ALLTOALL = 13, BARRIER = 14,
             SPLIT = 15, HELLO = 16;
 
@@ -67,12 +101,18 @@ final class Parts {
      */
     static void sendInChunks(TcpTransport t, int peer, MemorySegment seg, long lo, long len, long per, int es, int algo,
                              int step) {
-        int cs = Math.max(1, chunks(len, per));
+        int cs = messageChunks(len, per);
         for (int c = 0; c < cs; c++) {
-            long e0 = lo + c * per;
-            long elen = Math.max(0, Math.min(per, lo + len - e0));
-            t.send(peer, seg, e0 * es, elen * es, tag(algo, step, c));
+            t.send(peer, seg, (lo + c * per) * es, chunkLen(len, per, c) * es, tag(algo, step, c));
         }
+    }
+
+    /**
+     * What a non-root rank does in a direct rooted collective (gather, reduce): sends its whole
+     * input to the root in one message and waits until it is out.
+     */
+    static void sendToRoot(TcpTransport t, HostBuffer send, int root, long tag) {
+        t.await(t.send(root, send.segment(), 0, send.byteSize(), tag));
     }
 
     /**
@@ -126,6 +166,44 @@ final class Parts {
         }
         Reductions.reduce(type, op, dst, 0, t.srcs, t.srcOffsets, n, count, n);
         java.util.Arrays.fill(t.srcs, null);
+    }
+
+    /**
+     * Copies this rank's block, {@code send}, into block {@code r} of {@code recv}, unless it is
+     * there already (validated: a send that overlaps recv is block r of it, in place).
+     */
+    static void ownBlockIntoRecv(HostBuffer send, HostBuffer recv, int r) {
+        if (!send.overlaps(recv)) {
+            long bytes = send.byteSize();
+            MemorySegment.copy(send.segment(), 0, recv.segment(), r * bytes, bytes);
+        }
+    }
+
+    /**
+     * Reduces two sources into {@code dst} at {@code dstOffset}: {@code elems} elements of {@code
+     * a} (first) and {@code b}, through the transport's source arrays (slots 0 and 1; the caller
+     * drops them at the end, {@link #dropPairSources}).
+     */
+    static void reducePair(TcpTransport t, DataType type, ReduceOp op, MemorySegment dst, long dstOffset,
+                           MemorySegment a, long aOffset, MemorySegment b, long bOffset, long elems) {
+        t.srcs[0] = a;
+        t.srcOffsets[0] = aOffset;
+        t.srcs[1] = b;
+        t.srcOffsets[1] = bOffset;
+        Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, 2, elems, 1);
+    }
+
+    /** Drops the references {@link #reducePair} left in the transport's source arrays. */
+    static void dropPairSources(TcpTransport t) {
+        t.srcs[0] = null;
+        t.srcs[1] = null;
+    }
+
+    /** For AVG, divides the {@code elems} elements at {@code offset} of {@code seg} by {@code n}: the last step. */
+    static void divideIfAvg(ReduceOp op, DataType type, MemorySegment seg, long offset, long elems, int n) {
+        if (op.kind() == ReduceOp.Kind.AVG) {
+            Reductions.divide(type, seg, offset, elems, n);
+        }
     }
 
     /**

@@ -11,7 +11,7 @@ import org.jccl.Communicator;
 import org.jccl.HostBuffer;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
-import org.jccl.host.tcp.HierarchicalCommunicator;
+import org.jccl.host.hier.HierarchicalCommunicator;
 import org.jccl.host.tcp.TcpCommunicator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

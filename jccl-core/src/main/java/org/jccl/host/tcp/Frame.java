@@ -59,7 +59,7 @@ public final class Frame {
     public static final long ABORT_ABORTED = 1, ABORT_FAILED = 2, ABORT_MISMATCH = 4;
 
     /** The ABORT code that tells peers about {@code e}: what it is, so that they fail with the same kind. */
-    static long abortCode(org.jccl.JcclException e) {
+    public static long abortCode(org.jccl.JcclException e) {
         return e instanceof org.jccl.CollectiveMismatchException ? ABORT_MISMATCH
                 : e instanceof org.jccl.AbortedException ? ABORT_ABORTED : ABORT_FAILED;
     }

@@ -34,7 +34,7 @@ import org.jccl.spi.Liveness;
 /**
  * The host engine with every pair of ranks connected over TCP ({@link TcpTransport}): what ranks
  * on different hosts use when each host has one rank, what the leaders of a {@link
- * HierarchicalCommunicator} use among themselves, and what {@code JCCL_TRANSPORT=tcp} gives on any
+ * org.jccl.host.hier.HierarchicalCommunicator} use among themselves, and what {@code JCCL_TRANSPORT=tcp} gives on any
  * placement. Every collective of the API, send/recv (also to itself) and split.
  *
  * <p>Algorithms by size (thresholds in the javadoc of each choice below): all-reduce one-shot,

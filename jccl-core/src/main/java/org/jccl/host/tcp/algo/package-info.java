@@ -7,6 +7,6 @@
  * {@code org.jccl.host.tcp} holds the sockets, frames and failure handling only: an algorithm
  * depends on the transport's public posting and waiting methods, never the reverse (only the
  * communicators, {@link org.jccl.host.tcp.TcpCommunicator} and {@link
- * org.jccl.host.tcp.HierarchicalCommunicator}, which select algorithms, import this package).
+ * org.jccl.host.hier.HierarchicalCommunicator}, which select algorithms, import this package).
  */
 package org.jccl.host.tcp.algo;

@@ -1,4 +1,4 @@
-package org.jccl.host.tcp;
+package org.jccl.host.hier;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

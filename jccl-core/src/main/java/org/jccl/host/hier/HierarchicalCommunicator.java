@@ -1,4 +1,4 @@
-package org.jccl.host.tcp;
+package org.jccl.host.hier;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,6 +23,10 @@ import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.P2p;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.tcp.Frame;
+import org.jccl.host.tcp.TcpCommunicator;
+import org.jccl.host.tcp.TcpConfig;
+import org.jccl.host.tcp.TcpTransport;
 import org.jccl.host.tcp.algo.PointToPoint;
 import org.jccl.spi.Liveness;
 
@@ -246,7 +250,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
-        userCall = TcpCall.pack(opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root);
+        userCall = OpCode.pack(opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root);
         userCount = count;
         userSeq = seq;
         p2pSeq = 0;
@@ -276,7 +280,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         for (int p = 0; p < size; p++) {
             long c = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p);
             long n = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p + 1);
-            byCall.computeIfAbsent(TcpCall.describe(c, n, collectiveSequence()), k -> new ArrayList<>()).add(p);
+            byCall.computeIfAbsent(OpCode.describe(c, n, collectiveSequence()), k -> new ArrayList<>()).add(p);
         }
         if (byCall.size() > 1) {
             // (explain() still runs: a rank whose part failed first, before it saw the table, learns
@@ -336,7 +340,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             }
             return e;
         }
-        String mine = TcpCall.describe(userCall, userCount, seq);
+        String mine = OpCode.describe(userCall, userCount, seq);
         String[] calls = new String[size];
         calls[rank] = mine;
         int got = 1;

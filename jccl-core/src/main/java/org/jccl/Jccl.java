@@ -38,7 +38,10 @@ public final class Jccl {
 
     /**
      * Forms a communicator. Collective: every rank of the job calls it. Rank 0 serves the
-     * rendezvous store at the store address unless a store already runs there (a launcher's).
+     * rendezvous store at the store address, unless a launcher serves it there ({@code
+     * JCCL_STORE_SERVED=1}); when the address is taken otherwise, rank 0 fails at once naming it
+     * rather than join a store it did not start (see {@link TcpStore#open}). The first wait over
+     * all ranks names the ranks that never joined when it times out.
      *
      * <p>With a TCP store and {@link Options#heartbeat()} on ({@code JCCL_HEARTBEAT}, every second
      * by default), this rank sends heartbeats through the store until the communicator closes: a
@@ -65,7 +68,9 @@ public final class Jccl {
             root = options.store();
             ownStore = false;
         } else {
-            root = TcpStore.open(options.storeHost(), options.storePort(), options.rank() == 0,
+            // Rank 0 serves the store, unless the launcher says it serves it (JCCL_STORE_SERVED).
+            boolean served = org.jccl.internal.Settings.with(options.settings(), Jccl::storeServed);
+            root = TcpStore.open(options.storeHost(), options.storePort(), options.rank() == 0 && !served,
                     options.token(), options.timeout());
             ownStore = true;
         }
@@ -87,6 +92,7 @@ public final class Jccl {
                 store = guarded;
                 liveness = heartbeat;
             }
+            join(options, store, ownStore ? options.storeHost() + ":" + options.storePort() : String.valueOf(root));
             LOG.info(options.rank(), () -> "init " + options + " backend=" + backend.name());
             Store st = store;
             Liveness lv = liveness;
@@ -104,6 +110,78 @@ public final class Jccl {
             }
             throw e;
         }
+    }
+
+    /** JCCL_STORE_SERVED: whether a launcher serves the store at the store address (1/true/yes/on). */
+    private static boolean storeServed() {
+        String v = org.jccl.internal.Settings.get("JCCL_STORE_SERVED");
+        if (v == null || v.isBlank()) {
+            return false;
+        }
+        return switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true", "yes", "on" -> true;
+            case "0", "false", "no", "off" -> false;
+            default -> throw new IllegalArgumentException("JCCL_STORE_SERVED='" + v + "': give 1 (a launcher serves the "
+                    + "store at JCCL_STORE, rank 0 connects to it) or 0 (rank 0 serves it)");
+        };
+    }
+
+    /**
+     * The first wait of an init over all ranks: each rank announces itself; rank 0 waits for every
+     * rank, the others for rank 0's word that all came. A timeout names the ranks that never came
+     * instead of an internal store key.
+     */
+    private static void join(Options options, Store store, String where) {
+        int size = options.size();
+        if (size == 1) {
+            return;
+        }
+        int rank = options.rank();
+        store.set("join/" + rank, new byte[0]);
+        try {
+            if (rank == 0) {
+                List<String> keys = new ArrayList<>(size);
+                for (int r = 0; r < size; r++) {
+                    keys.add("join/" + r);
+                }
+                store.wait(keys, options.timeout());
+                store.set("join/all", new byte[0]);
+            } else {
+                store.wait(List.of("join/all"), options.timeout());
+            }
+        } catch (CollectiveTimeoutException e) {
+            List<Integer> missing = new ArrayList<>();
+            try {
+                for (int r = 0; r < size; r++) {
+                    if (store.tryGet("join/" + r) == null) {
+                        missing.add(r);
+                    }
+                }
+            } catch (JcclException again) {
+                e.addSuppressed(again);
+            }
+            String who;
+            if (missing.isEmpty()) {
+                who = "not every rank joined";
+            } else {
+                String list = missing.subList(0, Math.min(20, missing.size())).toString();
+                who = missing.size() == 1 ? "rank " + missing.getFirst() + " never joined"
+                        : missing.size() + " ranks never joined (" + list.substring(1, list.length() - 1)
+                        + (missing.size() > 20 ? ", ..." : "") + ")";
+            }
+            CollectiveTimeoutException named = new CollectiveTimeoutException(who + " within " + seconds(options.timeout())
+                    + " (job '" + options.jobId() + "' at " + where + ", " + size + " ranks; this is rank " + rank
+                    + "): start " + (missing.size() == 1 ? "it" : "them") + ", or check that every rank uses the same "
+                    + "JCCL_JOB_ID and store address (JCCL_STORE, or MASTER_ADDR/MASTER_PORT) and the same world size",
+                    missing);
+            named.initCause(e);
+            throw named;
+        }
+    }
+
+    private static String seconds(java.time.Duration d) {
+        long ms = d.toMillis();
+        return ms % 1000 == 0 ? ms / 1000 + " s" : ms + " ms";
     }
 
     /**

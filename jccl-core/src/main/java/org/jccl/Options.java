@@ -16,7 +16,7 @@ import org.jccl.bootstrap.Store;
  * @param size          number of ranks
  * @param localRank     rank among the ranks on this host
  * @param localSize     ranks on this host
- * @param storeHost     host of the rendezvous store (rank 0 serves it there when none runs)
+ * @param storeHost     host of the rendezvous store (rank 0 serves it there unless a launcher does)
  * @param storePort     port of the store
  * @param jobId         job id, unique among jobs that share a host (names shm files, store keys)
  * @param token         job token every store and transport connection must prove; null for none

@@ -28,7 +28,9 @@ import org.jccl.bootstrap.TcpStoreServer;
  *   <li>Environment of rank r: {@code JCCL_RANK=r}, {@code JCCL_WORLD_SIZE=N}, {@code
  *       JCCL_LOCAL_RANK=r}, {@code JCCL_LOCAL_WORLD_SIZE=N}, {@code JCCL_STORE=127.0.0.1:port},
  *       {@code JCCL_JOB_ID} (fresh per job) and {@code JCCL_TOKEN} (32 hex digits from {@link
- *       SecureRandom}, fresh per job; the store admits only clients that prove they know it).</li>
+ *       SecureRandom}, fresh per job; the store admits only clients that prove they know it), and
+ *       {@code JCCL_STORE_SERVED=1} (rank 0 connects to the launcher's store instead of serving one).
+ *       Each job has its own store on a free port, job id and token: two jobs never merge.</li>
  *   <li>Output: every line of a rank's stdout and stderr goes to the launcher's stdout and stderr
  *       prefixed with {@code [r] }, whole lines only.</li>
  *   <li>Exit: the first non-zero exit code of any rank (which rank, and its code, is printed);
@@ -125,6 +127,8 @@ public final class Launcher {
             env.put("JCCL_STORE", "127.0.0.1:" + store.port());
             env.put("JCCL_JOB_ID", jobId);
             env.put("JCCL_TOKEN", token);
+            // The launcher serves the store: rank 0 connects to it instead of serving one.
+            env.put("JCCL_STORE_SERVED", "1");
             return new Job(env, out, err).run();
         }
     }

@@ -18,7 +18,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "run", mixinStandardHelpOptions = true,
         header = "Start N ranks of a command on this host, as one job.",
         description = {"Start N ranks of COMMAND on this host with JCCL_RANK, JCCL_WORLD_SIZE, JCCL_LOCAL_RANK, "
-            + "JCCL_LOCAL_WORLD_SIZE, JCCL_STORE, JCCL_JOB_ID and JCCL_TOKEN set (a fresh store and token per job).",
+            + "JCCL_LOCAL_WORLD_SIZE, JCCL_STORE, JCCL_STORE_SERVED=1, JCCL_JOB_ID and JCCL_TOKEN set (a fresh store, "
+            + "job id and token per job, so two jobs never merge).",
             "Every output line is prefixed with [rank]. When a rank exits non-zero the others are stopped (SIGTERM, "
             + "then SIGKILL after the grace period, with every process they started) and that exit code is "
             + "returned; Ctrl-C stops every rank the same way.",

@@ -54,10 +54,10 @@ class LauncherTest {
     @Test
     void everyRankGetsItsEnvironment() {
         Result r = launch(sh(3, "echo \"rank=$JCCL_RANK size=$JCCL_WORLD_SIZE local=$JCCL_LOCAL_RANK/$JCCL_LOCAL_WORLD_SIZE "
-                + "store=$JCCL_STORE job=$JCCL_JOB_ID token=$JCCL_TOKEN\""));
+                + "store=$JCCL_STORE job=$JCCL_JOB_ID token=$JCCL_TOKEN served=$JCCL_STORE_SERVED\""));
         assertEquals(0, r.code(), r.err());
         Pattern p = Pattern.compile("\\[(\\d)] rank=(\\d) size=3 local=(\\d)/3 store=127\\.0\\.0\\.1:(\\d+) "
-                + "job=([A-Za-z0-9._-]+) token=([0-9a-f]{32})");
+                + "job=([A-Za-z0-9._-]+) token=([0-9a-f]{32}) served=1");
         Set<Integer> ranks = new HashSet<>();
         Set<String> jobs = new HashSet<>();
         Set<String> tokens = new HashSet<>();
@@ -76,10 +76,11 @@ class LauncherTest {
         assertEquals(1, jobs.size());
         assertEquals(1, tokens.size());
         assertEquals(1, stores.size());
-        // A fresh token and job id per job.
-        Result again = launch(sh(1, "echo $JCCL_TOKEN $JCCL_JOB_ID"));
+        // A fresh store, token and job id per job: two jobs never merge.
+        Result again = launch(sh(1, "echo $JCCL_TOKEN $JCCL_JOB_ID $JCCL_STORE"));
         assertFalse(again.out().contains(tokens.iterator().next()));
         assertFalse(again.out().contains(jobs.iterator().next()));
+        assertFalse(again.out().contains("127.0.0.1:" + stores.iterator().next()), again.out());
     }
 
     @Test

@@ -53,7 +53,7 @@ public final class TcpStore implements Store {
     private static final Log LOG = Log.get(TcpStore.class);
     /** Extra time a GET/WAIT waits for the server's TIMEOUT answer before giving up on its own. */
     private static final long GRACE_MS = 5_000;
-    /** Read timeout of the client side of the handshake. */
+    /** Longest read timeout of the client side of the handshake (the connect deadline bounds it too). */
     private static final int HANDSHAKE_READ_MS = 15_000;
 
     private final String host;
@@ -70,6 +70,8 @@ public final class TcpStore implements Store {
     private volatile JcclException broken;
     private volatile boolean closed;
     private volatile TcpStoreServer ownedServer;
+    /** Whether the store required a token and this client proved it. */
+    private boolean authenticated;
 
     private TcpStore(String host, int port, String token, Socket socket, DataInputStream in, OutputStream out,
                      Duration opTimeout) {
@@ -88,14 +90,22 @@ public final class TcpStore implements Store {
     // Opening
 
     /**
-     * Connects to the store at host:port; when {@code hostServer} (rank 0), starts the server there
-     * first, unless the address is taken (a launcher's store already runs there), in which case
-     * it connects as a client. The returned store owns the server it started: closing it waits
-     * up to 2 s for the other clients to leave, then stops the server. Clients retry refused
-     * connections with a short backoff until {@code timeout}.
+     * Connects to the store at host:port; when {@code hostServer} (rank 0 of a job whose store no
+     * launcher serves), starts the server there first. The returned store owns the server it
+     * started: closing it waits up to 2 s for the other clients to leave, then stops the server.
+     * Clients retry refused connections with a short backoff until {@code timeout}.
+     *
+     * <p>When {@code hostServer} and the address is taken, this rank does not join whatever
+     * listens there (two jobs on one port would merge into one communicator): it fails at once
+     * naming the address, unless it has a {@code token} and the store there requires and accepts
+     * it (a store set up for this very job, e.g. by a launcher). A launcher that serves the store
+     * tells rank 0 so ({@code JCCL_STORE_SERVED}); then rank 0 is a plain client
+     * ({@code hostServer} false). A store host that is no address of this machine cannot be served
+     * here: rank 0 connects as a client (something else must serve it).
      *
      * @throws CollectiveTimeoutException when no store answers within {@code timeout}
-     * @throws JcclException              when the store rejects the token or is not a jccl store
+     * @throws JcclException              when the address is taken, the store rejects the token or
+     *                                    is not a jccl store
      */
     public static Store open(String host, int port, boolean hostServer, String token, Duration timeout) {
         checkArgs(host, port, timeout);
@@ -104,16 +114,12 @@ public final class TcpStore implements Store {
             try {
                 server = TcpStoreServer.bind(new InetSocketAddress(host, port), token, TcpStoreServer.Limits.DEFAULT);
             } catch (BindException e) {
-                // In use: a launcher (or an earlier rank 0) serves the store there. Not a local
-                // address: the store is served on another host. Either way, be a client.
                 if (isLocal(host)) {
-                    LOG.info(-1, () -> "store address " + hostPort(host, port) + " is in use (" + e.getMessage()
-                            + "); connecting to the store there as a client");
-                } else {
-                    LOG.warn(-1, "the store host " + host + " is not an address of this machine, so this rank (rank 0) "
-                            + "cannot serve the store there and connects as a client: something else (a launcher) must "
-                            + "serve it, or rank 0 must run on " + host);
+                    return joinTaken(host, port, token, timeout, e);
                 }
+                LOG.warn(-1, "the store host " + host + " is not an address of this machine, so this rank (rank 0) "
+                        + "cannot serve the store there and connects as a client: something else (a launcher) must "
+                        + "serve it, or rank 0 must run on " + host);
             } catch (UnknownHostException e) {
                 throw new IllegalArgumentException("store host '" + host + "' does not resolve: check JCCL_STORE / MASTER_ADDR", e);
             } catch (IOException e) {
@@ -132,6 +138,37 @@ public final class TcpStore implements Store {
             }
         }
         return connect(host, port, token, timeout);
+    }
+
+    /**
+     * Rank 0 found its store address taken: joins the store there only when it requires this
+     * rank's token and accepts it; otherwise fails naming the address and the way out.
+     */
+    private static Store joinTaken(String host, int port, String token, Duration timeout, BindException cause) {
+        String where = hostPort(host, port);
+        String wayOut = ". Rank 0 serves the job's store and does not join a store it did not start (two jobs on one "
+                + "port would merge into one communicator): give this job another port (JCCL_STORE=host:port, or "
+                + "MASTER_PORT), or stop the job or program that holds " + where + "; if a "
+                + "launcher serves this job's store there, it sets JCCL_STORE_SERVED=1 for the ranks";
+        if (token == null || token.isEmpty()) {
+            throw new JcclException("the store address " + where + " is already in use (" + cause.getMessage()
+                    + ") by another jccl job's store or another program" + wayOut, cause);
+        }
+        TcpStore client;
+        try {
+            client = connect(host, port, token, timeout);
+        } catch (JcclException e) {
+            throw new JcclException("the store address " + where + " is already in use, and not by a store of this job ("
+                    + e.getMessage() + ")" + wayOut, e);
+        }
+        if (!client.authenticated) {
+            client.close();
+            throw new JcclException("the store address " + where + " is already in use by a jccl store that does not "
+                    + "require this job's token (another job's store)" + wayOut, cause);
+        }
+        LOG.info(-1, () -> "store address " + where + " is in use by a store that accepted this job's token; "
+                + "connected to it as a client");
+        return client;
     }
 
     /**
@@ -165,7 +202,7 @@ public final class TcpStore implements Store {
                 long left = deadline - System.nanoTime();
                 try {
                     return attempt(host, port, new InetSocketAddress(a, port), t, timeout,
-                            (int) Math.max(1, Math.min(TimeUnit.NANOSECONDS.toMillis(Math.max(left, 0)), 10_000)));
+                            (int) Math.max(1, Math.min(TimeUnit.NANOSECONDS.toMillis(Math.max(left, 0)), 10_000)), deadline);
                 } catch (IOException e) {
                     last = e;
                 }
@@ -217,14 +254,17 @@ public final class TcpStore implements Store {
 
     /** One connection and handshake. IOExceptions are worth a retry; JcclExceptions are final. */
     private static TcpStore attempt(String host, int port, InetSocketAddress addr, String token, Duration opTimeout,
-                                    int connectMs) throws IOException {
+                                    int connectMs, long deadline) throws IOException {
         String where = hostPort(host, port);
         Socket s = new Socket();
         boolean ok = false;
         try {
             s.setTcpNoDelay(true);
             s.connect(addr, connectMs);
-            s.setSoTimeout(HANDSHAKE_READ_MS);
+            // The handshake's reads end by the connect deadline (JCCL_TIMEOUT), at most 15 s each.
+            long leftMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            int readMs = (int) Math.max(1, Math.min(leftMs, HANDSHAKE_READ_MS));
+            s.setSoTimeout(readMs);
             DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 1 << 16));
             OutputStream out = new BufferedOutputStream(s.getOutputStream(), 1 << 16);
             byte[] hello = new byte[HELLO_BYTES];
@@ -236,13 +276,18 @@ public final class TcpStore implements Store {
             byte[] welcome = new byte[HELLO_BYTES];
             try {
                 in.readFully(welcome);
+            } catch (java.net.SocketTimeoutException e) {
+                throw new CollectiveTimeoutException("the process at " + where + " is not a jccl store (it accepted the "
+                        + "connection but sent no jccl handshake within " + readMs + " ms; a jccl store answers at once): "
+                        + "point JCCL_STORE (or MASTER_ADDR/MASTER_PORT) at the job's store, or give the job a free port",
+                        List.of());
             } catch (EOFException e) {
                 throw new EOFException("the store at " + where + " closed the connection during the handshake "
                         + "(it may be at its connection limit, or shutting down)");
             }
             int magic = getInt(welcome, 0);
             if (magic != MAGIC) {
-                throw new JcclException("something listens at " + where + " but it is not a jccl store (it answered 0x"
+                throw new JcclException("the process at " + where + " is not a jccl store (it answered 0x"
                         + Integer.toHexString(magic) + " instead of the jccl magic; a torchrun/torch TCPStore or another "
                         + "service may own that port): point JCCL_STORE at a free host:port");
             }
@@ -276,6 +321,7 @@ public final class TcpStore implements Store {
             }
             s.setSoTimeout(0);
             TcpStore store = new TcpStore(host, port, token, s, in, out, opTimeout);
+            store.authenticated = (flags & FLAG_AUTH) != 0;
             ok = true;
             return store;
         } finally {

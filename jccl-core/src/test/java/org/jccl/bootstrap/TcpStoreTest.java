@@ -330,18 +330,22 @@ class TcpStoreTest {
     }
 
     @Test
-    void openHostsTheServerAndFallsBackToClientWhenThePortIsTaken() {
+    void openHostsTheServerAndRefusesToJoinAStoreItDidNotStart() {
         int port;
         try (Store host = TcpStore.open("127.0.0.1", 0, true, null, T)) {
             TcpStore ts = (TcpStore) host;
             assertNotNull(ts.server(), "rank 0 hosts the store");
             port = ts.server().port();
             host.set("from-host", b("1"));
-            // a second "rank 0" (e.g. a launcher already serves there): becomes a client
-            try (Store second = TcpStore.open("127.0.0.1", port, true, null, T)) {
-                assertNull(((TcpStore) second).server());
-                assertArrayEquals(b("1"), second.get("from-host", T));
-            }
+            // a second rank 0 without a token (another job on the same port): fails at once, never joins
+            long t0 = System.nanoTime();
+            JcclException e = assertThrows(JcclException.class, () -> TcpStore.open("127.0.0.1", port, true, null, T));
+            assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(2), "fails at once");
+            assertTrue(e.getMessage().contains("127.0.0.1:" + port + " is already in use"), e.getMessage());
+            assertTrue(e.getMessage().contains("MASTER_PORT") && e.getMessage().contains("stop the job"), e.getMessage());
+            // a rank 0 with a token finds a store that requires none: another job's, refused as well
+            e = assertThrows(JcclException.class, () -> TcpStore.open("127.0.0.1", port, true, "tok", T));
+            assertTrue(e.getMessage().contains("does not require this job's token"), e.getMessage());
             try (Store peer = TcpStore.open("127.0.0.1", port, false, null, T)) {
                 assertArrayEquals(b("1"), peer.get("from-host", T));
             }
@@ -354,8 +358,31 @@ class TcpStoreTest {
     }
 
     @Test
-    void openFallsBackWhenAForeignListenerHasThePort() throws Exception {
-        // Something that is not a jccl store owns the port: the client says so.
+    void rankZeroJoinsATakenAddressOnlyWhenTheStoreThereAcceptsItsToken() {
+        try (TcpStoreServer secure = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "job-token")) {
+            try (Store joined = TcpStore.open("127.0.0.1", secure.port(), true, "job-token", T)) {
+                assertNull(((TcpStore) joined).server(), "a client of the store set up for this job");
+                joined.set("k", b("v"));
+            }
+            JcclException e = assertThrows(JcclException.class,
+                    () -> TcpStore.open("127.0.0.1", secure.port(), true, "other-token", T));
+            assertTrue(e.getMessage().contains("already in use, and not by a store of this job"), e.getMessage());
+            assertTrue(e.getMessage().contains("127.0.0.1:" + secure.port()), e.getMessage());
+        }
+    }
+
+    @Test
+    void openRefusesAForeignListenerOnItsPort() throws Exception {
+        // Something that is not a jccl store owns the port: rank 0 does not even talk to it.
+        try (ServerSocket foreign = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            JcclException e = assertThrows(JcclException.class,
+                    () -> TcpStore.open("127.0.0.1", foreign.getLocalPort(), true, null, T));
+            assertTrue(e.getMessage().contains("127.0.0.1:" + foreign.getLocalPort() + " is already in use"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aClientSaysWhenAForeignListenerAnswersGarbage() throws Exception {
         try (ServerSocket foreign = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             Thread t = Thread.ofVirtual().start(() -> {
                 try (var s = foreign.accept()) {
@@ -367,9 +394,40 @@ class TcpStoreTest {
                 }
             });
             JcclException e = assertThrows(JcclException.class,
-                    () -> TcpStore.open("127.0.0.1", foreign.getLocalPort(), true, null, T));
-            assertTrue(e.getMessage().contains("not a jccl store"), e.getMessage());
+                    () -> TcpStore.open("127.0.0.1", foreign.getLocalPort(), false, null, T));
+            assertTrue(e.getMessage().contains("the process at 127.0.0.1:" + foreign.getLocalPort()
+                    + " is not a jccl store"), e.getMessage());
             t.join(2000);
+        }
+    }
+
+    @Test
+    void aSilentForeignListenerFailsTheClientAtItsDeadline() throws Exception {
+        // accepts, then says nothing: the handshake ends at the 2 s deadline, not after a fixed 15 s
+        try (ServerSocket foreign = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            List<java.net.Socket> held = new java.util.concurrent.CopyOnWriteArrayList<>();
+            Thread t = Thread.ofVirtual().start(() -> {
+                try {
+                    while (true) {
+                        held.add(foreign.accept());
+                    }
+                } catch (IOException ignored) {
+                    // closed: test ends
+                }
+            });
+            Duration deadline = Duration.ofSeconds(2);
+            long t0 = System.nanoTime();
+            CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class,
+                    () -> TcpStore.connect("127.0.0.1", foreign.getLocalPort(), null, deadline));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(e.getMessage().contains("the process at 127.0.0.1:" + foreign.getLocalPort()
+                    + " is not a jccl store"), e.getMessage());
+            assertTrue(ms >= 1_900 && ms < 3 * deadline.toMillis(), "failed after " + ms + " ms");
+            foreign.close();
+            t.join(2000);
+            for (java.net.Socket s : held) {
+                s.close();
+            }
         }
     }
 

@@ -186,12 +186,12 @@ class HeartbeatFailureTest {
                 for (int r = 0; r < 2; r++) {
                     ranks.add(Procs.start(RankMain.class, List.of("loop"), Map.of("JCCL_RANK", Integer.toString(r),
                             "JCCL_WORLD_SIZE", "3", "JCCL_STORE", "127.0.0.1:" + server.port(), "JCCL_JOB_ID", job,
-                            "JCCL_TIMEOUT", "60s", "JCCL_HEARTBEAT", INTERVAL.toMillis() + "ms")));
+                            "JCCL_TIMEOUT", "60s", "JCCL_HEARTBEAT", INTERVAL.toMillis() + "ms", "JCCL_STORE_SERVED", "1")));
                 }
                 ranks.add(rank2);
-                // ranks 0 and 1 are in the rendezvous once they published where they run
+                // ranks 0 and 1 are in the rendezvous once they announced themselves (Jccl.init's join)
                 long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                while ((probe.tryGet(scope + "host/host-of/0") == null || probe.tryGet(scope + "host/host-of/1") == null)
+                while ((probe.tryGet(scope + "join/0") == null || probe.tryGet(scope + "join/1") == null)
                         && System.nanoTime() < end) {
                     Thread.sleep(20);
                 }

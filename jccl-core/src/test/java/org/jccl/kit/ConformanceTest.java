@@ -113,6 +113,7 @@ class ConformanceTest {
                     env.put("JCCL_RANK", Integer.toString(r));
                     env.put("JCCL_WORLD_SIZE", Integer.toString(n));
                     env.put("JCCL_STORE", "127.0.0.1:" + server.port());
+                    env.put("JCCL_STORE_SERVED", "1"); // the test serves the store, as a launcher would
                     env.put("JCCL_JOB_ID", job);
                     env.put("JCCL_TIMEOUT", TIMEOUT.toSeconds() + "s");
                     env.put("JCCL_HOST_ID", hosts[r]);

@@ -62,7 +62,8 @@ class NcclConformanceTest {
                 CudaDevice dev = devs.get(r);
                 fs.add(pool.submit(() -> {
                     try (Communicator comm = Jccl.init(Options.of(rank, gpus).withDevice(dev)
-                            .withStore("127.0.0.1", server.port()).withJobId(job).withTimeout(TIMEOUT))) {
+                            .withStore("127.0.0.1", server.port()).withJobId(job).withTimeout(TIMEOUT)
+                            .withSetting("JCCL_STORE_SERVED", "1"))) {
                         assertEquals("nccl", comm.backend());
                         Traits traits = Traits.nccl(dev.supportsFp8(), false).named(label);
                         java.util.function.Predicate<String> select = Kit.selection();

@@ -35,7 +35,7 @@ public final class NcclKitMain {
         int code = 0;
         try (CudaDevice dev = CudaDevice.open(rank);
              Communicator comm = Jccl.init(Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port)
-                     .withJobId(job).withTimeout(Duration.ofSeconds(60)))) {
+                     .withJobId(job).withTimeout(Duration.ofSeconds(60)).withSetting("JCCL_STORE_SERVED", "1"))) {
             if (!comm.backend().equals("nccl")) {
                 throw new AssertionError("Jccl.init chose " + comm.backend() + ", expected nccl");
             }

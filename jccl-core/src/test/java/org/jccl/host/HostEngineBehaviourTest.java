@@ -390,34 +390,50 @@ class HostEngineBehaviourTest {
 
     @Test
     void blockingCollectivesAllocateNothingAfterWarmUp() throws Exception {
-        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
-            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            float[] a = new float[1024];
-            float[] big = new float[200_000];
-            HostBuffer ha = HostBuffer.of(a);
-            HostBuffer hb = HostBuffer.of(big);
+        assertNoAllocationAfterWarmUp(10_000, 1000, 4, comm -> {
+            HostBuffer ha = HostBuffer.of(new float[1024]);
+            HostBuffer hb = HostBuffer.of(new float[200_000]);
             HostBuffer out2 = HostBuffer.of(new float[2048]);
-            for (int i = 0; i < 10_000; i++) {
+            return () -> {
                 comm.allReduce(ha, ReduceOp.SUM);
                 comm.allReduce(hb, ReduceOp.MAX);
                 comm.allGather(ha, out2);
                 comm.broadcast(ha, 0);
+            };
+        });
+    }
+
+    /** One round of blocking collectives, on the buffers it was made with. */
+    interface Round {
+        void run() throws Exception;
+    }
+
+    /**
+     * On 2 ranks as threads: runs {@code warmUp} rounds of what {@code round} makes (of {@code
+     * perRound} collectives each), then asserts that {@code measured} more allocate under 16 KiB on
+     * each rank's thread.
+     */
+    static void assertNoAllocationAfterWarmUp(int warmUp, int measured, int perRound,
+                                              java.util.function.Function<org.jccl.Communicator, Round> round)
+            throws Exception {
+        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            Round r = round.apply(comm);
+            for (int i = 0; i < warmUp; i++) {
+                r.run();
             }
             long tid = Thread.currentThread().threadId();
             long before = mx.getThreadAllocatedBytes(tid);
-            for (int i = 0; i < 1000; i++) {
-                comm.allReduce(ha, ReduceOp.SUM);
-                comm.allReduce(hb, ReduceOp.MAX);
-                comm.allGather(ha, out2);
-                comm.broadcast(ha, 0);
+            for (int i = 0; i < measured; i++) {
+                r.run();
             }
             long after = mx.getThreadAllocatedBytes(tid);
             return new long[] {after - before};
         });
         for (long[] o : out) {
-            // 4000 collectives: one object per call would be >= 64 KB; allow a one-off of the JIT
+            // thousands of collectives: one object per call would be >= 48 KB; allow a one-off of the JIT
             // (a recompilation in the window allocates a few KB), so CI does not flake on it.
-            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in 4000 collectives");
+            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in " + measured * perRound + " collectives");
         }
     }
 }

@@ -200,13 +200,15 @@ public final class RankMain {
         return failures;
     }
 
-    static void wrong(List<String> failures, String what, long wrong) {
+    /** Adds a failure when {@code wrong} elements of {@code what} were wrong. */
+    public static void wrong(List<String> failures, String what, long wrong) {
         if (wrong != 0) {
             failures.add(what + ": " + wrong + " wrong");
         }
     }
 
-    static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
+    /** Adds a failure when {@code got} differs from {@code expected}, naming the first byte that differs. */
+    public static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
         long at = got.segment().mismatch(expected.segment());
         if (at >= 0) {
             failures.add(what + ": differs at byte " + at);

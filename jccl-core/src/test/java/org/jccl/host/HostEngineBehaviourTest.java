@@ -390,42 +390,47 @@ class HostEngineBehaviourTest {
 
     @Test
     void blockingCollectivesAllocateNothingAfterWarmUp() throws Exception {
-        assertNoAllocationAfterWarmUp(10_000, 1000, 4, comm -> {
-            HostBuffer ha = HostBuffer.of(new float[1024]);
-            HostBuffer hb = HostBuffer.of(new float[200_000]);
-            HostBuffer out2 = HostBuffer.of(new float[2048]);
-            return () -> {
-                comm.allReduce(ha, ReduceOp.SUM);
-                comm.allReduce(hb, ReduceOp.MAX);
-                comm.allGather(ha, out2);
-                comm.broadcast(ha, 0);
-            };
-        });
+        assertNoAllocationAfterWarmUp(10_000, 1000, false);
     }
 
-    /** One round of blocking collectives, on the buffers it was made with. */
+    /** One round of blocking collectives. */
     interface Round {
         void run() throws Exception;
     }
 
     /**
-     * On 2 ranks as threads: runs {@code warmUp} rounds of what {@code round} makes (of {@code
-     * perRound} collectives each), then asserts that {@code measured} more allocate under 16 KiB on
-     * each rank's thread.
+     * On 2 ranks as threads: {@code warmUp} rounds of all-reduce (small, large), all-gather (small;
+     * with {@code largeGatherAndBarrier} also large), broadcast (small) and, with {@code
+     * largeGatherAndBarrier}, barrier; then asserts that {@code measured} more rounds allocate under
+     * 16 KiB on each rank's thread.
      */
-    static void assertNoAllocationAfterWarmUp(int warmUp, int measured, int perRound,
-                                              java.util.function.Function<org.jccl.Communicator, Round> round)
-            throws Exception {
+    static void assertNoAllocationAfterWarmUp(int warmUp, int measured, boolean largeGatherAndBarrier) throws Exception {
+        int perRound = largeGatherAndBarrier ? 6 : 4;
         List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
             com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            Round r = round.apply(comm);
+            HostBuffer ha = HostBuffer.of(new float[1024]);
+            HostBuffer hb = HostBuffer.of(new float[200_000]);
+            HostBuffer out2 = HostBuffer.of(new float[2048]);
+            HostBuffer bigOut = largeGatherAndBarrier ? HostBuffer.of(new float[400_000]) : null;
+            Round round = () -> {
+                comm.allReduce(ha, ReduceOp.SUM);
+                comm.allReduce(hb, ReduceOp.MAX);
+                comm.allGather(ha, out2);
+                if (bigOut != null) {
+                    comm.allGather(hb, bigOut);
+                }
+                comm.broadcast(ha, 0);
+                if (bigOut != null) {
+                    comm.barrier();
+                }
+            };
             for (int i = 0; i < warmUp; i++) {
-                r.run();
+                round.run();
             }
             long tid = Thread.currentThread().threadId();
             long before = mx.getThreadAllocatedBytes(tid);
             for (int i = 0; i < measured; i++) {
-                r.run();
+                round.run();
             }
             long after = mx.getThreadAllocatedBytes(tid);
             return new long[] {after - before};

@@ -1,5 +1,8 @@
 package org.jccl.host;
 
+import static org.jccl.kit.Failures.same;
+import static org.jccl.kit.Failures.wrong;
+
 import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -198,20 +201,5 @@ public final class RankMain {
             }
         }
         return failures;
-    }
-
-    /** Adds a failure when {@code wrong} elements of {@code what} were wrong. */
-    public static void wrong(List<String> failures, String what, long wrong) {
-        if (wrong != 0) {
-            failures.add(what + ": " + wrong + " wrong");
-        }
-    }
-
-    /** Adds a failure when {@code got} differs from {@code expected}, naming the first byte that differs. */
-    public static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
-        long at = got.segment().mismatch(expected.segment());
-        if (at >= 0) {
-            failures.add(what + ": differs at byte " + at);
-        }
     }
 }

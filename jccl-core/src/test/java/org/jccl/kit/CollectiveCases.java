@@ -83,6 +83,23 @@ final class CollectiveCases {
         }
     }
 
+    /** A rooted data movement's case: type t, count n, root rt, its seed s1. */
+    private interface RootedCase {
+        void run(DataType t, long n, int rt, long s1);
+    }
+
+    /**
+     * {@link #forCases} without operators, and for each case every root (FLOAT32 and count 1) or
+     * the last rank only, each root with the next seed.
+     */
+    private static void forRootedCases(Ctx ctx, long largeBytes, boolean perBlock, RootedCase body) {
+        forCases(ctx, false, largeBytes, perBlock, (t, op, n, seeds) -> {
+            for (int rt : roots(ctx, t == DataType.FLOAT32 || n == 1)) {
+                body.run(t, n, rt, seeds.next());
+            }
+        });
+    }
+
     /** The roots to try: every rank when {@code everyRoot}, else the last only. */
     private static int[] roots(Ctx ctx, boolean everyRoot) {
         return java.util.stream.IntStream.range(everyRoot ? 0 : ctx.size() - 1, ctx.size()).toArray();
@@ -144,19 +161,16 @@ final class CollectiveCases {
 
     static void broadcast(Ctx ctx) {
         Communicator c = ctx.comm();
-        forCases(ctx, false, LARGE, false, (t, op, n, seeds) -> {
-            for (int rt : roots(ctx, t == DataType.FLOAT32 || n == 1)) {
-                long s1 = seeds.next();
-                String what = "broadcast " + t + " count " + n + " root " + rt;
-                MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, rt, n);
-                Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
-                Buffer recv = ctx.poisoned(t, n);
-                c.broadcast(send, recv, rt);
-                ctx.checkBytes(() -> what, recv, 0, want);
-                Buffer b = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
-                c.broadcast(b, rt);
-                ctx.checkBytes(() -> what + " in place", b, 0, want);
-            }
+        forRootedCases(ctx, LARGE, false, (t, n, rt, s1) -> {
+            String what = "broadcast " + t + " count " + n + " root " + rt;
+            MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, rt, n);
+            Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
+            Buffer recv = ctx.poisoned(t, n);
+            c.broadcast(send, recv, rt);
+            ctx.checkBytes(() -> what, recv, 0, want);
+            Buffer b = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
+            c.broadcast(b, rt);
+            ctx.checkBytes(() -> what + " in place", b, 0, want);
         });
     }
 
@@ -212,18 +226,15 @@ final class CollectiveCases {
     static void gather(Ctx ctx) {
         Communicator c = ctx.comm();
         int size = ctx.size();
-        forCases(ctx, false, LARGE / 4, true, (t, op, n, seeds) -> {
-            for (int rt : roots(ctx, t == DataType.FLOAT32 || n == 1)) {
-                long s1 = seeds.next();
-                String what = "gather " + t + " count " + n + " root " + rt;
-                Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
-                Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
-                c.gather(send, recv, rt);
-                if (ctx.rank() == rt) {
-                    for (int p = 0; p < size; p++) {
-                        int pp = p;
-                        ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, ctx.input(t, ReduceOp.SUM, s1, p, n));
-                    }
+        forRootedCases(ctx, LARGE / 4, true, (t, n, rt, s1) -> {
+            String what = "gather " + t + " count " + n + " root " + rt;
+            Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
+            Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
+            c.gather(send, recv, rt);
+            if (ctx.rank() == rt) {
+                for (int p = 0; p < size; p++) {
+                    int pp = p;
+                    ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, ctx.input(t, ReduceOp.SUM, s1, p, n));
                 }
             }
         });
@@ -232,16 +243,13 @@ final class CollectiveCases {
     static void scatter(Ctx ctx) {
         Communicator c = ctx.comm();
         int size = ctx.size();
-        forCases(ctx, false, LARGE / 4, true, (t, op, n, seeds) -> {
-            for (int rt : roots(ctx, t == DataType.FLOAT32 || n == 1)) {
-                long s1 = seeds.next();
-                String what = "scatter " + t + " count " + n + " root " + rt;
-                Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
-                Buffer recv = ctx.poisoned(t, n);
-                c.scatter(send, recv, rt);
-                long bs = n * t.byteSize();
-                ctx.checkBytes(() -> what, recv, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
-            }
+        forRootedCases(ctx, LARGE / 4, true, (t, n, rt, s1) -> {
+            String what = "scatter " + t + " count " + n + " root " + rt;
+            Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
+            Buffer recv = ctx.poisoned(t, n);
+            c.scatter(send, recv, rt);
+            long bs = n * t.byteSize();
+            ctx.checkBytes(() -> what, recv, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
         });
     }
 

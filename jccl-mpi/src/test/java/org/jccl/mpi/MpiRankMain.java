@@ -1,7 +1,7 @@
 package org.jccl.mpi;
 
-import static org.jccl.host.RankMain.same;
-import static org.jccl.host.RankMain.wrong;
+import static org.jccl.kit.Failures.same;
+import static org.jccl.kit.Failures.wrong;
 
 import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;

@@ -23,6 +23,18 @@ class EnvDiscoveryTest {
         return EnvDiscovery.discover(env(kv));
     }
 
+    /** Asserts the rank, the world and local sizes, the store's address and the job id discovered in {@code o}. */
+    static void assertWorld(Options o, int rank, int size, int localRank, int localSize, String storeHost, int storePort,
+                            String jobId) {
+        assertEquals(rank, o.rank());
+        assertEquals(size, o.size());
+        assertEquals(localRank, o.localRank());
+        assertEquals(localSize, o.localSize());
+        assertEquals(storeHost, o.storeHost());
+        assertEquals(storePort, o.storePort());
+        assertEquals(jobId, o.jobId());
+    }
+
     /** Asserts an IllegalArgumentException whose message names every given word. */
     static void fails(Map<String, String> env, String... words) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> EnvDiscovery.discover(env));
@@ -34,13 +46,7 @@ class EnvDiscoveryTest {
     @Test
     void nothingSetIsASingleRankJobHostingItsOwnStore() {
         Options o = d();
-        assertEquals(0, o.rank());
-        assertEquals(1, o.size());
-        assertEquals(0, o.localRank());
-        assertEquals(1, o.localSize());
-        assertEquals("127.0.0.1", o.storeHost());
-        assertEquals(0, o.storePort());
-        assertEquals("jccl", o.jobId());
+        assertWorld(o, 0, 1, 0, 1, "127.0.0.1", 0, "jccl");
         assertNull(o.token());
         assertEquals(Options.DEFAULT_TIMEOUT, o.timeout());
         assertNull(o.backend());
@@ -51,13 +57,7 @@ class EnvDiscoveryTest {
         Options o = d("JCCL_RANK", "3", "JCCL_WORLD_SIZE", "8", "JCCL_LOCAL_RANK", "1", "JCCL_LOCAL_WORLD_SIZE", "2",
                 "JCCL_STORE", "node7:29400", "JCCL_JOB_ID", "exp-42", "JCCL_TOKEN", "t0k", "JCCL_TIMEOUT", "90",
                 "JCCL_BACKEND", " Host ");
-        assertEquals(3, o.rank());
-        assertEquals(8, o.size());
-        assertEquals(1, o.localRank());
-        assertEquals(2, o.localSize());
-        assertEquals("node7", o.storeHost());
-        assertEquals(29400, o.storePort());
-        assertEquals("exp-42", o.jobId());
+        assertWorld(o, 3, 8, 1, 2, "node7", 29400, "exp-42");
         assertEquals("t0k", o.token());
         assertEquals(Duration.ofSeconds(90), o.timeout());
         assertEquals("host", o.backend());
@@ -169,13 +169,7 @@ class EnvDiscoveryTest {
     void torchrun() {
         Options o = d("RANK", "5", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "4",
                 "MASTER_ADDR", "10.0.0.1", "MASTER_PORT", "29500", "TORCHELASTIC_RUN_ID", "run/7");
-        assertEquals(5, o.rank());
-        assertEquals(8, o.size());
-        assertEquals(1, o.localRank());
-        assertEquals(4, o.localSize());
-        assertEquals("10.0.0.1", o.storeHost());
-        assertEquals(29500, o.storePort());
-        assertEquals("torch-run-7", o.jobId());
+        assertWorld(o, 5, 8, 1, 4, "10.0.0.1", 29500, "torch-run-7");
         // torchrun's agent owns MASTER_PORT: jccl uses the next one
         Options a = d("RANK", "0", "WORLD_SIZE", "2", "LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "2",
                 "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500", "TORCHELASTIC_USE_AGENT_STORE", "True",
@@ -204,15 +198,9 @@ class EnvDiscoveryTest {
         Options o = d("SLURM_PROCID", "5", "SLURM_NTASKS", "8", "SLURM_LOCALID", "1", "SLURM_NODEID", "1",
                 "SLURM_TASKS_PER_NODE", "4(x2)", "SLURM_JOB_ID", "12345", "SLURM_STEP_ID", "0",
                 "SLURM_STEP_NODELIST", "gpu[01-04,07],cpu3");
-        assertEquals(5, o.rank());
-        assertEquals(8, o.size());
-        assertEquals(1, o.localRank());
-        assertEquals(4, o.localSize());
-        assertEquals("gpu01", o.storeHost());
         int port = EnvDiscovery.slurmPort("12345", "0");
-        assertEquals(port, o.storePort());
+        assertWorld(o, 5, 8, 1, 4, "gpu01", port, "slurm-12345.0");
         assertTrue(port >= EnvDiscovery.SLURM_PORT_BASE && port < EnvDiscovery.SLURM_PORT_BASE + EnvDiscovery.SLURM_PORT_RANGE);
-        assertEquals("slurm-12345.0", o.jobId());
         // the derived port is the same on every task and differs between steps (for these ids)
         assertEquals(port, EnvDiscovery.slurmPort("12345", "0"));
         assertNotEquals(port, EnvDiscovery.slurmPort("12345", "1"));
@@ -278,13 +266,7 @@ class EnvDiscoveryTest {
     void openMpi() {
         Options o = d("OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_LOCAL_RANK", "1",
                 "OMPI_COMM_WORLD_LOCAL_SIZE", "2", "JCCL_STORE", "head:29500", "OMPI_MCA_ess_base_jobid", "123456");
-        assertEquals(3, o.rank());
-        assertEquals(4, o.size());
-        assertEquals(1, o.localRank());
-        assertEquals(2, o.localSize());
-        assertEquals("head", o.storeHost());
-        assertEquals(29500, o.storePort());
-        assertEquals("ompi-123456", o.jobId());
+        assertWorld(o, 3, 4, 1, 2, "head", 29500, "ompi-123456");
         Options m = d("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_LOCAL_RANK", "0",
                 "OMPI_COMM_WORLD_LOCAL_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "7", "PMIX_NAMESPACE", "prterun-h-1@1");
         assertEquals("h", m.storeHost());

@@ -37,17 +37,7 @@ class FileStoreTest {
     @Test
     void basicOperations() {
         FileStore s = new FileStore(dir.resolve("store"));
-        assertNull(s.tryGet("a/b"));
-        s.set("a/b", b("1"));
-        assertArrayEquals(b("1"), s.get("a/b", T));
-        s.set("a/b", b("2"));
-        assertArrayEquals(b("2"), s.tryGet("a/b"));
-        s.set("empty", new byte[0]);
-        assertArrayEquals(new byte[0], s.get("empty", T));
-        assertEquals(2, s.numKeys());
-        assertTrue(s.delete("a/b"));
-        assertFalse(s.delete("a/b"));
-        assertEquals(1, s.numKeys());
+        TcpStoreTest.assertBasicOperations(s, "a/b");
         String longKey = "ключ".repeat(1000); // 8000 bytes in UTF-8: hashed file name
         assertThrows(IllegalArgumentException.class, () -> s.set(longKey, b("x")));
         String okLong = "k".repeat(Store.MAX_KEY_BYTES);

@@ -7,9 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -55,9 +53,7 @@ class HeartbeatTest {
 
     /** The body of a HEARTBEAT request. */
     static byte[] heartbeatBody(String scope, int rank, int intervalMs, int flags, long known) {
-        ByteArrayOutputStream bo = new ByteArrayOutputStream();
-        DataOutputStream o = new DataOutputStream(bo);
-        try {
+        return TcpStoreBadInputTest.bytes(o -> {
             byte[] k = scope.getBytes(StandardCharsets.UTF_8);
             o.writeShort(k.length);
             o.write(k);
@@ -65,10 +61,7 @@ class HeartbeatTest {
             o.writeInt(intervalMs);
             o.writeByte(flags);
             o.writeLong(known);
-        } catch (IOException e) {
-            throw new AssertionError(e);
-        }
-        return bo.toByteArray();
+        });
     }
 
     /** A raw connection that sends one heartbeat of {@code rank} and reads the answer's status. */

@@ -121,18 +121,40 @@ class TcpStoreBadInputTest {
         }
     }
 
-    static byte[] frame(int id, int op, byte[] body) {
+    /** Writes bytes to a stream. */
+    interface Writer {
+        void write(DataOutputStream o) throws IOException;
+    }
+
+    /** The bytes {@code w} writes. */
+    static byte[] bytes(Writer w) {
         ByteArrayOutputStream bo = new ByteArrayOutputStream();
-        DataOutputStream o = new DataOutputStream(bo);
         try {
-            o.writeInt(MIN_LENGTH + body.length);
-            o.writeInt(id);
-            o.writeByte(op);
-            o.write(body);
+            w.write(new DataOutputStream(bo));
         } catch (IOException e) {
             throw new AssertionError(e);
         }
         return bo.toByteArray();
+    }
+
+    static byte[] frame(int id, int op, byte[] body) {
+        return bytes(o -> {
+            o.writeInt(MIN_LENGTH + body.length);
+            o.writeInt(id);
+            o.writeByte(op);
+            o.write(body);
+        });
+    }
+
+    /** Each of {@code bad}, sent on a connection of its own, makes the server close it; then the others are still served. */
+    void assertEachClosesItsConnection(List<byte[]> bad) throws IOException {
+        for (byte[] f : bad) {
+            try (Socket s = handshaken(open, null)) {
+                s.getOutputStream().write(f);
+                assertTrue(closedByServer(s));
+            }
+        }
+        othersStillServed();
     }
 
     static byte[] keyBody(String key) {
@@ -254,13 +276,7 @@ class TcpStoreBadInputTest {
         bad.add(frame(1, OP_NUM_KEYS, new byte[] {1}));                              // NUM_KEYS has no body
         bad.add(frame(1, 0, new byte[0]));                                           // opcode 0
         bad.add(frame(1, 200, new byte[0]));                                         // opcode 200
-        for (byte[] f : bad) {
-            try (Socket s = handshaken(open, null)) {
-                s.getOutputStream().write(f);
-                assertTrue(closedByServer(s));
-            }
-        }
-        othersStillServed();
+        assertEachClosesItsConnection(bad);
     }
 
     @Test
@@ -274,13 +290,7 @@ class TcpStoreBadInputTest {
         bad.add(frame(1, OP_HEARTBEAT, java.util.Arrays.copyOf(ok, ok.length + 1)));    // trailing byte
         bad.add(frame(1, OP_HEARTBEAT, java.util.Arrays.copyOf(ok, ok.length - 3)));    // cut short
         bad.add(frame(1, OP_HEARTBEAT, new byte[] {0, 0}));                              // empty scope
-        for (byte[] f : bad) {
-            try (Socket s = handshaken(open, null)) {
-                s.getOutputStream().write(f);
-                assertTrue(closedByServer(s));
-            }
-        }
-        othersStillServed();
+        assertEachClosesItsConnection(bad);
         // none of them was tied to a rank, so none is a death
         assertTrue(open.deadRanks("s/").isEmpty());
         // a connection tied to rank 1 that then speaks for rank 2 gets an error and stays open

@@ -67,22 +67,30 @@ class TcpStoreTest {
         assertNotEquals(0, server.port());
     }
 
+    /**
+     * set, get, tryGet, an empty value, delete and numKeys on an empty store {@code s}, with {@code
+     * key} and "empty" (which stays behind).
+     */
+    static void assertBasicOperations(Store s, String key) {
+        assertNull(s.tryGet(key));
+        s.set(key, b("1"));
+        assertArrayEquals(b("1"), s.get(key, T));
+        assertArrayEquals(b("1"), s.tryGet(key));
+        s.set(key, b("two"));
+        assertArrayEquals(b("two"), s.tryGet(key));
+        s.set("empty", new byte[0]);
+        assertArrayEquals(new byte[0], s.get("empty", T));
+        assertEquals(2, s.numKeys());
+        assertTrue(s.delete(key));
+        assertFalse(s.delete(key));
+        assertNull(s.tryGet(key));
+        assertEquals(1, s.numKeys());
+    }
+
     @Test
     void basicOperations() {
         TcpStore c = client();
-        assertNull(c.tryGet("a"));
-        c.set("a", b("1"));
-        assertArrayEquals(b("1"), c.get("a", T));
-        assertArrayEquals(b("1"), c.tryGet("a"));
-        c.set("a", b("two"));
-        assertArrayEquals(b("two"), c.tryGet("a"));
-        c.set("empty", new byte[0]);
-        assertArrayEquals(new byte[0], c.get("empty", T));
-        assertEquals(2, c.numKeys());
-        assertTrue(c.delete("a"));
-        assertFalse(c.delete("a"));
-        assertNull(c.tryGet("a"));
-        assertEquals(1, c.numKeys());
+        assertBasicOperations(c, "a");
         // Unicode keys
         c.set("ключ/键/🔑", b("u"));
         assertArrayEquals(b("u"), c.get("ключ/键/🔑", T));

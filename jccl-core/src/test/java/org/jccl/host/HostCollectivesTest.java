@@ -59,6 +59,25 @@ class HostCollectivesTest {
         }
     }
 
+    /**
+     * {@code count} random values of the float type {@code t} (rank {@code rank}'s, seeded with 77 +
+     * rank): in [-1000, 1000) rounded to the type, random bytes below 0x78 for the 1-byte floats.
+     */
+    static HostBuffer randomInput(DataType t, long count, int rank, Arena arena) {
+        HostBuffer in = HostBuffer.allocate(t, count, arena);
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(77 + rank);
+        for (long i = 0; i < count; i++) {
+            double v = (rnd.nextDouble() * 2 - 1) * (t.byteSize() == 1 ? 8 : 1000);
+            if (t.byteSize() == 1) {
+                in.segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(0x78));
+            } else {
+                Reference.writeFloat(in.segment(), t, i, t == DataType.FLOAT32 || t == DataType.FLOAT64 ? v
+                        : Reference.readFloatRounded(t, v));
+            }
+        }
+        return in;
+    }
+
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3})
     void everyAlgorithmGivesBitwiseIdenticalResults(int n) throws Exception {
@@ -70,17 +89,7 @@ class HostCollectivesTest {
                     DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2}) {
                     for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.preMulSum(0.3)}) {
                         long count = 200_003;
-                        HostBuffer in = HostBuffer.allocate(t, count, arena);
-                        java.util.SplittableRandom rnd = new java.util.SplittableRandom(77 + comm.rank());
-                        for (long i = 0; i < count; i++) {
-                            double v = (rnd.nextDouble() * 2 - 1) * (t.byteSize() == 1 ? 8 : 1000);
-                            if (t == DataType.FLOAT8_E4M3 || t == DataType.FLOAT8_E5M2) {
-                                in.segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(0x78));
-                            } else {
-                                Reference.writeFloat(in.segment(), t, i, t == DataType.FLOAT32 || t == DataType.FLOAT64 ? v
-                                        : Reference.readFloatRounded(t, v));
-                            }
-                        }
+                        HostBuffer in = randomInput(t, count, comm.rank(), arena);
                         HostBuffer oneShot = HostBuffer.allocate(t, count, arena);
                         HostBuffer rsag = HostBuffer.allocate(t, count, arena);
                         HostBuffer reduced = HostBuffer.allocate(t, count, arena);

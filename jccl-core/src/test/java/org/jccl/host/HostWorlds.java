@@ -49,17 +49,34 @@ public final class HostWorlds {
             throws Exception {
         int n = hosts.length;
         TcpConfig.Transport tr = TcpConfig.Transport.valueOf(transport.toUpperCase(java.util.Locale.ROOT));
+        return runThreads(n, timeout, limit, "kit", (rank, base, store, job) ->
+                HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job, hosts[rank], tr), body);
+    }
+
+    /** Opens rank {@code rank}'s communicator from {@code base} (rank, size, job id and timeout set) and its store client. */
+    interface Opener {
+        Communicator open(int rank, Options base, Store store, String job) throws Exception;
+    }
+
+    /**
+     * Runs {@code n} ranks as threads of this JVM, each with its own client of a fresh store and
+     * the communicator {@code opener} makes (job id {@code jobPrefix} + a hex time), runs {@code
+     * body} on each and returns each rank's result; fails as a hang when they take longer than
+     * {@code limit}.
+     */
+    static <T> List<T> runThreads(int n, Duration timeout, Duration limit, String jobPrefix, Opener opener,
+                                  RankBody<T> body) throws Exception {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
             ExecutorService pool = Executors.newFixedThreadPool(n);
             try {
-                String job = "kit" + Long.toHexString(System.nanoTime());
+                String job = jobPrefix + Long.toHexString(System.nanoTime());
                 List<Future<T>> futures = new ArrayList<>();
                 for (int r = 0; r < n; r++) {
                     int rank = r;
                     futures.add(pool.submit(() -> {
                         Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
-                        Options o = Options.of(rank, n).withJobId(job).withTimeout(timeout).withStore(store);
-                        try (Communicator comm = HostBackend.create(o, new PrefixStore("c/", store), job, hosts[rank], tr)) {
+                        Options base = Options.of(rank, n).withJobId(job).withTimeout(timeout);
+                        try (Communicator comm = opener.open(rank, base, store, job)) {
                             return body.run(comm);
                         } finally {
                             store.close();

@@ -3,14 +3,10 @@ package org.jccl.host;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.jccl.testing.Require;
@@ -54,38 +50,12 @@ class NetnsTest {
             ProcessBuilder pb = new ProcessBuilder(net.inHost(h, List.of(java, "--add-modules", "jdk.incubator.vector",
                     "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
                     RankMain.class.getName(), mode)));
-            Map<String, String> env = pb.environment();
-            env.keySet().removeIf(k -> k.startsWith("JCCL_") || k.startsWith("OMPI_") || k.startsWith("SLURM_")
-                    || k.equals("RANK") || k.equals("WORLD_SIZE") || k.startsWith("MASTER_"));
-            env.put("JCCL_RANK", Integer.toString(r));
-            env.put("JCCL_WORLD_SIZE", Integer.toString(n));
-            env.put("JCCL_LOCAL_RANK", Integer.toString(localRank));
-            env.put("JCCL_LOCAL_WORLD_SIZE", Integer.toString(localSize));
-            env.put("JCCL_STORE", Netns.address(hostOf[0]) + ":" + port);
-            env.put("JCCL_JOB_ID", job);
-            env.put("JCCL_TOKEN", "netns-" + job);
+            Map<String, String> env = ProcessRanksTest.rankEnv(pb, r, n, localRank, localSize,
+                    Netns.address(hostOf[0]) + ":" + port, job, "netns-" + job);
             // namespaces share the hostname and the boot id: say which pretend host this is
             env.put("JCCL_HOST_ID", net.ns(h));
             env.putAll(extraEnv);
-            pb.redirectErrorStream(true);
-            Process p = pb.start();
-            List<String> lines = new ArrayList<>();
-            CountDownLatch ready = new CountDownLatch(1);
-            Thread.ofVirtual().start(() -> {
-                try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                    for (String line; (line = in.readLine()) != null; ) {
-                        synchronized (lines) {
-                            lines.add(line);
-                        }
-                        if (line.equals("ready")) {
-                            ready.countDown();
-                        }
-                    }
-                } catch (IOException ignored) {
-                    // process gone
-                }
-            });
-            ranks.add(new ProcessRanksTest.Rank(p, lines, ready));
+            ranks.add(ProcessRanksTest.launch(pb));
         }
         return ranks;
     }
@@ -94,14 +64,7 @@ class NetnsTest {
         try (Netns net = Netns.create(hosts)) {
             List<ProcessRanksTest.Rank> ranks = start(net, hostOf, "check", env);
             try {
-                for (ProcessRanksTest.Rank r : ranks) {
-                    assertTrue(r.process().waitFor(150, TimeUnit.SECONDS), "rank hung:\n" + r.output());
-                }
-                for (int i = 0; i < ranks.size(); i++) {
-                    ProcessRanksTest.Rank r = ranks.get(i);
-                    assertEquals(0, r.process().exitValue(), "rank " + i + " failed:\n" + r.output());
-                    assertTrue(r.output().contains("OK rank " + i), r.output());
-                }
+                ProcessRanksTest.assertAllOk(ranks, 150);
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());
                 for (ProcessRanksTest.Rank r : ranks) {
@@ -129,9 +92,7 @@ class NetnsTest {
         try (Netns net = Netns.create(2)) {
             List<ProcessRanksTest.Rank> ranks = start(net, new int[] {0, 0, 1, 1}, "loop", Map.of("JCCL_TIMEOUT", "4s"));
             try {
-                for (ProcessRanksTest.Rank r : ranks) {
-                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
-                }
+                ProcessRanksTest.awaitReady(ranks);
                 Thread.sleep(500); // all-reducing across the link now
                 long t0 = System.nanoTime();
                 net.cut(1);

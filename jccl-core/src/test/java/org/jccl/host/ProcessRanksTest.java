@@ -78,38 +78,92 @@ class ProcessRanksTest {
             ProcessBuilder pb = new ProcessBuilder(java, "--add-modules", "jdk.incubator.vector",
                     "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-XX:TieredStopAtLevel=4",
                     "-cp", System.getProperty("java.class.path"), RankMain.class.getName(), mode);
-            Map<String, String> env = pb.environment();
-            env.keySet().removeIf(k -> k.startsWith("JCCL_") || k.startsWith("OMPI_") || k.startsWith("SLURM_")
-                    || k.equals("RANK") || k.equals("WORLD_SIZE"));
-            env.put("JCCL_RANK", Integer.toString(r));
-            env.put("JCCL_WORLD_SIZE", Integer.toString(n));
-            env.put("JCCL_LOCAL_RANK", Integer.toString(r));
-            env.put("JCCL_LOCAL_WORLD_SIZE", Integer.toString(n));
-            env.put("JCCL_STORE", "127.0.0.1:" + port);
-            env.put("JCCL_JOB_ID", job);
-            env.put("JCCL_TOKEN", token);
-            env.putAll(extraEnv);
-            pb.redirectErrorStream(true);
-            Process p = pb.start();
-            List<String> lines = new ArrayList<>();
-            CountDownLatch ready = new CountDownLatch(1);
-            Thread.ofVirtual().start(() -> {
-                try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                    for (String line; (line = in.readLine()) != null; ) {
-                        synchronized (lines) {
-                            lines.add(line);
-                        }
-                        if (line.equals("ready")) {
-                            ready.countDown();
-                        }
-                    }
-                } catch (IOException ignored) {
-                    // process gone
-                }
-            });
-            ranks.add(new Rank(p, lines, ready));
+            rankEnv(pb, r, n, r, n, "127.0.0.1:" + port, job, token).putAll(extraEnv);
+            ranks.add(launch(pb));
         }
         return ranks;
+    }
+
+    /**
+     * Clears {@code pb}'s environment of what a launcher may have set (JCCL_*, OMPI_*, SLURM_*,
+     * RANK, WORLD_SIZE, MASTER_*) and sets rank {@code r}'s JCCL_* variables; returns the environment.
+     */
+    static Map<String, String> rankEnv(ProcessBuilder pb, int r, int n, int localRank, int localSize, String store,
+                                       String job, String token) {
+        Map<String, String> env = pb.environment();
+        env.keySet().removeIf(k -> k.startsWith("JCCL_") || k.startsWith("OMPI_") || k.startsWith("SLURM_")
+                || k.equals("RANK") || k.equals("WORLD_SIZE") || k.startsWith("MASTER_"));
+        env.put("JCCL_RANK", Integer.toString(r));
+        env.put("JCCL_WORLD_SIZE", Integer.toString(n));
+        env.put("JCCL_LOCAL_RANK", Integer.toString(localRank));
+        env.put("JCCL_LOCAL_WORLD_SIZE", Integer.toString(localSize));
+        env.put("JCCL_STORE", store);
+        env.put("JCCL_JOB_ID", job);
+        env.put("JCCL_TOKEN", token);
+        return env;
+    }
+
+    /** Starts {@code pb} with its output merged, collected line by line; the rank is ready once it printed "ready". */
+    static Rank launch(ProcessBuilder pb) throws IOException {
+        pb.redirectErrorStream(true);
+        Process p = pb.start();
+        List<String> lines = new ArrayList<>();
+        CountDownLatch ready = new CountDownLatch(1);
+        Thread.ofVirtual().start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    synchronized (lines) {
+                        lines.add(line);
+                    }
+                    if (line.equals("ready")) {
+                        ready.countDown();
+                    }
+                }
+            } catch (IOException ignored) {
+                // process gone
+            }
+        });
+        return new Rank(p, lines, ready);
+    }
+
+    /** Asserts that every rank printed "ready" within 90 s. */
+    static void awaitReady(List<Rank> ranks) throws InterruptedException {
+        for (Rank r : ranks) {
+            assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
+        }
+    }
+
+    /** Asserts that every rank exits within {@code secs}, with status 0, having printed "OK rank i". */
+    static void assertAllOk(List<Rank> ranks, int secs) throws InterruptedException {
+        for (Rank r : ranks) {
+            assertTrue(r.process().waitFor(secs, TimeUnit.SECONDS), "rank hung:\n" + r.output());
+        }
+        for (int i = 0; i < ranks.size(); i++) {
+            Rank r = ranks.get(i);
+            assertEquals(0, r.process().exitValue(), "rank " + i + " failed:\n" + r.output());
+            assertTrue(r.output().contains("OK rank " + i), r.output());
+        }
+    }
+
+    /** Asserts that survivor {@code i} exits within {@code secs} with status {@code status}. */
+    static void assertSurvivorExits(Rank r, int i, int secs, int status) throws InterruptedException {
+        assertTrue(r.process().waitFor(secs, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
+        assertEquals(status, r.process().exitValue(), r.output());
+    }
+
+    /**
+     * Asserts that survivor {@code i} of the SIGKILLed rank {@code killed} fails (status 3 within
+     * 30 s), its error naming that rank, blaming it, within 3x {@code documentedSecs} of {@code t0}.
+     */
+    static void assertSurvivorBlames(Rank r, int i, int killed, long t0, String scenario, double documentedSecs)
+            throws InterruptedException {
+        assertSurvivorExits(r, i, 30, 3);
+        assertTrue(r.output().contains("rank " + killed), "error should name rank " + killed + ":\n" + r.output());
+        Failure f = failure(r.output(), i);
+        System.out.println(scenario + ": rank " + i + " failed " + f.secsAfter(t0) + " s after the kill, blaming "
+                + f.blames() + ": " + r.output());
+        assertEquals(Integer.toString(killed), f.blames(), "rank " + i + " blames the wrong rank:\n" + r.output());
+        TimeToError.assertWithin(scenario, i, f.secsAfter(t0), documentedSecs);
     }
 
     @ParameterizedTest(name = "{0} processes")
@@ -119,14 +173,7 @@ class ProcessRanksTest {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "tok-" + n)) {
             List<Rank> ranks = start(n, server.port(), "tok-" + n, job, "check", Map.of("JCCL_TIMEOUT", "120s"));
             try {
-                for (Rank r : ranks) {
-                    assertTrue(r.process().waitFor(240, TimeUnit.SECONDS), "rank hung:\n" + r.output());
-                }
-                for (int i = 0; i < n; i++) {
-                    Rank r = ranks.get(i);
-                    assertEquals(0, r.process().exitValue(), "rank " + i + " failed:\n" + r.output());
-                    assertTrue(r.output().contains("OK rank " + i), r.output());
-                }
+                assertAllOk(ranks, 240);
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());
             }
@@ -141,22 +188,12 @@ class ProcessRanksTest {
             // A long deadline: the survivors must notice the death itself, not time out.
             List<Rank> ranks = start(3, server.port(), "k", job, "loop", Map.of("JCCL_TIMEOUT", "120s"));
             try {
-                for (Rank r : ranks) {
-                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
-                }
+                awaitReady(ranks);
                 Thread.sleep(300);
                 long t0 = System.nanoTime();
                 ranks.get(1).process().destroyForcibly(); // SIGKILL
                 for (int i : new int[] {0, 2}) {
-                    Rank r = ranks.get(i);
-                    assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
-                    assertEquals(3, r.process().exitValue(), r.output());
-                    assertTrue(r.output().contains("rank 1"), "error should name rank 1:\n" + r.output());
-                    Failure f = failure(r.output(), i);
-                    System.out.println("SIGKILL (shm): rank " + i + " failed " + f.secsAfter(t0) + " s after the kill, blaming "
-                            + f.blames() + ": " + r.output());
-                    assertEquals("1", f.blames(), "rank " + i + " blames the wrong rank:\n" + r.output());
-                    TimeToError.assertWithin("SIGKILL of rank 1 (shm)", i, f.secsAfter(t0), SIGKILL_SHM_SECS);
+                    assertSurvivorBlames(ranks.get(i), i, 1, t0, "SIGKILL of rank 1 (shm)", SIGKILL_SHM_SECS);
                 }
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());
@@ -174,16 +211,13 @@ class ProcessRanksTest {
             List<Rank> ranks = start(4, server.port(), "s", job, "shrink", Map.of("JCCL_TIMEOUT", "60s",
                     "JCCL_TRANSPORT", transport.equals("tcp") ? "tcp" : "auto"));
             try {
-                for (Rank r : ranks) {
-                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
-                }
+                awaitReady(ranks);
                 Thread.sleep(300);
                 ranks.get(2).process().destroyForcibly();
                 int[] newRanks = {0, 1, -1, 2};
                 for (int i : new int[] {0, 1, 3}) {
                     Rank r = ranks.get(i);
-                    assertTrue(r.process().waitFor(60, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
-                    assertEquals(0, r.process().exitValue(), r.output());
+                    assertSurvivorExits(r, i, 60, 0);
                     assertTrue(r.output().contains("SHRUNK ok " + newRanks[i] + "/3"), r.output());
                     java.util.regex.Matcher m = java.util.regex.Pattern.compile("SHRUNK ok \\d+/3 in ([0-9.]+) s")
                             .matcher(r.output());
@@ -206,17 +240,14 @@ class ProcessRanksTest {
             List<Rank> ranks = start(3, server.port(), "t", job, "loop",
                     Map.of("JCCL_TIMEOUT", "3s", "JCCL_TRACE_DIR", traces.toString()));
             try {
-                for (Rank r : ranks) {
-                    assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
-                }
+                awaitReady(ranks);
                 Thread.sleep(300);
                 long pid = ranks.get(1).process().pid();
                 long t0 = System.nanoTime();
                 assertEquals(0, new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor());
                 for (int i : new int[] {0, 2}) {
                     Rank r = ranks.get(i);
-                    assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
-                    assertEquals(3, r.process().exitValue(), r.output());
+                    assertSurvivorExits(r, i, 30, 3);
                     assertTrue(r.output().contains("rank(s) [1]") || r.output().contains("rank 1"),
                             "error should name rank 1:\n" + r.output());
                     Failure f = failure(r.output(), i);
@@ -250,22 +281,12 @@ class ProcessRanksTest {
         }
         List<Rank> ranks = start(3, port, "h", job, "loop", Map.of("JCCL_TIMEOUT", "60s"));
         try {
-            for (Rank r : ranks) {
-                assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());
-            }
+            awaitReady(ranks);
             Thread.sleep(300);
             long t0 = System.nanoTime();
             ranks.get(0).process().destroyForcibly();
             for (int i : new int[] {1, 2}) {
-                Rank r = ranks.get(i);
-                assertTrue(r.process().waitFor(30, TimeUnit.SECONDS), "survivor " + i + " hung:\n" + r.output());
-                assertEquals(3, r.process().exitValue(), r.output());
-                assertTrue(r.output().contains("rank 0"), "error should name rank 0:\n" + r.output());
-                Failure f = failure(r.output(), i);
-                System.out.println("store host killed: rank " + i + " failed " + f.secsAfter(t0) + " s later, blaming "
-                        + f.blames() + ": " + r.output());
-                assertEquals("0", f.blames(), "rank " + i + " blames the wrong rank:\n" + r.output());
-                TimeToError.assertWithin("SIGKILL of rank 0, the store's host", i, f.secsAfter(t0), STORE_HOST_SECS);
+                assertSurvivorBlames(ranks.get(i), i, 0, t0, "SIGKILL of rank 0, the store's host", STORE_HOST_SECS);
             }
         } finally {
             ranks.forEach(r -> r.process().destroyForcibly());

@@ -1,5 +1,8 @@
 package org.jccl.host;
 
+import static org.jccl.kit.Failures.same;
+import static org.jccl.kit.Failures.wrong;
+
 import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -198,18 +201,5 @@ public final class RankMain {
             }
         }
         return failures;
-    }
-
-    static void wrong(List<String> failures, String what, long wrong) {
-        if (wrong != 0) {
-            failures.add(what + ": " + wrong + " wrong");
-        }
-    }
-
-    static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
-        long at = got.segment().mismatch(expected.segment());
-        if (at >= 0) {
-            failures.add(what + ": differs at byte " + at);
-        }
     }
 }

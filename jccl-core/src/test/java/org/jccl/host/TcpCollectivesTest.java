@@ -13,8 +13,6 @@ import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.tcp.TcpCommunicator;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -25,17 +23,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * system property that stands for {@code JCCL_TRANSPORT=tcp}), plus every TCP all-reduce algorithm
  * forced in turn against {@link Reference} on 2, 3, 5 and 6 ranks (powers of two and not).
  */
+@org.junit.jupiter.api.extension.ExtendWith(OverTcp.class)
 class TcpCollectivesTest extends HostCollectivesTest {
-
-    @BeforeAll
-    static void forceTcp() {
-        System.setProperty("jccl.transport", "tcp");
-    }
-
-    @AfterAll
-    static void backToAuto() {
-        System.clearProperty("jccl.transport");
-    }
 
     @Test
     void theTransportPropertyGivesTcpCommunicators() throws Exception {
@@ -108,17 +97,7 @@ class TcpCollectivesTest extends HostCollectivesTest {
                     DataType.FLOAT8_E4M3, DataType.FLOAT8_E5M2}) {
                     for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG, ReduceOp.preMulSum(0.3)}) {
                         for (long count : new long[] {1000, 200_003}) {
-                            HostBuffer in = HostBuffer.allocate(t, count, arena);
-                            java.util.SplittableRandom rnd = new java.util.SplittableRandom(77 + comm.rank());
-                            for (long i = 0; i < count; i++) {
-                                double v = (rnd.nextDouble() * 2 - 1) * (t.byteSize() == 1 ? 8 : 1000);
-                                if (t.byteSize() == 1) {
-                                    in.segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt(0x78));
-                                } else {
-                                    Reference.writeFloat(in.segment(), t, i, t == DataType.FLOAT32 || t == DataType.FLOAT64 ? v
-                                            : Reference.readFloatRounded(t, v));
-                                }
-                            }
+                            HostBuffer in = randomInput(t, count, comm.rank(), arena);
                             HostBuffer oneShot = HostBuffer.allocate(t, count, arena);
                             HostBuffer reduced = HostBuffer.allocate(t, count, arena);
                             tc.forceAllReduceAlgorithm(Tuner.AllReduceAlgo.ONESHOT);

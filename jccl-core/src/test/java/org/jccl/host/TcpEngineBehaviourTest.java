@@ -2,13 +2,10 @@ package org.jccl.host;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -16,17 +13,8 @@ import org.junit.jupiter.api.Test;
  * naming the late rank, abort, split, async order, bad input) with every pair of ranks over TCP
  * ({@code jccl.transport=tcp}).
  */
+@org.junit.jupiter.api.extension.ExtendWith(OverTcp.class)
 class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
-
-    @BeforeAll
-    static void forceTcp() {
-        System.setProperty("jccl.transport", "tcp");
-    }
-
-    @AfterAll
-    static void backToAuto() {
-        System.clearProperty("jccl.transport");
-    }
 
     /** Two ranks that both believe they are the root of a large (pipelined) broadcast or a scatter never pass silently. */
     @org.junit.jupiter.params.ParameterizedTest
@@ -145,39 +133,6 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
     @Override
     @Test
     void blockingCollectivesAllocateNothingAfterWarmUp() throws Exception {
-        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
-            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            float[] a = new float[1024];
-            float[] big = new float[200_000];
-            HostBuffer ha = HostBuffer.of(a);
-            HostBuffer hb = HostBuffer.of(big);
-            HostBuffer out2 = HostBuffer.of(new float[2048]);
-            HostBuffer bigOut = HostBuffer.of(new float[400_000]);
-            for (int i = 0; i < 3000; i++) {
-                comm.allReduce(ha, ReduceOp.SUM);
-                comm.allReduce(hb, ReduceOp.MAX);
-                comm.allGather(ha, out2);
-                comm.allGather(hb, bigOut);
-                comm.broadcast(ha, 0);
-                comm.barrier();
-            }
-            long tid = Thread.currentThread().threadId();
-            long before = mx.getThreadAllocatedBytes(tid);
-            for (int i = 0; i < 500; i++) {
-                comm.allReduce(ha, ReduceOp.SUM);
-                comm.allReduce(hb, ReduceOp.MAX);
-                comm.allGather(ha, out2);
-                comm.allGather(hb, bigOut);
-                comm.broadcast(ha, 0);
-                comm.barrier();
-            }
-            long after = mx.getThreadAllocatedBytes(tid);
-            return new long[] {after - before};
-        });
-        for (long[] o : out) {
-            // 3000 collectives: one object per call would be >= 48 KB; allow a one-off of the JIT
-            // (a recompilation in the window allocates a few KB), so CI does not flake on it.
-            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in 3000 collectives");
-        }
+        assertNoAllocationAfterWarmUp(3000, 500, true);
     }
 }

@@ -17,20 +17,6 @@ final class CollectiveCases {
     private CollectiveCases() {
     }
 
-    static List<KitCase> cases() {
-        return List.of(
-                KitCase.of("allReduce", CollectiveCases::allReduce),
-                KitCase.of("reduce", CollectiveCases::reduce),
-                KitCase.of("broadcast", CollectiveCases::broadcast),
-                KitCase.of("allGather", CollectiveCases::allGather),
-                KitCase.of("reduceScatter", CollectiveCases::reduceScatter),
-                KitCase.of("allToAll", CollectiveCases::allToAll),
-                KitCase.of("gather", CollectiveCases::gather),
-                KitCase.of("scatter", CollectiveCases::scatter),
-                KitCase.of("barrier", CollectiveCases::barrier),
-                KitCase.of("bitwiseIdentity", CollectiveCases::bitwiseIdentity));
-    }
-
     private static final long[] SMALL = {0, 1, 2, 1009};
     private static final long[] THRESHOLD_BYTES = {16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20};
 
@@ -64,194 +50,207 @@ final class CollectiveCases {
 
     private static final long LARGE = 4_000_037; // bytes: a 4-byte prime count of about 1 M elements
 
-    static void allReduce(Ctx ctx) {
-        Communicator c = ctx.comm();
-        long sd = ctx.seed();
+    /** The seeds of a collective's calls: ctx.seed() + 1, + 2, ... in the order of the calls. */
+    private static final class Seeds {
+        private long sd;
+
+        Seeds(Ctx ctx) {
+            sd = ctx.seed();
+        }
+
+        long next() {
+            return ++sd;
+        }
+    }
+
+    /** A collective's case: type t, operator op (null for data movement), count n. */
+    private interface Case {
+        void run(DataType t, ReduceOp op, long n, Seeds seeds);
+    }
+
+    /**
+     * Runs {@code body} for every type x (when {@code withOps}, every operator of the type) x count
+     * of {@link #counts}, in that order, the seeds going on from case to case.
+     */
+    private static void forCases(Ctx ctx, boolean withOps, long largeBytes, boolean perBlock, Case body) {
+        Seeds seeds = new Seeds(ctx);
         for (DataType t : ctx.types()) {
-            for (ReduceOp op : ctx.ops(t)) {
-                for (long n : counts(ctx, t, op, LARGE, false)) {
-                    long s1 = ++sd;
-                    String what = "allReduce " + t + " " + op + " count " + n;
-                    Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n);
-                    Buffer recv = ctx.poisoned(t, n);
-                    c.allReduce(send, recv, op);
-                    ctx.checkReduced(() -> what, recv, 0, t, op, s1, 0, n);
-                    ctx.checkBytes(() -> what + ": send buffer changed", send, 0, ctx.input(t, op, s1, ctx.rank(), n));
-                    c.allReduce(send, op);
-                    ctx.checkReduced(() -> what + " in place", send, 0, t, op, s1, 0, n);
+            for (ReduceOp op : withOps ? ctx.ops(t) : java.util.Collections.<ReduceOp>singletonList(null)) {
+                for (long n : counts(ctx, t, op, largeBytes, perBlock)) {
+                    body.run(t, op, n, seeds);
                 }
             }
         }
+    }
+
+    /** A rooted data movement's case: type t, count n, root rt, its seed s1. */
+    private interface RootedCase {
+        void run(DataType t, long n, int rt, long s1);
+    }
+
+    /**
+     * {@link #forCases} without operators, and for each case every root (FLOAT32 and count 1) or
+     * the last rank only, each root with the next seed.
+     */
+    private static void forRootedCases(Ctx ctx, long largeBytes, boolean perBlock, RootedCase body) {
+        forCases(ctx, false, largeBytes, perBlock, (t, op, n, seeds) -> {
+            for (int rt : roots(ctx, t == DataType.FLOAT32 || n == 1)) {
+                body.run(t, n, rt, seeds.next());
+            }
+        });
+    }
+
+    /** The roots to try: every rank when {@code everyRoot}, else the last only. */
+    private static int[] roots(Ctx ctx, boolean everyRoot) {
+        return java.util.stream.IntStream.range(everyRoot ? 0 : ctx.size() - 1, ctx.size()).toArray();
+    }
+
+    /**
+     * Checks block p (n elements at p * n) of {@code recv} (out of place) and of {@code b} (in
+     * place) against {@code want.apply(p)}, for every rank p; {@code whose} says "of" or "from".
+     */
+    private static void checkBlocks(Ctx ctx, String what, String whose, Buffer recv, Buffer b, long n,
+                                    java.util.function.IntFunction<MemorySegment> want) {
+        for (int p = 0; p < ctx.size(); p++) {
+            int pp = p;
+            MemorySegment w = want.apply(p);
+            ctx.checkBytes(() -> what + ": block " + whose + " rank " + pp, recv, p * n, w);
+            ctx.checkBytes(() -> what + " in place: block " + whose + " rank " + pp, b, p * n, w);
+        }
+    }
+
+    static void allReduce(Ctx ctx) {
+        Communicator c = ctx.comm();
+        forCases(ctx, true, LARGE, false, (t, op, n, seeds) -> {
+            long s1 = seeds.next();
+            String what = "allReduce " + t + " " + op + " count " + n;
+            Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n);
+            Buffer recv = ctx.poisoned(t, n);
+            c.allReduce(send, recv, op);
+            ctx.checkReduced(() -> what, recv, 0, t, op, s1, 0, n);
+            ctx.checkBytes(() -> what + ": send buffer changed", send, 0, ctx.input(t, op, s1, ctx.rank(), n));
+            c.allReduce(send, op);
+            ctx.checkReduced(() -> what + " in place", send, 0, t, op, s1, 0, n);
+        });
     }
 
     static void reduce(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
-        for (DataType t : ctx.types()) {
-            for (ReduceOp op : ctx.ops(t)) {
-                for (long n : counts(ctx, t, op, LARGE / 4, false)) {
-                    // every root for the main type, root size-1 otherwise
-                    boolean everyRoot = t == DataType.FLOAT32 && op.kind() == ReduceOp.Kind.SUM;
-                    for (int root = everyRoot ? 0 : ctx.size() - 1; root < ctx.size(); root++) {
-                        int rt = root;
-                        long s1 = ++sd;
-                        String what = "reduce " + t + " " + op + " count " + n + " root " + rt;
-                        Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n);
-                        Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n) : (n == 1 ? null : ctx.poisoned(t, n));
-                        c.reduce(send, recv, op, rt);
-                        if (ctx.rank() == rt) {
-                            ctx.checkReduced(() -> what, recv, 0, t, op, s1, 0, n);
-                        }
-                        MemorySegment mine = ctx.input(t, op, s1, ctx.rank(), n);
-                        ctx.checkBytes(() -> what + ": send buffer changed", send, 0, mine);
-                        c.reduce(send, op, rt);
-                        if (ctx.rank() == rt) {
-                            ctx.checkReduced(() -> what + " in place", send, 0, t, op, s1, 0, n);
-                        } else {
-                            ctx.checkBytes(() -> what + " in place: a non-root's buffer changed", send, 0, mine);
-                        }
-                    }
+        forCases(ctx, true, LARGE / 4, false, (t, op, n, seeds) -> {
+            // every root for the main type, root size-1 otherwise
+            for (int rt : roots(ctx, t == DataType.FLOAT32 && op.kind() == ReduceOp.Kind.SUM)) {
+                long s1 = seeds.next();
+                String what = "reduce " + t + " " + op + " count " + n + " root " + rt;
+                Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n);
+                Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n) : (n == 1 ? null : ctx.poisoned(t, n));
+                c.reduce(send, recv, op, rt);
+                if (ctx.rank() == rt) {
+                    ctx.checkReduced(() -> what, recv, 0, t, op, s1, 0, n);
+                }
+                MemorySegment mine = ctx.input(t, op, s1, ctx.rank(), n);
+                ctx.checkBytes(() -> what + ": send buffer changed", send, 0, mine);
+                c.reduce(send, op, rt);
+                if (ctx.rank() == rt) {
+                    ctx.checkReduced(() -> what + " in place", send, 0, t, op, s1, 0, n);
+                } else {
+                    ctx.checkBytes(() -> what + " in place: a non-root's buffer changed", send, 0, mine);
                 }
             }
-        }
+        });
     }
 
     static void broadcast(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
-        for (DataType t : ctx.types()) {
-            for (long n : counts(ctx, t, null, LARGE, false)) {
-                boolean everyRoot = t == DataType.FLOAT32 || n == 1;
-                for (int root = everyRoot ? 0 : ctx.size() - 1; root < ctx.size(); root++) {
-                    int rt = root;
-                    long s1 = ++sd;
-                    String what = "broadcast " + t + " count " + n + " root " + rt;
-                    MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, rt, n);
-                    Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
-                    Buffer recv = ctx.poisoned(t, n);
-                    c.broadcast(send, recv, rt);
-                    ctx.checkBytes(() -> what, recv, 0, want);
-                    Buffer b = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
-                    c.broadcast(b, rt);
-                    ctx.checkBytes(() -> what + " in place", b, 0, want);
-                }
-            }
-        }
+        forRootedCases(ctx, LARGE, false, (t, n, rt, s1) -> {
+            String what = "broadcast " + t + " count " + n + " root " + rt;
+            MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, rt, n);
+            Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
+            Buffer recv = ctx.poisoned(t, n);
+            c.broadcast(send, recv, rt);
+            ctx.checkBytes(() -> what, recv, 0, want);
+            Buffer b = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
+            c.broadcast(b, rt);
+            ctx.checkBytes(() -> what + " in place", b, 0, want);
+        });
     }
 
     static void allGather(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
         int size = ctx.size();
-        for (DataType t : ctx.types()) {
-            for (long n : counts(ctx, t, null, LARGE / 4, true)) {
-                long s1 = ++sd;
-                String what = "allGather " + t + " count " + n;
-                Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
-                Buffer recv = ctx.poisoned(t, n * size);
-                c.allGather(send, recv);
-                Buffer b = ctx.poisoned(t, n * size);
-                ctx.mem().write(b.slice(ctx.rank() * n, n), ctx.input(t, ReduceOp.SUM, s1, ctx.rank(), n));
-                c.allGather(b);
-                for (int p = 0; p < size; p++) {
-                    int pp = p;
-                    MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, p, n);
-                    ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, want);
-                    ctx.checkBytes(() -> what + " in place: block of rank " + pp, b, p * n, want);
-                }
-            }
-        }
+        forCases(ctx, false, LARGE / 4, true, (t, op, n, seeds) -> {
+            long s1 = seeds.next();
+            String what = "allGather " + t + " count " + n;
+            Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
+            Buffer recv = ctx.poisoned(t, n * size);
+            c.allGather(send, recv);
+            Buffer b = ctx.poisoned(t, n * size);
+            ctx.mem().write(b.slice(ctx.rank() * n, n), ctx.input(t, ReduceOp.SUM, s1, ctx.rank(), n));
+            c.allGather(b);
+            checkBlocks(ctx, what, "of", recv, b, n, p -> ctx.input(t, ReduceOp.SUM, s1, p, n));
+        });
     }
 
     static void reduceScatter(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
         int size = ctx.size();
-        for (DataType t : ctx.types()) {
-            for (ReduceOp op : ctx.ops(t)) {
-                for (long n : counts(ctx, t, op, LARGE / 4, true)) {
-                    long s1 = ++sd;
-                    String what = "reduceScatter " + t + " " + op + " count " + n;
-                    long first = ctx.rank() * n;
-                    Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n * size);
-                    Buffer recv = ctx.poisoned(t, n);
-                    c.reduceScatter(send, recv, op);
-                    ctx.checkReduced(() -> what, recv, 0, t, op, s1, first, n);
-                    c.reduceScatter(send, op);
-                    ctx.checkReduced(() -> what + " in place", send, first, t, op, s1, first, n);
-                }
-            }
-        }
+        forCases(ctx, true, LARGE / 4, true, (t, op, n, seeds) -> {
+            long s1 = seeds.next();
+            String what = "reduceScatter " + t + " " + op + " count " + n;
+            long first = ctx.rank() * n;
+            Buffer send = ctx.buffer(t, op, s1, ctx.rank(), n * size);
+            Buffer recv = ctx.poisoned(t, n);
+            c.reduceScatter(send, recv, op);
+            ctx.checkReduced(() -> what, recv, 0, t, op, s1, first, n);
+            c.reduceScatter(send, op);
+            ctx.checkReduced(() -> what + " in place", send, first, t, op, s1, first, n);
+        });
     }
 
     static void allToAll(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
         int size = ctx.size();
-        for (DataType t : ctx.types()) {
-            for (long n : counts(ctx, t, null, LARGE / 4, true)) {
-                long s1 = ++sd;
-                String what = "allToAll " + t + " count " + n;
-                Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n * size);
-                Buffer recv = ctx.poisoned(t, n * size);
-                c.allToAll(send, recv);
-                Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n * size);
-                c.allToAll(b);
-                long bs = n * t.byteSize();
-                for (int p = 0; p < size; p++) {
-                    int pp = p;
-                    MemorySegment want = ctx.input(t, ReduceOp.SUM, s1, p, n * size).asSlice(ctx.rank() * bs, bs);
-                    ctx.checkBytes(() -> what + ": block from rank " + pp, recv, p * n, want);
-                    ctx.checkBytes(() -> what + " in place: block from rank " + pp, b, p * n, want);
-                }
-            }
-        }
+        forCases(ctx, false, LARGE / 4, true, (t, op, n, seeds) -> {
+            long s1 = seeds.next();
+            String what = "allToAll " + t + " count " + n;
+            Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n * size);
+            Buffer recv = ctx.poisoned(t, n * size);
+            c.allToAll(send, recv);
+            Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n * size);
+            c.allToAll(b);
+            long bs = n * t.byteSize();
+            checkBlocks(ctx, what, "from", recv, b, n,
+                    p -> ctx.input(t, ReduceOp.SUM, s1, p, n * size).asSlice(ctx.rank() * bs, bs));
+        });
     }
 
     static void gather(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
         int size = ctx.size();
-        for (DataType t : ctx.types()) {
-            for (long n : counts(ctx, t, null, LARGE / 4, true)) {
-                boolean everyRoot = t == DataType.FLOAT32 || n == 1;
-                for (int root = everyRoot ? 0 : size - 1; root < size; root++) {
-                    int rt = root;
-                    long s1 = ++sd;
-                    String what = "gather " + t + " count " + n + " root " + rt;
-                    Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
-                    Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
-                    c.gather(send, recv, rt);
-                    if (ctx.rank() == rt) {
-                        for (int p = 0; p < size; p++) {
-                            int pp = p;
-                            ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, ctx.input(t, ReduceOp.SUM, s1, p, n));
-                        }
-                    }
+        forRootedCases(ctx, LARGE / 4, true, (t, n, rt, s1) -> {
+            String what = "gather " + t + " count " + n + " root " + rt;
+            Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, ctx.rank(), n);
+            Buffer recv = ctx.rank() == rt ? ctx.poisoned(t, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
+            c.gather(send, recv, rt);
+            if (ctx.rank() == rt) {
+                for (int p = 0; p < size; p++) {
+                    int pp = p;
+                    ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, ctx.input(t, ReduceOp.SUM, s1, p, n));
                 }
             }
-        }
+        });
     }
 
     static void scatter(Ctx ctx) {
         Communicator c = ctx.comm();
-        long sd = ctx.seed();
         int size = ctx.size();
-        for (DataType t : ctx.types()) {
-            for (long n : counts(ctx, t, null, LARGE / 4, true)) {
-                boolean everyRoot = t == DataType.FLOAT32 || n == 1;
-                for (int root = everyRoot ? 0 : size - 1; root < size; root++) {
-                    int rt = root;
-                    long s1 = ++sd;
-                    String what = "scatter " + t + " count " + n + " root " + rt;
-                    Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
-                    Buffer recv = ctx.poisoned(t, n);
-                    c.scatter(send, recv, rt);
-                    long bs = n * t.byteSize();
-                    ctx.checkBytes(() -> what, recv, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
-                }
-            }
-        }
+        forRootedCases(ctx, LARGE / 4, true, (t, n, rt, s1) -> {
+            String what = "scatter " + t + " count " + n + " root " + rt;
+            Buffer send = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : (n == 1 ? null : ctx.poisoned(t, n * size));
+            Buffer recv = ctx.poisoned(t, n);
+            c.scatter(send, recv, rt);
+            long bs = n * t.byteSize();
+            ctx.checkBytes(() -> what, recv, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
+        });
     }
 
     /** A barrier returns only once every rank entered it: the last rank enters 300 ms late. */

@@ -135,11 +135,7 @@ class ConformanceTest {
                     String out = p.output();
                     assertTrue(out.contains("KIT-DONE"), "rank " + r + " of " + label + " ended without finishing the kit (exit "
                             + p.process().exitValue() + "):\n" + out);
-                    for (String line : out.split("\n")) {
-                        if (line.startsWith("KIT-FAIL ")) {
-                            failures.add(line.substring(9).replace('|', '\n'));
-                        }
-                    }
+                    failures.addAll(KitMain.failures(out));
                     assertEquals(0, p.process().exitValue(), "rank " + r + " exit code:\n" + out);
                 }
                 assertNoFailures(label, failures);

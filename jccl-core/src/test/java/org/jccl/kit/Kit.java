@@ -21,10 +21,34 @@ public final class Kit {
 
     /** Every case, in the order they run. */
     public static List<KitCase> cases() {
-        List<KitCase> all = new ArrayList<>();
-        all.addAll(CollectiveCases.cases());
-        all.addAll(P2pCases.cases());
-        all.addAll(LifecycleCases.cases());
+        List<KitCase> all = new ArrayList<>(List.of(
+                // the collectives (CollectiveCases)
+                KitCase.of("allReduce", CollectiveCases::allReduce),
+                KitCase.of("reduce", CollectiveCases::reduce),
+                KitCase.of("broadcast", CollectiveCases::broadcast),
+                KitCase.of("allGather", CollectiveCases::allGather),
+                KitCase.of("reduceScatter", CollectiveCases::reduceScatter),
+                KitCase.of("allToAll", CollectiveCases::allToAll),
+                KitCase.of("gather", CollectiveCases::gather),
+                KitCase.of("scatter", CollectiveCases::scatter),
+                KitCase.of("barrier", CollectiveCases::barrier),
+                KitCase.of("bitwiseIdentity", CollectiveCases::bitwiseIdentity),
+                // point to point (P2pCases)
+                KitCase.of("p2p.pairs", P2pCases::pairs),
+                KitCase.of("p2p.ringShift", P2pCases::ringShift),
+                KitCase.of("p2p.severalOutstandingPerPair", P2pCases::severalOutstanding),
+                KitCase.of("p2p.allPairsAsync", P2pCases::allPairs),
+                KitCase.of("p2p.self", P2pCases::self),
+                KitCase.of("p2p.withCollectives", P2pCases::withCollectives),
+                // split, async, shrink, flight recorder, close (LifecycleCases)
+                KitCase.of("split.ordering", LifecycleCases::splitOrdering),
+                KitCase.of("split.noColor", LifecycleCases::splitNoColor),
+                KitCase.of("split.disjointAtOnce", LifecycleCases::disjointAtOnce),
+                KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
+                KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
+                KitCase.fresh("shrink.excludingTheLast", LifecycleCases::shrinkExcludingTheLast),
+                KitCase.of("flightRecord.dump", LifecycleCases::flightRecordDump),
+                KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose)));
         all.addAll(ErrorCases.cases());
         return all;
     }

@@ -22,16 +22,43 @@ public final class KitMain {
         try (Communicator comm = Jccl.init()) {
             Traits traits = traitsOf(comm, name);
             Kit.Report r = Kit.run(comm, Mem::host, traits, seed, full, announced(Kit.selection()));
-            for (String f : r.failures()) {
-                System.out.println("KIT-FAIL " + f.replace('\n', '|'));
-            }
-            for (String c : r.ran()) {
-                System.out.println("KIT-RAN " + c);
-            }
-            System.out.println("KIT-DONE failures=" + r.failures().size() + " seed=" + seed);
+            print(r, seed);
         }
         System.out.flush();
         System.exit(0);
+    }
+
+    /** Prints {@code r}: a KIT-FAIL line per failure (its newlines as '|'), a KIT-RAN line per case, then KIT-DONE. */
+    public static void print(Kit.Report r, long seed) {
+        for (String f : r.failures()) {
+            System.out.println("KIT-FAIL " + f.replace('\n', '|'));
+        }
+        for (String c : r.ran()) {
+            System.out.println("KIT-RAN " + c);
+        }
+        System.out.println("KIT-DONE failures=" + r.failures().size() + " seed=" + seed);
+    }
+
+    /** The failures the KIT-FAIL lines of {@code output} report (their newlines back), in order. */
+    public static java.util.List<String> failures(String output) {
+        java.util.List<String> failures = new java.util.ArrayList<>();
+        for (String line : output.split("\n")) {
+            if (line.startsWith("KIT-FAIL ")) {
+                failures.add(line.substring(9).replace('|', '\n'));
+            }
+        }
+        return failures;
+    }
+
+    /** How many ranks' KIT-DONE lines {@code output} holds. */
+    public static int done(String output) {
+        int done = 0;
+        for (String line : output.split("\n")) {
+            if (line.startsWith("KIT-DONE")) {
+                done++;
+            }
+        }
+        return done;
     }
 
     /**

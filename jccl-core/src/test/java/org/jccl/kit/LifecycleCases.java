@@ -18,18 +18,6 @@ final class LifecycleCases {
     private LifecycleCases() {
     }
 
-    static List<KitCase> cases() {
-        return List.of(
-                KitCase.of("split.ordering", LifecycleCases::splitOrdering),
-                KitCase.of("split.noColor", LifecycleCases::splitNoColor),
-                KitCase.of("split.disjointAtOnce", LifecycleCases::disjointAtOnce),
-                KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
-                KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
-                KitCase.fresh("shrink.excludingTheLast", LifecycleCases::shrinkExcludingTheLast),
-                KitCase.of("flightRecord.dump", LifecycleCases::flightRecordDump),
-                KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose));
-    }
-
     /** Sum over the members' old ranks, through the sub-communicator. */
     private static void checkSum(Ctx ctx, Communicator sub, List<Integer> members, String what) {
         long[] v = {ctx.rank()};

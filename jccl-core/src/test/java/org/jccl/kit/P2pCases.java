@@ -20,19 +20,19 @@ final class P2pCases {
     private P2pCases() {
     }
 
-    static List<KitCase> cases() {
-        return List.of(
-                KitCase.of("p2p.pairs", P2pCases::pairs),
-                KitCase.of("p2p.ringShift", P2pCases::ringShift),
-                KitCase.of("p2p.severalOutstandingPerPair", P2pCases::severalOutstanding),
-                KitCase.of("p2p.allPairsAsync", P2pCases::allPairs),
-                KitCase.of("p2p.self", P2pCases::self),
-                KitCase.of("p2p.withCollectives", P2pCases::withCollectives));
-    }
-
     /** Seed of the message from rank {@code from} to {@code to}, number {@code k}. */
     private static long msgSeed(Ctx ctx, int from, int to, int k) {
         return ctx.seed() * 7 + from * 1_000L + to * 10L + k;
+    }
+
+    /** The rank {@code step} places after this one around the ring (before it, for a negative step). */
+    private static int neighbour(Ctx ctx, int step) {
+        return Math.floorMod(ctx.rank() + step, ctx.size());
+    }
+
+    /** Whether a ring of p2p messages cannot run: one rank, and the backend cannot send to itself. */
+    private static boolean noRing(Ctx ctx) {
+        return ctx.size() == 1 && !ctx.traits().selfP2p();
     }
 
     private static Buffer message(Ctx ctx, DataType t, long n, int from, int to, int k) {
@@ -72,16 +72,15 @@ final class P2pCases {
     }
 
     static void ringShift(Ctx ctx) {
-        if (ctx.size() == 1 && !ctx.traits().selfP2p()) {
+        if (noRing(ctx)) {
             return;
         }
         Communicator c = ctx.comm();
         int r = ctx.rank();
-        int size = ctx.size();
         int k = 0;
         for (int step : new int[] {1, -1}) {
-            int next = Math.floorMod(r + step, size);
-            int prev = Math.floorMod(r - step, size);
+            int next = neighbour(ctx, step);
+            int prev = neighbour(ctx, -step);
             for (long n : new long[] {1, 1009, 70_001, 262_147, 1009, 1}) {
                 for (int iter = 0; iter < 3; iter++) {
                     k++;
@@ -112,8 +111,8 @@ final class P2pCases {
         }
         Communicator c = ctx.comm();
         int r = ctx.rank();
-        int next = (r + 1) % ctx.size();
-        int prev = Math.floorMod(r - 1, ctx.size());
+        int next = neighbour(ctx, 1);
+        int prev = neighbour(ctx, -1);
         for (int round = 0; round < 3; round++) {
             if (round == 1 && !ctx.traits().recvBeforeSend()) {
                 continue;
@@ -194,14 +193,13 @@ final class P2pCases {
 
     /** Async sends/recvs around collectives, awaited out of order. */
     static void withCollectives(Ctx ctx) {
-        if (ctx.size() == 1 && !ctx.traits().selfP2p()) {
+        if (noRing(ctx)) {
             return;
         }
         Communicator c = ctx.comm();
         int r = ctx.rank();
-        int size = ctx.size();
-        int next = (r + 1) % size;
-        int prev = Math.floorMod(r - 1, size);
+        int next = neighbour(ctx, 1);
+        int prev = neighbour(ctx, -1);
         for (int iter = 0; iter < 4; iter++) {
             long n = iter % 2 == 0 ? 1009 : 100_003;
             long sd = ctx.seed() + 1000 + iter;

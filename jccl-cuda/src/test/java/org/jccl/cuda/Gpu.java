@@ -40,6 +40,16 @@ final class Gpu {
         return d;
     }
 
+    /** Closes {@code comms}, then {@code devs}; either may be null (nothing opened). */
+    static void closeAll(List<NcclCommunicator> comms, List<CudaDevice> devs) {
+        if (comms != null) {
+            comms.forEach(NcclCommunicator::close);
+        }
+        if (devs != null) {
+            devs.forEach(CudaDevice::close);
+        }
+    }
+
     /** Runs {@code task} once per communicator, each on its own thread, and returns the results in rank order. */
     static <T> List<T> onEach(List<NcclCommunicator> comms, Duration limit, Function<NcclCommunicator, T> task)
             throws Exception {

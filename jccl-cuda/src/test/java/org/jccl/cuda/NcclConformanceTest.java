@@ -147,15 +147,8 @@ class NcclConformanceTest {
                 }
             }
             String all = logs(dir, gpus);
-            List<String> failures = new ArrayList<>();
-            int done = 0;
-            for (String line : all.split("\n")) {
-                if (line.startsWith("KIT-FAIL ")) {
-                    failures.add(line.substring(9).replace('|', '\n'));
-                } else if (line.startsWith("KIT-DONE")) {
-                    done++;
-                }
-            }
+            List<String> failures = org.jccl.kit.KitMain.failures(all);
+            int done = org.jccl.kit.KitMain.done(all);
             assertNoFailures(label, failures);
             assertEquals(gpus, done, label + ": " + done + " of " + gpus + " ranks finished the kit:\n" + all);
             for (int r = 0; r < gpus; r++) {

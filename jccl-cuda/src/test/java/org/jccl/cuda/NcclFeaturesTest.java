@@ -51,12 +51,7 @@ class NcclFeaturesTest {
 
     @AfterAll
     void shut() {
-        if (comms != null) {
-            comms.forEach(NcclCommunicator::close);
-        }
-        if (devs != null) {
-            devs.forEach(CudaDevice::close);
-        }
+        Gpu.closeAll(comms, devs);
     }
 
     private static float[] download(DeviceBuffer d) {
@@ -354,6 +349,15 @@ class NcclFeaturesTest {
         return bufs;
     }
 
+    /** Aborts and closes the communicators of a test of their own, then frees its buffers. */
+    private static void abortAndClose(List<NcclCommunicator> fresh, List<DeviceBuffer> bufs) {
+        for (NcclCommunicator c : fresh) {
+            c.abort();
+            c.close();
+        }
+        bufs.forEach(DeviceBuffer::close);
+    }
+
     @Test
     void abortFromAnotherThreadFailsPendingWorkPromptly() throws Exception {
         List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, T);
@@ -375,11 +379,7 @@ class NcclFeaturesTest {
             assertInstanceOf(AbortedException.class, e, e.toString());
             assertThrows(AbortedException.class, () -> fresh.get(0).allReduceAsync(b, ReduceOp.SUM));
         } finally {
-            for (NcclCommunicator c : fresh) {
-                c.abort();
-                c.close();
-            }
-            bufs.forEach(DeviceBuffer::close);
+            abortAndClose(fresh, bufs);
         }
     }
 
@@ -474,11 +474,7 @@ class NcclFeaturesTest {
             // docs/RELIABILITY.md: 0.5 s, asserted at <= 3x and never before the deadline (rank 0 is the one that calls)
             NcclProcessTest.assertDeadline("withTimeout(500 ms) while rank 1 never calls", 0, secs, 0.5, VIEW_SECS);
         } finally {
-            for (NcclCommunicator c : fresh) {
-                c.abort();
-                c.close();
-            }
-            bufs.forEach(DeviceBuffer::close);
+            abortAndClose(fresh, bufs);
         }
     }
 
@@ -505,11 +501,7 @@ class NcclFeaturesTest {
         } catch (InterruptedException ie) {
             throw new AssertionError(ie);
         } finally {
-            for (NcclCommunicator c : fresh) {
-                c.abort();
-                c.close();
-            }
-            bufs.forEach(DeviceBuffer::close);
+            abortAndClose(fresh, bufs);
         }
     }
 

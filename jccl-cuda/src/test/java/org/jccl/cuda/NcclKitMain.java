@@ -32,28 +32,18 @@ public final class NcclKitMain {
         boolean full = args[5].equals("full");
         boolean check = args.length > 6 && args[6].equals("check");
         long seed = Kit.seed();
-        int code = 0;
-        try (CudaDevice dev = CudaDevice.open(rank);
-             Communicator comm = Jccl.init(Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port)
-                     .withJobId(job).withTimeout(Duration.ofSeconds(60)).withSetting("JCCL_STORE_SERVED", "1"))) {
-            if (!comm.backend().equals("nccl")) {
-                throw new AssertionError("Jccl.init chose " + comm.backend() + ", expected nccl");
+        RankMain.runAndExit(rank, () -> {
+            try (CudaDevice dev = CudaDevice.open(rank);
+                 Communicator comm = Jccl.init(Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port)
+                         .withJobId(job).withTimeout(Duration.ofSeconds(60)).withSetting("JCCL_STORE_SERVED", "1"))) {
+                if (!comm.backend().equals("nccl")) {
+                    throw new AssertionError("Jccl.init chose " + comm.backend() + ", expected nccl");
+                }
+                Traits traits = Traits.nccl(dev.supportsFp8(), check).named(label);
+                Kit.Report r = Kit.run(comm, () -> new DeviceMem(dev), traits, seed, full, KitMain.announced(Kit.selection()));
+                KitMain.print(r, seed);
             }
-            Traits traits = Traits.nccl(dev.supportsFp8(), check).named(label);
-            Kit.Report r = Kit.run(comm, () -> new DeviceMem(dev), traits, seed, full, KitMain.announced(Kit.selection()));
-            for (String f : r.failures()) {
-                System.out.println("KIT-FAIL " + f.replace('\n', '|'));
-            }
-            for (String c : r.ran()) {
-                System.out.println("KIT-RAN " + c);
-            }
-            System.out.println("KIT-DONE failures=" + r.failures().size() + " seed=" + seed);
-        } catch (Throwable t) {
-            System.out.println("[" + rank + "] ERROR " + t);
-            t.printStackTrace(System.out);
-            code = 3;
-        }
-        System.out.flush();
-        System.exit(code);
+            return 0;
+        });
     }
 }

@@ -96,33 +96,50 @@ class NcclProcessTest {
         return Files.createTempDirectory(Files.createDirectories(base), name);
     }
 
-    @Test
-    void matrixWithOneProcessPerGpu() throws Exception {
-        Gpu.assume(2);
-        int size = CudaDevice.count();
-        Path dir = workDir("jccl-matrix");
+    /** Starts {@code size} ranks in {@code mode}, one per GPU, each writing its log into {@code dir}. */
+    private static List<Process> startAll(String mode, int size, Path dir) throws IOException {
         List<Process> ps = new ArrayList<>();
         for (int r = 0; r < size; r++) {
-            ps.add(start("matrix", r, size, dir));
+            ps.add(start(mode, r, size, dir));
         }
+        return ps;
+    }
+
+    /**
+     * Runs {@code mode} with one rank per GPU in a fresh directory named after {@code dirName}:
+     * asserts that every rank exits within {@code minutes} (else it {@code notDone}), with status 0;
+     * prints and returns the ranks' logs.
+     */
+    private static String runAll(String mode, String dirName, long minutes, String notDone) throws Exception {
+        int size = CudaDevice.count();
+        Path dir = workDir(dirName);
+        List<Process> ps = startAll(mode, size, dir);
         try {
             for (int r = 0; r < size; r++) {
-                assertTrue(ps.get(r).waitFor(9, TimeUnit.MINUTES), "rank " + r + " did not finish\n" + logs(dir, size));
+                assertTrue(ps.get(r).waitFor(minutes, TimeUnit.MINUTES), "rank " + r + " " + notDone + "\n" + logs(dir, size));
             }
             String all = logs(dir, size);
             System.out.println(all);
             for (int r = 0; r < size; r++) {
                 assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
             }
-            Matcher m = Pattern.compile("CASES (\\d+) FAILURES 0").matcher(all);
-            int ranksOk = 0;
-            while (m.find()) {
-                ranksOk++;
-            }
-            assertEquals(size, ranksOk, all);
+            return all;
         } finally {
             ps.forEach(Process::destroyForcibly);
         }
+    }
+
+    @Test
+    void matrixWithOneProcessPerGpu() throws Exception {
+        Gpu.assume(2);
+        int size = CudaDevice.count();
+        String all = runAll("matrix", "jccl-matrix", 9, "did not finish");
+        Matcher m = Pattern.compile("CASES (\\d+) FAILURES 0").matcher(all);
+        int ranksOk = 0;
+        while (m.find()) {
+            ranksOk++;
+        }
+        assertEquals(size, ranksOk, all);
     }
 
     @Test
@@ -165,45 +182,31 @@ class NcclProcessTest {
     void jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank() throws Exception {
         Gpu.assume(2);
         int size = CudaDevice.count();
-        Path dir = workDir("jccl-check");
-        List<Process> ps = new ArrayList<>();
+        String all = runAll("check", "jccl-check", 3, "hung");
         for (int r = 0; r < size; r++) {
-            ps.add(start("check", r, size, dir));
+            assertTrue(all.contains("[" + r + "] MISMATCH_COUNT collective mismatch at collective #2 (JCCL_CHECK): "
+                    + "rank 0 called allReduce(FLOAT32 x 1024, SUM); rank 1 called allReduce(FLOAT32 x 1000, SUM)"), all);
+            assertTrue(all.contains("[" + r + "] MISMATCH_OP collective mismatch at collective #3 (JCCL_CHECK): "
+                    + "rank 0 called broadcast(FLOAT32 x 1024, root 0); rank 1 called allReduce(FLOAT32 x 1024, MAX)"), all);
+            assertTrue(all.contains("[" + r + "] AFTER_MISMATCH ok"), all);
         }
-        try {
-            for (int r = 0; r < size; r++) {
-                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "rank " + r + " hung\n" + logs(dir, size));
-            }
-            String all = logs(dir, size);
-            System.out.println(all);
-            for (int r = 0; r < size; r++) {
-                assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
-                assertTrue(all.contains("[" + r + "] MISMATCH_COUNT collective mismatch at collective #2 (JCCL_CHECK): "
-                        + "rank 0 called allReduce(FLOAT32 x 1024, SUM); rank 1 called allReduce(FLOAT32 x 1000, SUM)"), all);
-                assertTrue(all.contains("[" + r + "] MISMATCH_OP collective mismatch at collective #3 (JCCL_CHECK): "
-                        + "rank 0 called broadcast(FLOAT32 x 1024, root 0); rank 1 called allReduce(FLOAT32 x 1024, MAX)"), all);
-                assertTrue(all.contains("[" + r + "] AFTER_MISMATCH ok"), all);
-            }
-            Matcher mm = Pattern.compile("\\[(\\d+)\\] (MISMATCH_COUNT|MISMATCH_OP)_FAILED after (\\d+) ms").matcher(all);
-            int mismatches = 0;
-            while (mm.find()) {
-                mismatches++;
-                assertWithin("JCCL_CHECK=1, " + mm.group(2), Integer.parseInt(mm.group(1)), Long.parseLong(mm.group(3)) / 1e3,
-                        IMMEDIATE_SECS);
-            }
-            assertEquals(2 * size, mismatches, all);
-            Matcher m = Pattern.compile("\\[(\\d+)\\] MISSING \\[(\\d+)\\] after (\\d+) ms").matcher(all);
-            int named = 0;
-            while (m.find()) {
-                named++;
-                assertEquals(size - 1, Integer.parseInt(m.group(2)), all);
-                assertDeadline("JCCL_CHECK=1, rank " + (size - 1) + " skips a collective", Integer.parseInt(m.group(1)),
-                        Long.parseLong(m.group(3)) / 1e3, CHECK_DEADLINE_SECS, CHECK_SKIP_SECS);
-            }
-            assertEquals(size - 1, named, all);
-        } finally {
-            ps.forEach(Process::destroyForcibly);
+        Matcher mm = Pattern.compile("\\[(\\d+)\\] (MISMATCH_COUNT|MISMATCH_OP)_FAILED after (\\d+) ms").matcher(all);
+        int mismatches = 0;
+        while (mm.find()) {
+            mismatches++;
+            assertWithin("JCCL_CHECK=1, " + mm.group(2), Integer.parseInt(mm.group(1)), Long.parseLong(mm.group(3)) / 1e3,
+                    IMMEDIATE_SECS);
         }
+        assertEquals(2 * size, mismatches, all);
+        Matcher m = Pattern.compile("\\[(\\d+)\\] MISSING \\[(\\d+)\\] after (\\d+) ms").matcher(all);
+        int named = 0;
+        while (m.find()) {
+            named++;
+            assertEquals(size - 1, Integer.parseInt(m.group(2)), all);
+            assertDeadline("JCCL_CHECK=1, rank " + (size - 1) + " skips a collective", Integer.parseInt(m.group(1)),
+                    Long.parseLong(m.group(3)) / 1e3, CHECK_DEADLINE_SECS, CHECK_SKIP_SECS);
+        }
+        assertEquals(size - 1, named, all);
     }
 
     @Test
@@ -240,36 +243,20 @@ class NcclProcessTest {
     void abortOnOneRankFailsTheOthersWaitNamingIt() throws Exception {
         Gpu.assume(2);
         int size = CudaDevice.count();
-        Path dir = workDir("jccl-abort");
-        List<Process> ps = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            ps.add(start("abort", r, size, dir));
+        String all = runAll("abort", "jccl-abort", 3, "hung");
+        Matcher m = Pattern.compile("\\[(\\d+)\\] ABORT_SEEN after (\\d+) ms, (\\d+) ms after abort\\(\\) was called")
+                .matcher(all);
+        int seen = 0;
+        while (m.find()) {
+            seen++;
+            // rank 1 aborts about 1 s after everyone is ready; the news travels in 50 ms store polls
+            assertWithin("abort() on rank 1, the others fail (from the call)", Integer.parseInt(m.group(1)),
+                    Long.parseLong(m.group(3)) / 1e3, ABORT_SEEN_SECS);
         }
-        try {
-            for (int r = 0; r < size; r++) {
-                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "rank " + r + " hung\n" + logs(dir, size));
-            }
-            String all = logs(dir, size);
-            System.out.println(all);
-            for (int r = 0; r < size; r++) {
-                assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
-            }
-            Matcher m = Pattern.compile("\\[(\\d+)\\] ABORT_SEEN after (\\d+) ms, (\\d+) ms after abort\\(\\) was called")
-                    .matcher(all);
-            int seen = 0;
-            while (m.find()) {
-                seen++;
-                // rank 1 aborts about 1 s after everyone is ready; the news travels in 50 ms store polls
-                assertWithin("abort() on rank 1, the others fail (from the call)", Integer.parseInt(m.group(1)),
-                        Long.parseLong(m.group(3)) / 1e3, ABORT_SEEN_SECS);
-            }
-            assertEquals(size - 1, seen, all);
-            Matcher a = Pattern.compile("ABORT returned after (\\d+) ms").matcher(all);
-            assertTrue(a.find(), all);
-            assertWithin("abort() on rank 1 returns", 1, Long.parseLong(a.group(1)) / 1e3, ABORT_RETURN_SECS);
-        } finally {
-            ps.forEach(Process::destroyForcibly);
-        }
+        assertEquals(size - 1, seen, all);
+        Matcher a = Pattern.compile("ABORT returned after (\\d+) ms").matcher(all);
+        assertTrue(a.find(), all);
+        assertWithin("abort() on rank 1 returns", 1, Long.parseLong(a.group(1)) / 1e3, ABORT_RETURN_SECS);
     }
 
     /**
@@ -281,10 +268,7 @@ class NcclProcessTest {
         int size = CudaDevice.count();
         Path dir = workDir("jccl-" + mode);
         lastDir = dir;
-        List<Process> ps = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            ps.add(start(mode, r, size, dir));
-        }
+        List<Process> ps = startAll(mode, size, dir);
         try {
             long t0 = System.nanoTime();
             for (int r = 0; r < size; r++) {

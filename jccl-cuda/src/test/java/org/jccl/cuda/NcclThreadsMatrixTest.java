@@ -31,12 +31,7 @@ class NcclThreadsMatrixTest {
 
     @AfterAll
     void shut() {
-        if (comms != null) {
-            comms.forEach(NcclCommunicator::close);
-        }
-        if (devs != null) {
-            devs.forEach(CudaDevice::close);
-        }
+        Gpu.closeAll(comms, devs);
     }
 
     @TestFactory

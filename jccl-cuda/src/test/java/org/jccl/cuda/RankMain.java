@@ -30,17 +30,30 @@ public final class RankMain {
         int rank = Integer.parseInt(args[1]);
         int size = Integer.parseInt(args[2]);
         Path dir = Path.of(args[3]);
+        runAndExit(rank, () -> switch (mode) {
+            case "matrix" -> matrix(rank, size, dir);
+            case "fault" -> fault(rank, size, dir);
+            case "check" -> check(rank, size, dir);
+            case "abort" -> abortPropagates(rank, size, dir);
+            case "shrink" -> shrink(rank, size, dir, false);
+            case "shrink-hb" -> shrink(rank, size, dir, true);
+            default -> throw new IllegalArgumentException("mode " + mode);
+        });
+    }
+
+    /** What a rank's process does; returns its exit code. */
+    interface Body {
+        int run() throws Throwable;
+    }
+
+    /**
+     * Runs {@code body} and exits with its code; with 3 when it throws, after printing "[rank]
+     * ERROR" and the stack trace.
+     */
+    static void runAndExit(int rank, Body body) {
         int code;
         try {
-            code = switch (mode) {
-                case "matrix" -> matrix(rank, size, dir);
-                case "fault" -> fault(rank, size, dir);
-                case "check" -> check(rank, size, dir);
-                case "abort" -> abortPropagates(rank, size, dir);
-                case "shrink" -> shrink(rank, size, dir, false);
-                case "shrink-hb" -> shrink(rank, size, dir, true);
-                default -> throw new IllegalArgumentException("mode " + mode);
-            };
+            code = body.run();
         } catch (Throwable t) {
             System.out.println("[" + rank + "] ERROR " + t);
             t.printStackTrace(System.out);

@@ -68,20 +68,24 @@ class MpiAvailabilityTest {
         return new String(out, StandardCharsets.UTF_8);
     }
 
+    /** Asserts that the probe with {@code JCCL_MPI_LIBRARY=lib} printed every one of {@code parts}. */
+    static void assertProbeSays(String lib, String... parts) throws Exception {
+        String out = probe(lib);
+        for (String part : parts) {
+            assertTrue(out.contains(part), out);
+        }
+    }
+
     @Test
     void aMissingLibraryIsReportedWithTheVariableThatNamedIt() throws Exception {
-        String out = probe("/nonexistent/libmpi.so.40");
-        assertTrue(out.contains("available=false"), out);
-        assertTrue(out.contains("cause=JCCL_MPI_LIBRARY=/nonexistent/libmpi.so.40 cannot be loaded"), out);
-        assertTrue(out.contains("init=backend 'mpi' is not available here: JCCL_MPI_LIBRARY="), out);
+        assertProbeSays("/nonexistent/libmpi.so.40", "available=false",
+                "cause=JCCL_MPI_LIBRARY=/nonexistent/libmpi.so.40 cannot be loaded",
+                "init=backend 'mpi' is not available here: JCCL_MPI_LIBRARY=");
     }
 
     @Test
     void aLibraryThatIsNotOpenMpiIsRefused() throws Exception {
         // libc loads fine but has no MPI at all: the same path that refuses MPICH's libmpi.so.12.
-        String out = probe("libc.so.6");
-        assertTrue(out.contains("available=false"), out);
-        assertTrue(out.contains("libc.so.6 is not Open MPI"), out);
-        assertTrue(out.contains("JCCL_MPI_LIBRARY"), out);
+        assertProbeSays("libc.so.6", "available=false", "libc.so.6 is not Open MPI", "JCCL_MPI_LIBRARY");
     }
 }

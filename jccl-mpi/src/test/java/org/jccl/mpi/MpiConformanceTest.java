@@ -57,15 +57,8 @@ class MpiConformanceTest {
             fail(label + ": the job did not finish within " + LIMIT_SECONDS + " s (a hang; killed). Cases started last: "
                     + lastRan(out) + "\n" + tail(out));
         }
-        List<String> failures = new ArrayList<>();
-        int done = 0;
-        for (String line : out.split("\n")) {
-            if (line.startsWith("KIT-FAIL ")) {
-                failures.add(line.substring(9).replace('|', '\n'));
-            } else if (line.startsWith("KIT-DONE")) {
-                done++;
-            }
-        }
+        List<String> failures = KitMain.failures(out);
+        int done = KitMain.done(out);
         Matcher m = Pattern.compile("KIT-RAN (\\S+) (\\d+) ms").matcher(out);
         int ran = 0;
         while (m.find()) {

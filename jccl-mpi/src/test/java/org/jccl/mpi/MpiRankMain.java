@@ -1,5 +1,8 @@
 package org.jccl.mpi;
 
+import static org.jccl.kit.Failures.same;
+import static org.jccl.kit.Failures.wrong;
+
 import org.jccl.kit.Reference;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -433,22 +436,10 @@ public final class MpiRankMain {
             if (r == 0) {
                 c.send(HostBuffer.of(new int[10]), 1);
             } else if (r == 1) {
-                try {
-                    c.recv(HostBuffer.of(new int[5]), 0);
-                    failures.add("truncated recv did not fail");
-                } catch (JcclException e) {
-                    if (!e.getMessage().contains("MPI_ERR_TRUNCATE") || !e.getMessage().contains("recv")) {
-                        failures.add("truncate message: " + e.getMessage());
-                    }
-                }
-                try {
-                    c.barrier();
-                    failures.add("communicator usable after an MPI error");
-                } catch (InvalidUsageException e) {
-                    if (!e.getMessage().contains("earlier failure")) {
-                        failures.add("broken message: " + e.getMessage());
-                    }
-                }
+                expectFailure(failures, JcclException.class, () -> c.recv(HostBuffer.of(new int[5]), 0),
+                        "truncated recv did not fail", "truncate message", "MPI_ERR_TRUNCATE", "recv");
+                expectFailure(failures, InvalidUsageException.class, c::barrier,
+                        "communicator usable after an MPI error", "broken message", "earlier failure");
             }
         }
         // A shorter message than expected: a mismatch naming both counts.
@@ -456,28 +447,16 @@ public final class MpiRankMain {
             if (r == 0) {
                 c.send(HostBuffer.of(new long[3]), 1);
             } else if (r == 1) {
-                try {
-                    c.recv(HostBuffer.of(new long[7]), 0);
-                    failures.add("short recv did not fail");
-                } catch (CollectiveMismatchException e) {
-                    if (!e.getMessage().contains("held 3 elements but 7 were expected")) {
-                        failures.add("mismatch message: " + e.getMessage());
-                    }
-                }
+                expectFailure(failures, CollectiveMismatchException.class, () -> c.recv(HostBuffer.of(new long[7]), 0),
+                        "short recv did not fail", "mismatch message", "held 3 elements but 7 were expected");
             }
         }
         // Closed communicator.
         Communicator c = comm.split(0, r);
         c.close();
         c.close();
-        try {
-            c.barrier();
-            failures.add("closed communicator usable");
-        } catch (InvalidUsageException e) {
-            if (!e.getMessage().contains("closed")) {
-                failures.add("closed message: " + e.getMessage());
-            }
-        }
+        expectFailure(failures, InvalidUsageException.class, c::barrier, "closed communicator usable", "closed message",
+                "closed");
         // A second init in the same process is a new communicator on the same MPI.
         try (Communicator again = Jccl.init(Options.fromEnv().withBackend("mpi"))) {
             long[] v = {r};
@@ -501,6 +480,29 @@ public final class MpiRankMain {
 
     interface Body {
         void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code body}, which must throw a {@code type} whose message holds every one of {@code
+     * parts}: adds {@code notFailed} when it returns, {@code badMessage: <message>} when a part is
+     * missing; other exceptions propagate.
+     */
+    static void expectFailure(List<String> failures, Class<? extends Exception> type, Body body, String notFailed,
+                              String badMessage, String... parts) throws Exception {
+        try {
+            body.run();
+            failures.add(notFailed);
+        } catch (Exception e) {
+            if (!type.isInstance(e)) {
+                throw e;
+            }
+            for (String part : parts) {
+                if (!e.getMessage().contains(part)) {
+                    failures.add(badMessage + ": " + e.getMessage());
+                    return;
+                }
+            }
+        }
     }
 
     static void expectIae(List<String> failures, String what, Body body, String words) {
@@ -610,18 +612,5 @@ public final class MpiRankMain {
         }
         System.out.flush();
         Thread.sleep(60_000);
-    }
-
-    static void wrong(List<String> failures, String what, long wrong) {
-        if (wrong != 0) {
-            failures.add(what + ": " + wrong + " wrong");
-        }
-    }
-
-    static void same(List<String> failures, String what, HostBuffer got, HostBuffer expected) {
-        long at = got.segment().mismatch(expected.segment());
-        if (at >= 0) {
-            failures.add(what + ": differs at byte " + at);
-        }
     }
 }

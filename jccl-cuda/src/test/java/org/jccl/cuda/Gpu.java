@@ -50,6 +50,12 @@ final class Gpu {
         }
     }
 
+    /** {@link #onEach}, asserting that every rank's task returned "ok" (else what it returned names the problem). */
+    static void assertEachOk(List<NcclCommunicator> comms, Duration limit, Function<NcclCommunicator, String> task)
+            throws Exception {
+        onEach(comms, limit, task).forEach(s -> org.junit.jupiter.api.Assertions.assertEquals("ok", s));
+    }
+
     /** Runs {@code task} once per communicator, each on its own thread, and returns the results in rank order. */
     static <T> List<T> onEach(List<NcclCommunicator> comms, Duration limit, Function<NcclCommunicator, T> task)
             throws Exception {

@@ -75,7 +75,7 @@ class NcclFeaturesTest {
 
     @Test
     void threadPerGpuBlockingCollectives() throws Exception {
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             int r = c.rank();
             CudaDevice d = c.device();
             try (DeviceBuffer a = d.allocate(DataType.FLOAT32, 4097); DeviceBuffer g = d.allocate(DataType.FLOAT32, 3L * n);
@@ -100,7 +100,6 @@ class NcclFeaturesTest {
                 return "ok";
             }
         });
-        res.forEach(s -> assertEquals("ok", s));
     }
 
     @Test
@@ -157,7 +156,7 @@ class NcclFeaturesTest {
     @Test
     void splitReordersAndExcludes() throws Exception {
         // All ranks in one color with reversed keys: new rank = n - 1 - old rank.
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             try (NcclCommunicator s = c.split(0, n - c.rank())) {
                 if (s.rank() != n - 1 - c.rank() || s.size() != n) {
                     return "split rank " + s.rank() + "/" + s.size();
@@ -185,12 +184,11 @@ class NcclFeaturesTest {
             }
             return "ok";
         });
-        res.forEach(s -> assertEquals("ok", s));
     }
 
     @Test
     void callerStreamsAndEventDependencies() throws Exception {
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             CudaDevice d = c.device();
             try (CudaStream user = d.createStream(); CudaStream consumer = d.createStream();
                  DeviceBuffer x = d.allocate(DataType.INT8, 1 << 16); DeviceBuffer copy = d.allocate(DataType.INT8, 1 << 16);
@@ -230,12 +228,11 @@ class NcclFeaturesTest {
                 return "ok";
             }
         });
-        res.forEach(s -> assertEquals("ok", s));
     }
 
     @Test
     void wrappedForeignPointerInACollective() throws Exception {
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             CudaDevice d = c.device();
             d.makeCurrent();
             long raw = CudaDriver.memAlloc(1024 * 8);
@@ -254,7 +251,6 @@ class NcclFeaturesTest {
                 CudaDriver.memFree(raw);
             }
         });
-        res.forEach(s -> assertEquals("ok", s));
     }
 
     @Test
@@ -393,7 +389,7 @@ class NcclFeaturesTest {
     void moreWorksThanTheRingHoldsAndTheFlightRecordKeepsLaunchOrder() throws Exception {
         java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("jccl-ring-trace");
         int asyncCalls = 1300;
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             int r = c.rank();
             try (DeviceBuffer a = c.device().allocate(DataType.FLOAT32, 3);
                  DeviceBuffer b = c.device().allocate(DataType.FLOAT32, 2)) {
@@ -453,7 +449,6 @@ class NcclFeaturesTest {
                 return e.toString();
             }
         });
-        res.forEach(x -> assertEquals("ok", x));
     }
 
     @Test
@@ -508,14 +503,13 @@ class NcclFeaturesTest {
     @Test
     void largeBuffersAndCountZero() throws Exception {
         // Count 0 is a valid no-op; a 2^28-element (1 GiB) all-reduce checks 64-bit sizes end to end.
-        List<String> res = Gpu.onEach(comms, T, c -> {
+        Gpu.assertEachOk(comms, T, c -> {
             try (DeviceBuffer z = c.device().allocate(DataType.FLOAT32, 0)) {
                 c.allReduce(z, ReduceOp.SUM);
                 c.allGather(z, z);
             }
             return "ok";
         });
-        res.forEach(s -> assertEquals("ok", s));
         float[] probe = new float[4];
         List<float[]> out = Gpu.onEach(comms, T, c -> {
             long count = 1L << 28;

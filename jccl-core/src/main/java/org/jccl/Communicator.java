@@ -12,6 +12,12 @@ package org.jccl;
  *
  * <p>Bad arguments are rejected with an {@link IllegalArgumentException} naming the argument
  * before any byte moves. Closed communicators throw {@link InvalidUsageException}.
+ *
+ * <p>Calls of one communicator (and of its {@link #withTimeout} views) must come from one thread
+ * at a time, as with NCCL and MPI: a thread that calls while another is inside a call gets an
+ * {@link InvalidUsageException} naming both threads, and nothing is sent. {@link #abort()} may be
+ * called from any thread. Give each thread its own communicator ({@link #split}) to run
+ * collectives from several threads.
  */
 public interface Communicator extends AutoCloseable {
 

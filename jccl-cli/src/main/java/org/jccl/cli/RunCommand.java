@@ -76,7 +76,7 @@ final class RunCommand implements Callable<Integer> {
             cmd = new java.util.ArrayList<>(List.of("java", "-cp", classPath));
             cmd.addAll(command);
         }
-        return JavaCommand.resolve(cmd, javaFromPath, !noJvmFlags, System.getenv("JCCL_JAVA"),
+        return JavaCommand.resolve(cmd, javaFromPath, !noJvmFlags, org.jccl.internal.Settings.get("JCCL_JAVA"),
                 System.getenv("JDK_JAVA_OPTIONS"));
     }
 

@@ -23,6 +23,20 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     private final Duration timeout;
     /** The flyweight each call fills (calls come from one thread at a time). */
     private final Op call = new Op();
+    /** The thread inside a call of this communicator now (a view's calls count as its target's), or null. */
+    private volatile Thread caller;
+    /** What {@link #caller} is doing, for the message (written after the claim, read racily). */
+    private Collective callerDoing;
+    private static final java.lang.invoke.VarHandle CALLER;
+
+    static {
+        try {
+            CALLER = java.lang.invoke.MethodHandles.lookup().findVarHandle(AbstractCommunicator.class, "caller",
+                    Thread.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** A communicator of backend {@code backend} ("host"), rank {@code rank} of {@code size}, deadline {@code timeout}. */
     protected AbstractCommunicator(String backend, int rank, int size, Duration timeout) {
@@ -81,7 +95,37 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     }
 
     private W call(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer, boolean async) {
-        return execute(op(c, send, recv, op, root, peer), async);
+        AbstractCommunicator<W> owner = owner();
+        Thread me = Thread.currentThread();
+        Thread other = (Thread) CALLER.compareAndExchange(owner, null, me);
+        if (other != null && other != me) {
+            throw concurrentUse(owner, other, c, me);
+        }
+        try {
+            if (other == null) {
+                owner.callerDoing = c;
+            }
+            return execute(op(c, send, recv, op, root, peer), async);
+        } finally {
+            if (other == null) {
+                CALLER.setRelease(owner, null);
+            }
+        }
+    }
+
+    /** The communicator whose calls these are: this one, or a view's target. */
+    AbstractCommunicator<W> owner() {
+        return this;
+    }
+
+    private org.jccl.InvalidUsageException concurrentUse(AbstractCommunicator<W> owner, Thread other, Collective c,
+            Thread me) {
+        Collective doing = owner.callerDoing;
+        return new org.jccl.InvalidUsageException("thread '" + me.getName() + "' called " + c.apiName() + " on rank "
+                + rank + " of " + size + " (" + backend + ") while thread '" + other.getName() + "' is inside "
+                + (doing == null ? "a call" : doing.apiName()) + " of the same communicator: calls of one communicator "
+                + "must come from one thread at a time (as with NCCL and MPI); give each thread its own communicator "
+                + "(split) or serialize the calls");
     }
 
     /**
@@ -265,6 +309,11 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         @Override
         protected W execute(Op op, boolean async) {
             return target.execute(op, async);
+        }
+
+        @Override
+        AbstractCommunicator<W> owner() {
+            return target.owner();
         }
 
         @Override

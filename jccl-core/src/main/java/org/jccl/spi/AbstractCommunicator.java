@@ -298,12 +298,10 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
      */
     private static final class Deadline<W extends Work> extends AbstractCommunicator<W> {
         private final AbstractCommunicator<W> target;
-        private final Duration timeout;
 
         Deadline(AbstractCommunicator<W> target, Duration timeout) {
             super(target.backend(), target.rank(), target.size(), timeout);
             this.target = target;
-            this.timeout = timeout;
         }
 
         @Override
@@ -316,9 +314,10 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
             return target.owner();
         }
 
+        /** This view's deadline ({@link #timeout()}), on every op it makes. */
         @Override
         protected Duration callTimeout() {
-            return timeout;
+            return timeout();
         }
 
         /** Another view of the same communicator. */
@@ -361,7 +360,7 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
 
         @Override
         public String toString() {
-            return target + " with timeout " + timeout;
+            return target + " with timeout " + timeout();
         }
     }
 }

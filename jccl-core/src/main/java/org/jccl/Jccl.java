@@ -114,16 +114,8 @@ public final class Jccl {
 
     /** JCCL_STORE_SERVED: whether a launcher serves the store at the store address (1/true/yes/on). */
     private static boolean storeServed() {
-        String v = org.jccl.internal.Settings.get("JCCL_STORE_SERVED");
-        if (v == null || v.isBlank()) {
-            return false;
-        }
-        return switch (v.trim().toLowerCase(Locale.ROOT)) {
-            case "1", "true", "yes", "on" -> true;
-            case "0", "false", "no", "off" -> false;
-            default -> throw new IllegalArgumentException("JCCL_STORE_SERVED='" + v + "': give 1 (a launcher serves the "
-                    + "store at JCCL_STORE, rank 0 connects to it) or 0 (rank 0 serves it)");
-        };
+        return org.jccl.internal.Settings.flag("JCCL_STORE_SERVED", org.jccl.internal.Settings.get("JCCL_STORE_SERVED"),
+                "1 (a launcher serves the store at JCCL_STORE, rank 0 connects to it) or 0 (rank 0 serves it)");
     }
 
     /**

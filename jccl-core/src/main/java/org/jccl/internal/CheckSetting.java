@@ -1,6 +1,5 @@
 package org.jccl.internal;
 
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -25,13 +24,6 @@ public final class CheckSetting {
             p = env.get("JCCL_CHECK");
             source = "JCCL_CHECK";
         }
-        if (p == null || p.isBlank()) {
-            return false;
-        }
-        return switch (p.trim().toLowerCase(Locale.ROOT)) {
-            case "1", "true", "yes", "on" -> true;
-            case "0", "false", "no", "off" -> false;
-            default -> throw new IllegalArgumentException(source + "=" + p + " is invalid: use 1 (check) or 0 (don't)");
-        };
+        return Settings.flag(source, p, "1 (check) or 0 (don't)");
     }
 }

@@ -114,6 +114,22 @@ public final class Settings {
         return p != null ? p : System.getenv(variable);
     }
 
+    /**
+     * An on/off setting's {@code value} read from {@code source}: {@code 1/true/yes/on} or {@code
+     * 0/false/no/off}; null or blank is off; any other value is an error naming {@code source} and
+     * what to give ({@code usage}, e.g. "1 (check) or 0 (don't)").
+     */
+    public static boolean flag(String source, String value, String usage) {
+        if (value == null || value.isBlank()) {
+            return false;
+        }
+        return switch (value.trim().toLowerCase(Locale.ROOT)) {
+            case "1", "true", "yes", "on" -> true;
+            case "0", "false", "no", "off" -> false;
+            default -> throw new IllegalArgumentException(source + "=" + value + " is invalid: use " + usage);
+        };
+    }
+
     /** The communicator settings bound to this thread ({@link #with}); empty when none are. */
     public static Map<String, String> bound() {
         return BOUND.isBound() ? BOUND.get() : Map.of();

@@ -47,23 +47,19 @@ class ConcurrentUseTest {
                     firstFailure.set(t);
                 }
             });
-            InvalidUsageException e = null;
+            // Wait until the first thread is inside its call (its stack is in the engine's execute),
+            // without calling the communicator from this thread meanwhile: that would be concurrent use
+            // too, and could refuse the first thread instead.
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            // Until the first thread is inside its call, a call from this thread is legal: probe with one
-            // whose bad root fails before anything is sent (IllegalArgumentException), until it is
-            // refused for the concurrent use instead, which is checked first.
-            HostBuffer probe = HostBuffer.of(new float[1]);
-            while (e == null && System.nanoTime() < until) {
-                try {
-                    comm.broadcast(probe, probe, 7);
-                    throw new AssertionError("a broadcast from root 7 of 2 ranks was accepted");
-                } catch (InvalidUsageException refused) {
-                    e = refused;
-                } catch (IllegalArgumentException notInsideYet) {
-                    Thread.sleep(10);
-                }
+            while (!insideExecute(first)) {
+                assertTrue(System.nanoTime() < until && first.isAlive(), "the first thread never got inside its call: "
+                        + firstFailure.get());
+                Thread.sleep(5);
             }
-            assertTrue(e != null, "never refused");
+            // a call whose bad root would fail before anything is sent: refused for the concurrent use
+            // first, which is checked before the arguments
+            HostBuffer probe = HostBuffer.of(new float[1]);
+            InvalidUsageException e = assertThrows(InvalidUsageException.class, () -> comm.broadcast(probe, probe, 7));
             // a withTimeout view is the same communicator: refused too
             InvalidUsageException viaView = assertThrows(InvalidUsageException.class,
                     () -> comm.withTimeout(Duration.ofSeconds(1)).broadcast(probe, probe, 7));
@@ -78,6 +74,16 @@ class ConcurrentUseTest {
         });
         assertEquals(3f, out.get(0));
         assertEquals(3f, out.get(1));
+    }
+
+    /** Whether {@code t} is inside a host communicator's execute (past the one-thread claim). */
+    private static boolean insideExecute(Thread t) {
+        for (StackTraceElement f : t.getStackTrace()) {
+            if (f.getMethodName().equals("execute") && f.getClassName().endsWith("EngineCommunicator")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Test

@@ -355,8 +355,7 @@ final class PerfCommand implements Callable<Integer> {
     /** Starts {@code n} ranks of this same command through the launcher; rank 0 prints the table. */
     private int relaunch(int n) {
         List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.add(ProcessHandle.current().info().command().orElse(JavaCommand.currentJava()));
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             // A debugger agent would clash on its port in every rank; the ranks have no ./jccl stderr filter.
             if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.")) {

@@ -186,6 +186,79 @@ public interface Communicator extends AutoCloseable {
     /** Asynchronous scatter. */
     Work scatterAsync(Buffer send, Buffer recv, int root);
 
+    // ---- variable-size collectives (MPI's *v) ----
+    //
+    // Counts and displacements are in elements of the buffers' type, one per rank; a null
+    // displacement array means the blocks are packed in rank order (displacement of rank r = the
+    // sum of the counts before it). Every rank passes the same counts where MPI requires it. Each
+    // runs as a sequence of the fixed-size collectives and sends/receives (one NCCL group on the
+    // nccl backend), so its parts show in the flight recorder one by one.
+
+    /**
+     * Variable-size all-gather (MPI_Allgatherv): block r of {@code recv} ({@code recvCounts[r]}
+     * elements at {@code displs[r]}) receives rank r's {@code send}, whose count is
+     * {@code recvCounts[rank()]}. The counts are the same on every rank; the blocks do not overlap.
+     * {@code send} may be this rank's own block of {@code recv} (in place).
+     */
+    void allGatherV(Buffer send, Buffer recv, long[] recvCounts, long[] displs);
+
+    /** Asynchronous {@link #allGatherV(Buffer, Buffer, long[], long[])}. */
+    Work allGatherVAsync(Buffer send, Buffer recv, long[] recvCounts, long[] displs);
+
+    /** In-place variable-size all-gather: this rank's block of {@code buffer} is its input. */
+    default void allGatherV(Buffer buffer, long[] counts, long[] displs) {
+        allGatherV(org.jccl.spi.VarSize.ownBlock(this, buffer, counts, displs), buffer, counts, displs);
+    }
+
+    /**
+     * Variable-size reduce-scatter (MPI_Reduce_scatter): {@code send} holds the sum of
+     * {@code recvCounts} elements, the blocks packed in rank order; {@code recv} on rank r
+     * ({@code recvCounts[r]} elements) = the reduction of block r over every rank. The counts are
+     * the same on every rank.
+     */
+    void reduceScatterV(Buffer send, Buffer recv, long[] recvCounts, ReduceOp op);
+
+    /** Asynchronous {@link #reduceScatterV(Buffer, Buffer, long[], ReduceOp)}. */
+    Work reduceScatterVAsync(Buffer send, Buffer recv, long[] recvCounts, ReduceOp op);
+
+    /** In-place variable-size reduce-scatter: the result lands in this rank's block of {@code buffer}. */
+    default void reduceScatterV(Buffer buffer, long[] counts, ReduceOp op) {
+        reduceScatterV(buffer, org.jccl.spi.VarSize.ownBlock(this, buffer, counts, null), counts, op);
+    }
+
+    /**
+     * Variable-size all-to-all (MPI_Alltoallv): {@code sendCounts[j]} elements at
+     * {@code sendDispls[j]} of {@code send} go to rank j; {@code recvCounts[i]} elements at
+     * {@code recvDispls[i]} of {@code recv} come from rank i. {@code sendCounts[j]} on rank i equals
+     * {@code recvCounts[i]} on rank j. {@code send} and {@code recv} do not overlap.
+     */
+    void allToAllV(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts,
+                   long[] recvDispls);
+
+    /** Asynchronous {@link #allToAllV}. */
+    Work allToAllVAsync(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts,
+                        long[] recvDispls);
+
+    /**
+     * Variable-size gather (MPI_Gatherv): on the root, block r of {@code recv}
+     * ({@code recvCounts[r]} elements at {@code displs[r]}) receives rank r's {@code send}. The
+     * counts, displacements and {@code recv} are read on the root only (pass null elsewhere).
+     */
+    void gatherV(Buffer send, Buffer recv, long[] recvCounts, long[] displs, int root);
+
+    /** Asynchronous {@link #gatherV}. */
+    Work gatherVAsync(Buffer send, Buffer recv, long[] recvCounts, long[] displs, int root);
+
+    /**
+     * Variable-size scatter (MPI_Scatterv): {@code recv} on rank r receives {@code sendCounts[r]}
+     * elements at {@code displs[r]} of the root's {@code send}. The counts, displacements and
+     * {@code send} are read on the root only (pass null elsewhere).
+     */
+    void scatterV(Buffer send, long[] sendCounts, long[] displs, Buffer recv, int root);
+
+    /** Asynchronous {@link #scatterV}. */
+    Work scatterVAsync(Buffer send, long[] sendCounts, long[] displs, Buffer recv, int root);
+
     // ---- point to point ----
 
     /** Sends {@code buffer} to {@code peer}; matched in order with the peer's {@link #recv}. */

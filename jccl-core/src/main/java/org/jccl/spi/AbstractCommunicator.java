@@ -1,6 +1,8 @@
 package org.jccl.spi;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.jccl.Buffer;
 import org.jccl.Checks;
 import org.jccl.Communicator;
@@ -26,7 +28,7 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     /** The thread inside a call of this communicator now (a view's calls count as its target's), or null. */
     private volatile Thread caller;
     /** What {@link #caller} is doing, for the message (written after the claim, read racily). */
-    private Collective callerDoing;
+    private String callerDoing;
     private static final java.lang.invoke.VarHandle CALLER;
 
     static {
@@ -96,20 +98,89 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
 
     private W call(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer, boolean async) {
         AbstractCommunicator<W> owner = owner();
+        Thread other = claim(owner, c.apiName());
+        try {
+            return execute(op(c, send, recv, op, root, peer), async);
+        } finally {
+            release(owner, other);
+        }
+    }
+
+    /**
+     * Makes the calling thread the one inside {@code owner} (doing {@code what}), or fails naming
+     * the thread already inside; returns the thread that was inside before: null, or this one (a
+     * call made from inside a call, which keeps the claim).
+     */
+    private Thread claim(AbstractCommunicator<W> owner, String what) {
         Thread me = Thread.currentThread();
         Thread other = (Thread) CALLER.compareAndExchange(owner, null, me);
         if (other != null && other != me) {
-            throw concurrentUse(owner, other, c, me);
+            throw concurrentUse(owner, other, what, me);
         }
+        if (other == null) {
+            owner.callerDoing = what;
+        }
+        return other;
+    }
+
+    private static void release(AbstractCommunicator<?> owner, Thread before) {
+        if (before == null) {
+            CALLER.setRelease(owner, null);
+        }
+    }
+
+    /**
+     * Opens what the steps of one variable-size call are posted in, closed once they are all
+     * posted (NCCL: one group, so that they launch together and a rank's sends to itself meet
+     * their receives); null when the steps need nothing. A blocking call ({@code async} false)
+     * waits for the steps after closing it.
+     */
+    protected AutoCloseable openSteps(String name, boolean async) {
+        return null;
+    }
+
+    /**
+     * Runs a variable-size call's steps: collectives in order, blocking when the call is and
+     * nothing groups them; sends and receives always started together (async), so that a rank's
+     * receives and sends progress at once.
+     */
+    private Work runSteps(VarSize.Plan plan, boolean async) {
+        AbstractCommunicator<W> owner = owner();
+        Thread before = claim(owner, plan.name());
         try {
-            if (other == null) {
-                owner.callerDoing = c;
+            List<Work> works = new ArrayList<>();
+            AutoCloseable group = openSteps(plan.name(), async);
+            try {
+                for (VarSize.Step s : plan.steps()) {
+                    boolean start = async || group != null || s.collective().pointToPoint();
+                    W w = execute(op(s.collective(), s.send(), s.recv(), s.op(), s.root(), s.peer()), start);
+                    if (start) {
+                        works.add(w);
+                    }
+                }
+            } finally {
+                if (group != null) {
+                    closeSteps(group);
+                }
             }
-            return execute(op(c, send, recv, op, root, peer), async);
+            StepsWork all = new StepsWork(plan.name() + " on rank " + rank + " of " + size + " (" + backend + ")", works);
+            if (async) {
+                return all;
+            }
+            all.await();
+            return null;
         } finally {
-            if (other == null) {
-                CALLER.setRelease(owner, null);
-            }
+            release(owner, before);
+        }
+    }
+
+    private static void closeSteps(AutoCloseable group) {
+        try {
+            group.close();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new org.jccl.JcclException("closing the group of a variable-size call failed: " + e, e);
         }
     }
 
@@ -118,12 +189,12 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         return this;
     }
 
-    private org.jccl.InvalidUsageException concurrentUse(AbstractCommunicator<W> owner, Thread other, Collective c,
+    private org.jccl.InvalidUsageException concurrentUse(AbstractCommunicator<W> owner, Thread other, String what,
             Thread me) {
-        Collective doing = owner.callerDoing;
-        return new org.jccl.InvalidUsageException("thread '" + me.getName() + "' called " + c.apiName() + " on rank "
+        String doing = owner.callerDoing;
+        return new org.jccl.InvalidUsageException("thread '" + me.getName() + "' called " + what + " on rank "
                 + rank + " of " + size + " (" + backend + ") while thread '" + other.getName() + "' is inside "
-                + (doing == null ? "a call" : doing.apiName()) + " of the same communicator: calls of one communicator "
+                + (doing == null ? "a call" : doing) + " of the same communicator: calls of one communicator "
                 + "must come from one thread at a time (as with NCCL and MPI); give each thread its own communicator "
                 + "(split) or serialize the calls");
     }
@@ -292,6 +363,59 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         return call(Collective.BARRIER, null, null, null, -1, -1, true);
     }
 
+    @Override
+    public final void allGatherV(Buffer send, Buffer recv, long[] recvCounts, long[] displs) {
+        runSteps(VarSize.allGatherV(rank, size, send, recv, recvCounts, displs), false);
+    }
+
+    @Override
+    public final Work allGatherVAsync(Buffer send, Buffer recv, long[] recvCounts, long[] displs) {
+        return runSteps(VarSize.allGatherV(rank, size, send, recv, recvCounts, displs), true);
+    }
+
+    @Override
+    public final void reduceScatterV(Buffer send, Buffer recv, long[] recvCounts, ReduceOp op) {
+        runSteps(VarSize.reduceScatterV(rank, size, send, recv, recvCounts, op), false);
+    }
+
+    @Override
+    public final Work reduceScatterVAsync(Buffer send, Buffer recv, long[] recvCounts, ReduceOp op) {
+        return runSteps(VarSize.reduceScatterV(rank, size, send, recv, recvCounts, op), true);
+    }
+
+    @Override
+    public final void allToAllV(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv, long[] recvCounts,
+                                long[] recvDispls) {
+        runSteps(VarSize.allToAllV(rank, size, send, sendCounts, sendDispls, recv, recvCounts, recvDispls), false);
+    }
+
+    @Override
+    public final Work allToAllVAsync(Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv,
+                                     long[] recvCounts, long[] recvDispls) {
+        return runSteps(VarSize.allToAllV(rank, size, send, sendCounts, sendDispls, recv, recvCounts, recvDispls),
+                true);
+    }
+
+    @Override
+    public final void gatherV(Buffer send, Buffer recv, long[] recvCounts, long[] displs, int root) {
+        runSteps(VarSize.gatherV(rank, size, send, recv, recvCounts, displs, root), false);
+    }
+
+    @Override
+    public final Work gatherVAsync(Buffer send, Buffer recv, long[] recvCounts, long[] displs, int root) {
+        return runSteps(VarSize.gatherV(rank, size, send, recv, recvCounts, displs, root), true);
+    }
+
+    @Override
+    public final void scatterV(Buffer send, long[] sendCounts, long[] displs, Buffer recv, int root) {
+        runSteps(VarSize.scatterV(rank, size, send, sendCounts, displs, recv, root), false);
+    }
+
+    @Override
+    public final Work scatterVAsync(Buffer send, long[] sendCounts, long[] displs, Buffer recv, int root) {
+        return runSteps(VarSize.scatterV(rank, size, send, sendCounts, displs, recv, root), true);
+    }
+
     /**
      * The view {@link #withTimeout} returns: the target's ops, carrying the view's deadline. It
      * owns nothing: {@link #close()} does nothing, {@link #abort()} aborts the target.
@@ -312,6 +436,11 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         @Override
         AbstractCommunicator<W> owner() {
             return target.owner();
+        }
+
+        @Override
+        protected AutoCloseable openSteps(String name, boolean async) {
+            return target.openSteps(name, async);
         }
 
         /** This view's deadline ({@link #timeout()}), on every op it makes. */

@@ -33,6 +33,13 @@ public final class Kit {
                 KitCase.of("scatter", CollectiveCases::scatter),
                 KitCase.of("barrier", CollectiveCases::barrier),
                 KitCase.of("bitwiseIdentity", CollectiveCases::bitwiseIdentity),
+                // the variable-size collectives (VarSizeCases)
+                KitCase.of("allGatherV", VarSizeCases::allGatherV),
+                KitCase.of("reduceScatterV", VarSizeCases::reduceScatterV),
+                KitCase.of("allToAllV", VarSizeCases::allToAllV),
+                KitCase.of("gatherV", VarSizeCases::gatherV),
+                KitCase.of("scatterV", VarSizeCases::scatterV),
+                KitCase.of("errors.varSizeArguments", VarSizeCases::badArguments),
                 // point to point (P2pCases)
                 KitCase.of("p2p.pairs", P2pCases::pairs),
                 KitCase.of("p2p.ringShift", P2pCases::ringShift),

@@ -280,6 +280,20 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return NcclGroup.start();
     }
 
+    /**
+     * The steps of a variable-size call (broadcasts, reduces, sends and receives) go in one NCCL
+     * group: they launch together, and a rank's send to itself meets its receive. A blocking one
+     * inside the caller's own group could never finish before that group is launched.
+     */
+    @Override
+    protected AutoCloseable openSteps(String name, boolean async) {
+        if (!async && NcclGroup.current() != null) {
+            throw new org.jccl.InvalidUsageException("blocking " + name + " inside an NcclGroup can never finish before "
+                    + "the group is launched: call " + name + "Async and wait after closing the group");
+        }
+        return NcclGroup.start();
+    }
+
     /** Whether the communicator was aborted (by {@link #abort()}, a deadline or an NCCL error). */
     public boolean isAborted() {
         return state.get() == ABORTED || (state.get() == CLOSED && failure.get() != null);

@@ -9,7 +9,7 @@ import java.util.Arrays;
 
 /**
  * Copies a rank's stdout or stderr to the launcher's, line by line, each line preceded by the
- * rank's prefix ("[3] "). A whole read is written under the target's lock in one write, so lines
+ * rank's prefix ("[3] ") unless it starts with it already (jccl's own log lines). A whole read is written under the target's lock in one write, so lines
  * of different ranks never interleave inside a line. Bytes pass through unchanged (no charset
  * decoding); a line longer than {@link #MAX_LINE} is cut into pieces so memory stays bounded.
  *
@@ -78,11 +78,17 @@ final class LineForwarder implements Runnable {
             dropped = true;
             return;
         }
-        batch.writeBytes(prefix);
+        if (!startsWith(bytes, prefix)) {
+            batch.writeBytes(prefix); // jccl's own log lines already carry it
+        }
         batch.writeBytes(bytes);
         if (addNewline) {
             batch.write('\n');
         }
+    }
+
+    private static boolean startsWith(byte[] line, byte[] start) {
+        return line.length >= start.length && Arrays.equals(line, 0, start.length, start, 0, start.length);
     }
 
     private static boolean isIncubatorWarning(byte[] line) {

@@ -215,7 +215,7 @@ final class NcclHealth {
             return;
         }
         boolean wasOpen = c.state.compareAndSet(OPEN, ABORTED);
-        LOG.warn(c.rank, "aborting " + c.describe() + ": " + cause.getMessage());
+        LOG.info(c.rank, () -> "aborting " + c.describe() + ": " + cause.getMessage()); // its works fail with cause
         if (wasOpen) {
             autoDump(c, cause.getMessage());
         }

@@ -343,7 +343,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     JcclException failed(JcclException e) {
         if (broken == null) {
             broken = e;
-            LOG.warn(rank, e.getMessage());
+            LOG.info(rank, () -> "communicator " + id + " failed: " + e.getMessage()); // the caller gets e
             autoDump(e.getMessage());
         }
         return e;

@@ -277,7 +277,9 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             broken = x;
         }
         autoDump(x.getMessage());
-        LOG.warn(rank, x.getMessage());
+        // the caller gets x: a WARN here would print it twice
+        JcclException shown = x;
+        LOG.info(rank, () -> "communicator " + id + " failed: " + shown.getMessage());
         return x;
     }
 

@@ -1,5 +1,6 @@
 package org.jccl.cli;
 
+import org.jccl.internal.Json;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;

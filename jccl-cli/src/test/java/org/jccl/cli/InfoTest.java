@@ -14,7 +14,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.jccl.bootstrap.TcpStoreServer;
-import org.jccl.cli.perf.Json;
+import org.jccl.internal.Json;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

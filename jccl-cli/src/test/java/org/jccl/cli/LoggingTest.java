@@ -30,7 +30,8 @@ class LoggingTest {
         List<String> lines = r.err().lines().toList();
         for (int rank = 0; rank < 2; rank++) {
             String mismatch = "collective mismatch: rank " + rank + " called allReduce #1";
-            long thrown = lines.stream().filter(l -> l.startsWith("[" + rank + "] Exception in thread \"main\"") && l.contains(mismatch)).count();
+            String thrownLine = "[" + rank + "] Exception in thread \"main\"";
+            long thrown = lines.stream().filter(l -> l.startsWith(thrownLine) && l.contains(mismatch)).count();
             assertEquals(1, thrown, "rank " + rank + "'s exception, once:\n" + r.err());
             assertFalse(lines.stream().anyMatch(l -> l.contains("WARN") && l.contains(mismatch)),
                     "the failure the caller gets is not logged as a warning too:\n" + r.err());

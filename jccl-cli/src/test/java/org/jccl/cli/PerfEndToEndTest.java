@@ -1,5 +1,6 @@
 package org.jccl.cli;
 
+import org.jccl.internal.Json;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

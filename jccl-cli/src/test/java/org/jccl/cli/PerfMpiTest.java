@@ -1,5 +1,6 @@
 package org.jccl.cli;
 
+import org.jccl.internal.Json;
 import org.jccl.testing.Require;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -9,8 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import org.jccl.internal.Json;
 
 /**
  * Reads every rank's {@link FlightRecorder} dump of one communicator and gives one verdict: the
@@ -18,12 +17,6 @@ import java.util.regex.Pattern;
  * else, and what each rank was doing. Used by {@code jccl doctor DIR}.
  */
 public final class Doctor {
-    private static final Pattern HEADER = Pattern.compile(
-            "\"comm\":\"((?:[^\"\\\\]|\\\\.)*)\",\"rank\":(\\d+),\"size\":(\\d+),\"host\":\"([^\"]*)\",\"pid\":(\\d+),\"reason\":\"((?:[^\"\\\\]|\\\\.)*)\"");
-    private static final Pattern OP = Pattern.compile(
-            "\\{\"seq\":(-?\\d+),\"op\":\"([^\"]*)\",\"dtype\":\"([^\"]*)\",\"count\":(-?\\d+),\"redop\":\"([^\"]*)\","
-            + "\"root\":(-?\\d+),\"peer\":(-?\\d+),\"state\":\"([a-z]+)\"");
-
     private Doctor() {
     }
 
@@ -86,20 +79,36 @@ public final class Doctor {
         }
     }
 
-    /** Parses one dump. */
+    /** Parses one dump (any JSON layout: pretty-printed, keys in any order). */
     public static RankTrace parse(String json) {
-        Matcher h = HEADER.matcher(json);
-        if (!h.find()) {
+        if (!(Json.parse(json) instanceof Map<?, ?> top) || !top.containsKey("comm") || !top.containsKey("rank")
+                || !top.containsKey("size")) {
             throw new IllegalArgumentException("not a jccl flight recorder dump (no comm/rank/size header)");
         }
         List<Op> ops = new ArrayList<>();
-        Matcher m = OP.matcher(json);
-        while (m.find()) {
-            ops.add(new Op(Long.parseLong(m.group(1)), m.group(2), m.group(3), Long.parseLong(m.group(4)), m.group(5),
-                    Integer.parseInt(m.group(6)), Integer.parseInt(m.group(7)), m.group(8)));
+        if (top.get("ops") instanceof List<?> list) {
+            for (Object o : list) {
+                if (o instanceof Map<?, ?> m) {
+                    ops.add(new Op(number(m, "seq"), text(m, "op"), text(m, "dtype"), number(m, "count"),
+                            text(m, "redop"), (int) number(m, "root"), (int) number(m, "peer"), text(m, "state")));
+                }
+            }
         }
-        return new RankTrace(h.group(1).replace("\\\"", "\"").replace("\\\\", "\\"), Integer.parseInt(h.group(2)), Integer.parseInt(h.group(3)), h.group(4),
-                Long.parseLong(h.group(5)), h.group(6).replace("\\\"", "\"").replace("\\\\", "\\"), ops);
+        return new RankTrace(text(top, "comm"), (int) number(top, "rank"), (int) number(top, "size"), text(top, "host"),
+                number(top, "pid"), text(top, "reason"), ops);
+    }
+
+    private static String text(Map<?, ?> m, String key) {
+        Object v = m.get(key);
+        return v == null ? "-" : v.toString();
+    }
+
+    private static long number(Map<?, ?> m, String key) {
+        Object v = m.get(key);
+        if (v instanceof Number n) {
+            return n.longValue();
+        }
+        throw new IllegalArgumentException("not a jccl flight recorder dump: \"" + key + "\" is " + v + ", not a number");
     }
 
     /** Reads every {@code jccl-trace-*.json} in {@code dir}, grouped by communicator. */

@@ -61,10 +61,33 @@ class FlightRecorderDoctorTest {
         assertTrue(v.contains("STUCK at collective #6 allReduce(FLOAT32 x 100, SUM): rank(s) [0, 2] entered it, rank(s) [1] never reached it"), v);
     }
 
+    /** A dump as a JSON tool rewrites it (pretty-printed, keys reordered) reads the same. */
+    @Test
+    void aPrettyPrintedDumpWithKeysInAnotherOrderReadsTheSame() {
+        String compact = ranks(4, 0, -1).toJson("job", 1, 2, "timeout");
+        Doctor.RankTrace want = Doctor.parse(compact);
+        StringBuilder pretty = new StringBuilder("{\n  \"ops\" : [\n");
+        for (int i = 0; i < want.ops().size(); i++) {
+            Doctor.Op o = want.ops().get(i);
+            pretty.append("    {\n      \"state\" : \"").append(o.state()).append("\",\n      \"peer\" : ").append(o.peer())
+                    .append(",\n      \"root\" : ").append(o.root()).append(",\n      \"redop\" : \"").append(o.redop())
+                    .append("\",\n      \"count\" : ").append(o.count()).append(",\n      \"dtype\" : \"").append(o.dtype())
+                    .append("\",\n      \"op\" : \"").append(o.op()).append("\",\n      \"seq\" : ").append(o.seq())
+                    .append("\n    }").append(i + 1 < want.ops().size() ? ",\n" : "\n");
+        }
+        pretty.append("  ],\n  \"reason\" : \"timeout\",\n  \"pid\" : ").append(want.pid())
+                .append(",\n  \"host\" : \"").append(want.host()).append("\",\n  \"size\" : 2,\n  \"rank\" : 1,\n")
+                .append("  \"comm\" : \"job\",\n  \"jccl_trace\" : 1\n}\n");
+        assertEquals(want, Doctor.parse(pretty.toString()));
+    }
+
     @Test
     void emptyDirectoryAndBadInput(@TempDir Path dir) throws Exception {
         assertTrue(Doctor.diagnose(dir).contains("no flight recorder dumps"));
         assertThrows(IllegalArgumentException.class, () -> Doctor.parse("{}"));
+        assertThrows(IllegalArgumentException.class, () -> Doctor.parse("[1, 2]"));
+        assertThrows(IllegalArgumentException.class, () -> Doctor.parse("{\"comm\": \"c\", \"rank\": \"zero\", \"size\": 2}"));
+        assertThrows(IllegalArgumentException.class, () -> Doctor.parse("{\"comm\": \"c\", \"rank\": 0,"));
         assertThrows(IllegalArgumentException.class, () -> new FlightRecorder(-1, NAMES));
         assertEquals(-1, new FlightRecorder(0, NAMES).schedule(1, 0, 0, 0, 0, 0, 0));
     }

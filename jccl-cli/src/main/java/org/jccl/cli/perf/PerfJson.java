@@ -1,5 +1,6 @@
 package org.jccl.cli.perf;
 
+import org.jccl.internal.Json;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

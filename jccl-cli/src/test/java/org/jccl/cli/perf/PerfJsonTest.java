@@ -1,5 +1,6 @@
 package org.jccl.cli.perf;
 
+import org.jccl.internal.Json;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package org.jccl.cli.perf;
+package org.jccl.internal;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A small JSON reader and the string escaping of the writers (no library: jccl-cli depends on
- * picocli only). Reading gives {@link Map} (insertion ordered), {@link List}, {@link String},
+ * A small JSON reader and the string escaping of the writers (jccl-core has no dependencies): the
+ * flight recorder's dumps, {@code jccl doctor}, and {@code jccl perf}/{@code info}. Reading gives {@link Map} (insertion ordered), {@link List}, {@link String},
  * {@link Double} or {@link Long}, {@link Boolean} and null.
  */
 public final class Json {

@@ -1,4 +1,4 @@
-package org.jccl.cli.perf;
+package org.jccl.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

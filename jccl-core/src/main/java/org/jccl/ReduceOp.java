@@ -52,7 +52,11 @@ public record ReduceOp(Kind kind, double scalar) {
     public static final ReduceOp MIN = new ReduceOp(Kind.MIN, 1);
     /** Maximum. */
     public static final ReduceOp MAX = new ReduceOp(Kind.MAX, 1);
-    /** Average: sum, then divide once by the rank count. */
+    /**
+     * Average: sum, then divide once by the rank count. On integer types the (wrapping) sum is
+     * divided truncating toward zero, as C and NCCL's {@code ncclAvg} do: the average of 1 and 2
+     * is 1; convert to a float type first where the fraction matters.
+     */
     public static final ReduceOp AVG = new ReduceOp(Kind.AVG, 1);
     /** Bitwise and. */
     public static final ReduceOp BAND = new ReduceOp(Kind.BAND, 1);

@@ -97,10 +97,34 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     }
 
     private W call(Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer, boolean async) {
+        return enter(null, c, send, recv, op, root, peer, async);
+    }
+
+    /**
+     * A backend's own entry that takes one argument more than the API's (NCCL: the caller's CUDA
+     * stream, {@code with}, named {@code withName} in the error when it is null): the same
+     * concurrent-use check and op as every call, then {@link #executeWith}.
+     */
+    protected final W callWith(String withName, Object with, Collective c, Buffer send, Buffer recv, ReduceOp op,
+                               int root, int peer, boolean async) {
+        if (with == null) {
+            throw new IllegalArgumentException(withName + " is null: pass one, or call " + c.apiName() + " without it");
+        }
+        return enter(with, c, send, recv, op, root, peer, async);
+    }
+
+    /** Runs {@code op} with the extra argument of a {@link #callWith} entry; only backends with such entries have it. */
+    protected W executeWith(Op op, Object with, boolean async) {
+        throw new UnsupportedOperationException(backend + " has no " + op.collective().apiName() + " with " + with);
+    }
+
+    private W enter(Object with, Collective c, Buffer send, Buffer recv, ReduceOp op, int root, int peer,
+                    boolean async) {
         AbstractCommunicator<W> owner = owner();
         Thread other = claim(owner, c.apiName());
         try {
-            return execute(op(c, send, recv, op, root, peer), async);
+            Op o = op(c, send, recv, op, root, peer);
+            return with == null ? execute(o, async) : executeWith(o, with, async);
         } finally {
             release(owner, other);
         }

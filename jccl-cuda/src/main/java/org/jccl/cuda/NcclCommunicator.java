@@ -325,17 +325,17 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        onStream(op(Collective.ALL_REDUCE, send, recv, op, -1, -1), stream, true);
+        callWith("stream", stream, Collective.ALL_REDUCE, send, recv, op, -1, -1, false);
     }
 
     /** In-place all-reduce on the caller's stream; returns when done. */
     public void allReduce(Buffer buffer, ReduceOp op, CudaStream stream) {
-        onStream(op(Collective.ALL_REDUCE, buffer, buffer, op, -1, -1), stream, true);
+        callWith("stream", stream, Collective.ALL_REDUCE, buffer, buffer, op, -1, -1, false);
     }
 
     /** Asynchronous all-reduce on the caller's stream. */
     public NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return onStream(op(Collective.ALL_REDUCE, send, recv, op, -1, -1), stream, false);
+        return callWith("stream", stream, Collective.ALL_REDUCE, send, recv, op, -1, -1, true);
     }
 
     private NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -351,12 +351,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Broadcast on the caller's stream; returns when done. */
     public void broadcast(Buffer send, Buffer recv, int root, CudaStream stream) {
-        onStream(op(Collective.BROADCAST, send, recv, null, root, -1), stream, true);
+        callWith("stream", stream, Collective.BROADCAST, send, recv, null, root, -1, false);
     }
 
     /** Asynchronous broadcast on the caller's stream ({@code send} is read on the root only; null elsewhere is fine). */
     public NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(op(Collective.BROADCAST, send, recv, null, root, -1), stream, false);
+        return callWith("stream", stream, Collective.BROADCAST, send, recv, null, root, -1, true);
     }
 
     private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -374,12 +374,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce on the caller's stream; returns when done. */
     public void reduce(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        onStream(op(Collective.REDUCE, send, recv, op, root, -1), stream, true);
+        callWith("stream", stream, Collective.REDUCE, send, recv, op, root, -1, false);
     }
 
     /** Asynchronous reduce on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream stream) {
-        return onStream(op(Collective.REDUCE, send, recv, op, root, -1), stream, false);
+        return callWith("stream", stream, Collective.REDUCE, send, recv, op, root, -1, true);
     }
 
     private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
@@ -397,12 +397,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-gather on the caller's stream; returns when done. */
     public void allGather(Buffer send, Buffer recv, CudaStream stream) {
-        onStream(op(Collective.ALL_GATHER, send, recv, null, -1, -1), stream, true);
+        callWith("stream", stream, Collective.ALL_GATHER, send, recv, null, -1, -1, false);
     }
 
     /** Asynchronous all-gather on the caller's stream. */
     public NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return onStream(op(Collective.ALL_GATHER, send, recv, null, -1, -1), stream, false);
+        return callWith("stream", stream, Collective.ALL_GATHER, send, recv, null, -1, -1, true);
     }
 
     private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -422,12 +422,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Reduce-scatter on the caller's stream; returns when done. */
     public void reduceScatter(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        onStream(op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1), stream, true);
+        callWith("stream", stream, Collective.REDUCE_SCATTER, send, recv, op, -1, -1, false);
     }
 
     /** Asynchronous reduce-scatter on the caller's stream. */
     public NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream stream) {
-        return onStream(op(Collective.REDUCE_SCATTER, send, recv, op, -1, -1), stream, false);
+        return callWith("stream", stream, Collective.REDUCE_SCATTER, send, recv, op, -1, -1, true);
     }
 
     private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
@@ -448,12 +448,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** All-to-all on the caller's stream; returns when done. */
     public void allToAll(Buffer send, Buffer recv, CudaStream stream) {
-        onStream(op(Collective.ALL_TO_ALL, send, recv, null, -1, -1), stream, true);
+        callWith("stream", stream, Collective.ALL_TO_ALL, send, recv, null, -1, -1, false);
     }
 
     /** Asynchronous all-to-all on the caller's stream. */
     public NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream stream) {
-        return onStream(op(Collective.ALL_TO_ALL, send, recv, null, -1, -1), stream, false);
+        return callWith("stream", stream, Collective.ALL_TO_ALL, send, recv, null, -1, -1, true);
     }
 
     private NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
@@ -472,7 +472,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(op(Collective.GATHER, send, recv, null, root, -1), stream, false);
+        return callWith("stream", stream, Collective.GATHER, send, recv, null, root, -1, true);
     }
 
     private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -494,7 +494,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
     public NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
-        return onStream(op(Collective.SCATTER, send, recv, null, root, -1), stream, false);
+        return callWith("stream", stream, Collective.SCATTER, send, recv, null, root, -1, true);
     }
 
     private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
@@ -517,7 +517,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous send on the caller's stream. */
     public NcclWork sendAsync(Buffer buffer, int peer, CudaStream stream) {
-        return onStream(op(Collective.SEND, buffer, null, null, -1, peer), stream, false);
+        return callWith("stream", stream, Collective.SEND, buffer, null, null, -1, peer, true);
     }
 
     /** A send ({@code kind} SEND) or receive (RECV) of {@code buffer} with {@code peer}. */
@@ -530,7 +530,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     /** Asynchronous receive on the caller's stream. */
     public NcclWork recvAsync(Buffer buffer, int peer, CudaStream stream) {
-        return onStream(op(Collective.RECV, null, buffer, null, -1, peer), stream, false);
+        return callWith("stream", stream, Collective.RECV, null, buffer, null, -1, peer, true);
     }
 
     // ------------------------------------------------------------------ barrier
@@ -794,8 +794,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     }
 
     /** A stream-taking call: the same op, on the caller's stream. */
-    private NcclWork onStream(Op o, CudaStream stream, boolean blocking) {
-        return run(o, Objects.requireNonNull(stream, "stream"), blocking);
+    /** The stream-taking entries ({@link #callWith}): {@code o} on the caller's stream. */
+    @Override
+    protected NcclWork executeWith(Op o, Object stream, boolean async) {
+        return run(o, (CudaStream) stream, !async);
     }
 
     /** Validates {@code o}'s device buffers and launches it on {@code s} (null: this communicator's stream). */

@@ -230,6 +230,52 @@ class NcclFeaturesTest {
         });
     }
 
+    /**
+     * The stream-taking entries are guarded like every call: while rank 0's thread waits inside a
+     * blocking all-reduce on its stream (the other ranks have not called yet), a second thread's
+     * call on that communicator, with or without a stream, fails at once naming both threads; the
+     * first call then completes.
+     */
+    @Test
+    void aSecondThreadOnAStreamEntryIsConcurrentUse() throws Exception {
+        NcclCommunicator c0 = comms.get(0);
+        CudaDevice d0 = c0.device();
+        try (CudaStream user = d0.createStream(); DeviceBuffer x = d0.allocate(DataType.FLOAT32, 1024);
+             DeviceBuffer y = d0.allocate(DataType.FLOAT32, 1024)) {
+            java.util.concurrent.atomic.AtomicReference<Throwable> firstFailed = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread first = Thread.ofPlatform().name("first").start(() -> {
+                try {
+                    d0.makeCurrent();
+                    c0.allReduce(x, ReduceOp.SUM, user);
+                } catch (Throwable t) {
+                    firstFailed.set(t);
+                }
+            });
+            long end = System.nanoTime() + 20_000_000_000L;
+            while (java.util.Arrays.stream(first.getStackTrace()).noneMatch(f -> f.getMethodName().equals("executeWith"))) {
+                assertTrue(first.isAlive() && System.nanoTime() < end, "the first thread never got inside its call: " + firstFailed.get());
+                Thread.sleep(1);
+            }
+            for (Executable second : List.<Executable>of(() -> c0.broadcastAsync(y, y, 0, user), c0::barrier)) {
+                InvalidUsageException e = assertThrows(InvalidUsageException.class, second);
+                assertTrue(e.getMessage().contains("while thread 'first' is inside allReduce"), e.getMessage());
+            }
+            List<NcclWork> rest = new ArrayList<>();
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            for (int r = 1; r < n; r++) {
+                DeviceBuffer b = comms.get(r).device().allocate(DataType.FLOAT32, 1024);
+                bufs.add(b);
+                rest.add(comms.get(r).allReduceAsync(b, ReduceOp.SUM));
+            }
+            first.join(T.toMillis());
+            assertNull(firstFailed.get(), () -> "the first call failed: " + firstFailed.get());
+            for (NcclWork w : rest) {
+                w.await();
+            }
+            bufs.forEach(DeviceBuffer::close);
+        }
+    }
+
     @Test
     void wrappedForeignPointerInACollective() throws Exception {
         Gpu.assertEachOk(comms, T, c -> {

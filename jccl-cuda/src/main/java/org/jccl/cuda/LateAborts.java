@@ -42,12 +42,47 @@ final class LateAborts {
      * the caller, nor this executor, nor the watchdog may wait for that.
      */
     static void offThread(String name, Runnable task) {
-        Thread t = new Thread(task, name);
+        Thread t = new Thread(() -> {
+            try {
+                task.run();
+            } finally {
+                TEARDOWNS.remove(Thread.currentThread());
+            }
+        }, name);
         t.setDaemon(true);
+        TEARDOWNS.add(t);
         try {
             t.start();
         } catch (Throwable e) {
+            TEARDOWNS.remove(t);
             task.run(); // no thread to be had: as before, on the caller
+        }
+    }
+
+    /** The teardown threads running now. */
+    private static final java.util.Set<Thread> TEARDOWNS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** How long the JVM's exit waits for them at most. */
+    private static final long EXIT_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    static {
+        // A JVM that exits while NCCL tears a communicator down on one of these threads runs CUDA's
+        // exit handlers under it, and NCCL then crashes the process in ncclCommDestroy: the exit
+        // waits for them first (bounded: a teardown stuck on a GPU must not hold the exit forever).
+        Runtime.getRuntime().addShutdownHook(new Thread(LateAborts::awaitTeardowns, "jccl-nccl-exit"));
+    }
+
+    private static void awaitTeardowns() {
+        long end = System.nanoTime() + EXIT_WAIT_NANOS;
+        for (Thread t : TEARDOWNS) {
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                return;
+            }
+            try {
+                t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            } catch (InterruptedException e) {
+                return;
+            }
         }
     }
 }

@@ -71,15 +71,23 @@ final class NcclTeardown {
         } finally {
             Runnable nt = nativeTeardown;
             if (apart) {
+                // Its own hold on the GPU's context: the caller may close its CudaDevice as soon as close()
+                // returns, while NCCL's teardown still runs on that context.
+                CudaDevice hold = holdContext(c);
                 LateAborts.offThread("jccl-nccl-close-" + c.name, () -> {
                     runTeardown(c, nt);
-                    // the arena and an owned device go only after NCCL is done with them and the caller with its resources
+                    // The communicator's stream, events and buffers, the arena and an owned device go only
+                    // after NCCL's teardown, which may still use them, and after the caller's part.
                     try {
                         released.await();
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
+                    releaseCudaResources(c);
                     closeArenaAndDevice(c);
+                    if (hold != null) {
+                        hold.close();
+                    }
                 });
             } else {
                 runTeardown(c, nt);
@@ -95,7 +103,10 @@ final class NcclTeardown {
             }
         } finally {
             try {
-                releaseResources(c);
+                releaseHostResources(c);
+                if (!apart) {
+                    releaseCudaResources(c); // NCCL's teardown has run on this thread
+                }
             } finally {
                 released.countDown();
                 if (!apart) {
@@ -199,7 +210,28 @@ final class NcclTeardown {
         }
     }
 
-    private static void releaseResources(NcclCommunicator c) {
+    /** A retain of the communicator's GPU context for its teardown thread, or null when CUDA refuses one now. */
+    private static CudaDevice holdContext(NcclCommunicator c) {
+        try {
+            return CudaDevice.open(c.device.ordinal());
+        } catch (RuntimeException e) {
+            LOG.warn(c.rank, "closing " + c.describe() + " without its own hold on GPU " + c.device.ordinal() + ": " + e);
+            return null;
+        }
+    }
+
+    /** The communicator's shares of its job's store. */
+    private static void releaseHostResources(NcclCommunicator c) {
+        if (c.store != null) {
+            c.store.release(c.rank);
+        }
+        if (c.adopted != null) {
+            c.adopted.release(c.rank);
+        }
+    }
+
+    /** The communicator's stream, events and device buffers: only once NCCL's teardown is over. */
+    private static void releaseCudaResources(NcclCommunicator c) {
         List<AutoCloseable> toClose = new ArrayList<>();
         if (c.barrierBuffer != null) {
             toClose.add(c.barrierBuffer);
@@ -227,15 +259,9 @@ final class NcclTeardown {
             }
         }
         c.ring.clearEvents();
-        if (c.store != null) {
-            c.store.release(c.rank);
-        }
-        if (c.adopted != null) {
-            c.adopted.release(c.rank);
-        }
     }
 
-    /** The last of close(): on its teardown thread, after NCCL's teardown and {@link #releaseResources}. */
+    /** The last of close(): on its teardown thread, after NCCL's teardown and the communicator's resources. */
     private static void closeArenaAndDevice(NcclCommunicator c) {
         try {
             c.arena.close();

@@ -118,6 +118,13 @@ public final class VarSize {
         }
     }
 
+    /** Both buffers there, of one type. */
+    private static void sendAndRecv(Buffer send, Buffer recv) {
+        Checks.buffer(send, "send");
+        Checks.buffer(recv, "recv");
+        Checks.sameType(send, "send", recv, "recv");
+    }
+
     private static void count(Buffer b, String name, long want, String what) {
         if (b.count() != want) {
             throw new IllegalArgumentException(name + " has " + b.count() + " elements but " + what + " is " + want
@@ -125,27 +132,29 @@ public final class VarSize {
         }
     }
 
+    /** One step rooted at each rank r with a non-empty block (counts[r] elements of {@code b} at d[r]). */
+    private static List<Step> perRoot(long[] counts, long[] d, Buffer b,
+                                      java.util.function.BiFunction<Integer, Buffer, Step> step) {
+        List<Step> steps = new ArrayList<>();
+        for (int r = 0; r < counts.length; r++) {
+            if (counts[r] > 0) {
+                steps.add(step.apply(r, b.slice(d[r], counts[r])));
+            }
+        }
+        return steps;
+    }
+
     static Plan allGatherV(int rank, int size, Buffer send, Buffer recv, long[] counts, long[] displs) {
-        Checks.buffer(send, "send");
-        Checks.buffer(recv, "recv");
-        Checks.sameType(send, "send", recv, "recv");
+        sendAndRecv(send, recv);
         long[] d = layout(counts, "recvCounts", displs, "displs", size, recv, "recv");
         count(send, "send", counts[rank], "recvCounts[" + rank + "] (this rank's block)");
         inPlaceOrApart(send, "send", recv, "recv", d[rank], counts[rank]);
-        List<Step> steps = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            if (counts[r] > 0) {
-                Buffer block = recv.slice(d[r], counts[r]);
-                steps.add(new Step(Collective.BROADCAST, r == rank ? send : block, block, null, r, -1));
-            }
-        }
-        return new Plan("allGatherV", steps);
+        return new Plan("allGatherV", perRoot(counts, d, recv,
+                (r, block) -> new Step(Collective.BROADCAST, r == rank ? send : block, block, null, r, -1)));
     }
 
     static Plan reduceScatterV(int rank, int size, Buffer send, Buffer recv, long[] counts, ReduceOp op) {
-        Checks.buffer(send, "send");
-        Checks.buffer(recv, "recv");
-        Checks.sameType(send, "send", recv, "recv");
+        sendAndRecv(send, recv);
         Checks.op(op, send.type());
         long[] d = layout(counts, "recvCounts", null, "offsets", size, send, "send");
         long total = 0;
@@ -155,21 +164,13 @@ public final class VarSize {
         count(send, "send", total, "the sum of recvCounts");
         count(recv, "recv", counts[rank], "recvCounts[" + rank + "]");
         inPlaceOrApart(recv, "recv", send, "send", d[rank], counts[rank]);
-        List<Step> steps = new ArrayList<>();
-        for (int r = 0; r < size; r++) {
-            if (counts[r] > 0) {
-                Buffer block = send.slice(d[r], counts[r]);
-                steps.add(new Step(Collective.REDUCE, block, r == rank ? recv : null, op, r, -1));
-            }
-        }
-        return new Plan("reduceScatterV", steps);
+        return new Plan("reduceScatterV", perRoot(counts, d, send,
+                (r, block) -> new Step(Collective.REDUCE, block, r == rank ? recv : null, op, r, -1)));
     }
 
     static Plan allToAllV(int rank, int size, Buffer send, long[] sendCounts, long[] sendDispls, Buffer recv,
                           long[] recvCounts, long[] recvDispls) {
-        Checks.buffer(send, "send");
-        Checks.buffer(recv, "recv");
-        Checks.sameType(send, "send", recv, "recv");
+        sendAndRecv(send, recv);
         long[] sd = layout(sendCounts, "sendCounts", sendDispls, "sendDispls", size, send, "send");
         long[] rd = layout(recvCounts, "recvCounts", recvDispls, "recvDispls", size, recv, "recv");
         if (sendCounts[rank] != recvCounts[rank]) {
@@ -186,69 +187,65 @@ public final class VarSize {
         for (int k = 0; k < size; k++) {
             int from = (rank - k + size) % size;
             if (recvCounts[from] > 0) {
-                steps.add(new Step(Collective.RECV, null, recv.slice(rd[from], recvCounts[from]), null, -1, from));
+                steps.add(p2p(false, recv.slice(rd[from], recvCounts[from]), from));
             }
         }
         for (int k = 0; k < size; k++) {
             int to = (rank + k) % size;
             if (sendCounts[to] > 0) {
-                steps.add(new Step(Collective.SEND, send.slice(sd[to], sendCounts[to]), null, null, -1, to));
+                steps.add(p2p(true, send.slice(sd[to], sendCounts[to]), to));
             }
         }
         return new Plan("allToAllV", steps);
     }
 
     static Plan gatherV(int rank, int size, Buffer send, Buffer recv, long[] counts, long[] displs, int root) {
-        Checks.rank(root, size, "root");
-        Checks.buffer(send, "send");
-        List<Step> steps = new ArrayList<>();
-        if (rank != root) {
-            if (send.count() > 0) {
-                steps.add(new Step(Collective.SEND, send, null, null, -1, root));
-            }
-            return new Plan("gatherV", steps);
-        }
-        Checks.buffer(recv, "recv");
-        Checks.sameType(send, "send", recv, "recv");
-        long[] d = layout(counts, "recvCounts", displs, "displs", size, recv, "recv");
-        count(send, "send", counts[rank], "recvCounts[" + rank + "] (the root's own block)");
-        inPlaceOrApart(send, "send", recv, "recv", d[rank], counts[rank]);
-        boolean inPlace = counts[rank] > 0 && send.sameStart(recv.slice(d[rank], counts[rank]));
-        for (int r = 0; r < size; r++) {
-            if (counts[r] > 0 && !(r == rank && inPlace)) {
-                steps.add(new Step(Collective.RECV, null, recv.slice(d[r], counts[r]), null, -1, r));
-            }
-        }
-        if (counts[rank] > 0 && !inPlace) {
-            steps.add(new Step(Collective.SEND, send, null, null, -1, rank));
-        }
-        return new Plan("gatherV", steps);
+        return rooted(true, rank, size, send, recv, counts, displs, root);
     }
 
     static Plan scatterV(int rank, int size, Buffer send, long[] counts, long[] displs, Buffer recv, int root) {
+        return rooted(false, rank, size, recv, send, counts, displs, root);
+    }
+
+    /**
+     * Gather-v ({@code gather}: every rank's {@code mine} into its block of the root's {@code all})
+     * or scatter-v (the root's blocks of {@code all} into every rank's {@code mine}). The root's own
+     * block moves as a send to itself, unless it is in place.
+     */
+    private static Plan rooted(boolean gather, int rank, int size, Buffer mine, Buffer all, long[] counts,
+                               long[] displs, int root) {
+        String name = gather ? "gatherV" : "scatterV";
+        String mn = gather ? "send" : "recv";
+        String an = gather ? "recv" : "send";
+        String cn = gather ? "recvCounts" : "sendCounts";
         Checks.rank(root, size, "root");
-        Checks.buffer(recv, "recv");
+        Checks.buffer(mine, mn);
         List<Step> steps = new ArrayList<>();
         if (rank != root) {
-            if (recv.count() > 0) {
-                steps.add(new Step(Collective.RECV, null, recv, null, -1, root));
+            if (mine.count() > 0) {
+                steps.add(p2p(gather, mine, root));
             }
-            return new Plan("scatterV", steps);
+            return new Plan(name, steps);
         }
-        Checks.buffer(send, "send");
-        Checks.sameType(send, "send", recv, "recv");
-        long[] d = layout(counts, "sendCounts", displs, "displs", size, send, "send");
-        count(recv, "recv", counts[rank], "sendCounts[" + rank + "] (the root's own block)");
-        inPlaceOrApart(recv, "recv", send, "send", d[rank], counts[rank]);
-        boolean inPlace = counts[rank] > 0 && recv.sameStart(send.slice(d[rank], counts[rank]));
-        if (counts[rank] > 0 && !inPlace) {
-            steps.add(new Step(Collective.RECV, null, recv, null, -1, rank));
-        }
+        Checks.buffer(all, an);
+        Checks.sameType(mine, mn, all, an);
+        long[] d = layout(counts, cn, displs, "displs", size, all, an);
+        count(mine, mn, counts[rank], cn + "[" + rank + "] (the root's own block)");
+        inPlaceOrApart(mine, mn, all, an, d[rank], counts[rank]);
+        boolean inPlace = counts[rank] > 0 && mine.sameStart(all.slice(d[rank], counts[rank]));
         for (int r = 0; r < size; r++) {
             if (counts[r] > 0 && !(r == rank && inPlace)) {
-                steps.add(new Step(Collective.SEND, send.slice(d[r], counts[r]), null, null, -1, r));
+                steps.add(p2p(!gather, all.slice(d[r], counts[r]), r));
             }
         }
-        return new Plan("scatterV", steps);
+        if (counts[rank] > 0 && !inPlace) {
+            steps.add(p2p(gather, mine, rank));
+        }
+        return new Plan(name, steps);
+    }
+
+    /** A send of {@code b} to {@code peer} ({@code send}) or a receive into it from {@code peer}. */
+    private static Step p2p(boolean send, Buffer b, int peer) {
+        return send ? new Step(Collective.SEND, b, null, null, -1, peer) : new Step(Collective.RECV, null, b, null, -1, peer);
     }
 }

@@ -210,31 +210,18 @@ final class VarSizeCases {
     }
 
     static void gatherV(Ctx ctx) {
-        Communicator c = ctx.comm();
-        int me = ctx.rank();
-        forCases(ctx, (t, n, gaps, s1) -> {
-            for (int rt : roots(ctx, t, n)) {
-                long[] counts = counts(ctx.size(), n);
-                long[] displs = gaps ? gapped(counts) : null;
-                long total = extent(counts, displs);
-                String what = "gatherV " + t + " base " + n + (gaps ? " gapped" : " packed") + " root " + rt;
-                Buffer send = ctx.buffer(t, ReduceOp.SUM, s1, me, counts[me]);
-                Buffer recv = me == rt ? ctx.poisoned(t, total) : null;
-                if (gaps) {
-                    c.gatherVAsync(send, recv, me == rt ? counts : null, me == rt ? displs : null, rt).await();
-                } else {
-                    c.gatherV(send, recv, me == rt ? counts : null, null, rt);
-                }
-                if (me == rt) {
-                    MemorySegment want = expected(ctx, t, total, counts, gaps ? displs : packed(counts),
-                            r -> ctx.input(t, ReduceOp.SUM, s1, r, counts[r]));
-                    ctx.checkBytes(() -> what, recv, 0, want);
-                }
-            }
-        });
+        rooted(ctx, true);
     }
 
     static void scatterV(Ctx ctx) {
+        rooted(ctx, false);
+    }
+
+    /**
+     * Gather-v ({@code gather}: block r of the root's buffer = rank r's input) or scatter-v (rank
+     * r's buffer = block r of the root's input); the counts and displacements on the root only.
+     */
+    private static void rooted(Ctx ctx, boolean gather) {
         Communicator c = ctx.comm();
         int me = ctx.rank();
         forCases(ctx, (t, n, gaps, s1) -> {
@@ -243,17 +230,30 @@ final class VarSizeCases {
                 long[] displs = gaps ? gapped(counts) : null;
                 long[] at = gaps ? displs : packed(counts);
                 long total = extent(counts, displs);
-                String what = "scatterV " + t + " base " + n + (gaps ? " gapped" : " packed") + " root " + rt;
-                Buffer send = me == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, total) : null;
-                Buffer recv = ctx.poisoned(t, counts[me]);
-                if (gaps) {
-                    c.scatterVAsync(send, me == rt ? counts : null, me == rt ? displs : null, recv, rt).await();
+                long[] rc = me == rt ? counts : null;
+                long[] rd = me == rt ? displs : null;
+                String what = (gather ? "gatherV " : "scatterV ") + t + " base " + n + (gaps ? " gapped" : " packed")
+                        + " root " + rt;
+                // the root's buffer of every block, and this rank's own
+                Buffer all = me != rt ? null : gather ? ctx.poisoned(t, total) : ctx.buffer(t, ReduceOp.SUM, s1, rt, total);
+                Buffer mine = gather ? ctx.buffer(t, ReduceOp.SUM, s1, me, counts[me]) : ctx.poisoned(t, counts[me]);
+                if (gather && gaps) {
+                    c.gatherVAsync(mine, all, rc, rd, rt).await();
+                } else if (gather) {
+                    c.gatherV(mine, all, rc, rd, rt);
+                } else if (gaps) {
+                    c.scatterVAsync(all, rc, rd, mine, rt).await();
                 } else {
-                    c.scatterV(send, me == rt ? counts : null, null, recv, rt);
+                    c.scatterV(all, rc, rd, mine, rt);
                 }
                 long bs = t.byteSize();
-                ctx.checkBytes(() -> what, recv, 0,
-                        ctx.input(t, ReduceOp.SUM, s1, rt, total).asSlice(at[me] * bs, counts[me] * bs));
+                if (!gather) {
+                    ctx.checkBytes(() -> what, mine, 0,
+                            ctx.input(t, ReduceOp.SUM, s1, rt, total).asSlice(at[me] * bs, counts[me] * bs));
+                } else if (me == rt) {
+                    ctx.checkBytes(() -> what, all, 0, expected(ctx, t, total, counts, at,
+                            r -> ctx.input(t, ReduceOp.SUM, s1, r, counts[r])));
+                }
             }
         });
     }

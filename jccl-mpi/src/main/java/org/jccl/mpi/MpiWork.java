@@ -210,18 +210,7 @@ final class MpiWork implements Work {
 
     /** MPI's blocking form returned successfully: the completion steps now; throws the failure. */
     void completedInline() {
-        if (inMpi) {
-            inMpi = false;
-        }
-        JcclException f = null;
-        try {
-            finish();
-        } catch (JcclException e) {
-            f = comm.failed(e);
-        } catch (RuntimeException e) {
-            f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
-        }
-        complete(f);
+        JcclException f = completedByMpi();
         if (f != null) {
             throw f;
         }
@@ -238,6 +227,12 @@ final class MpiWork implements Work {
         if (flag.get(JAVA_INT, 0) == 0) {
             return false;
         }
+        completedByMpi();
+        return true;
+    }
+
+    /** MPI completed the operation: runs the completion steps, completes this work and returns its failure (null if none). */
+    private JcclException completedByMpi() {
         inMpi = false;
         JcclException f = null;
         try {
@@ -248,7 +243,7 @@ final class MpiWork implements Work {
             f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
         }
         complete(f);
-        return true;
+        return f;
     }
 
     private void finish() {

@@ -8,8 +8,7 @@ import static org.jccl.cuda.NcclArgs.dev;
 import static org.jccl.cuda.NcclArgs.devOrNull;
 import static org.jccl.cuda.NcclArgs.inPlaceOrDisjoint;
 import static org.jccl.cuda.NcclArgs.sameShape;
-import static org.jccl.cuda.NcclArgs.sameType;
-import static org.jccl.cuda.NcclArgs.scaled;
+import static org.jccl.cuda.NcclArgs.sliced;
 import static org.jccl.cuda.NcclLaunch.launch;
 
 import java.lang.foreign.Arena;
@@ -394,13 +393,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = dev(this, recv, "recv");
-        sameType(sb, "send", rb, "recv");
-        if (rb.count() != sb.count() * size) {
-            throw new IllegalArgumentException("recv has " + rb.count() + " elements but all-gather of " + sb.count()
-                    + " per rank over " + size + " ranks needs " + sb.count() * size);
-        }
-        inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(rank * sb.count(), sb.type()),
-                "send == slice rank of recv");
+        sliced(sb, rb, true, size, rank, "rank", "all-gather of");
         return launch(this, ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
     }
 
@@ -419,14 +412,9 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = dev(this, recv, "recv");
-        sameType(sb, "send", rb, "recv");
-        if (sb.count() != rb.count() * size) {
-            throw new IllegalArgumentException("send has " + sb.count() + " elements but reduce-scatter into " + rb.count()
-                    + " per rank over " + size + " ranks needs " + rb.count() * size);
-        }
-        checkOp(op, sb.type());
         // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
-        inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(rank * rb.count(), sb.type()), "recv == slice rank of send");
+        sliced(rb, sb, false, size, rank, "rank", "reduce-scatter into");
+        checkOp(op, sb.type());
         return launch(this, REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
     }
 
@@ -465,13 +453,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
         if (rank == root) {
-            sameType(sb, "send", rb, "recv");
-            if (rb.count() != sb.count() * size) {
-                throw new IllegalArgumentException("recv has " + rb.count() + " elements but gathering " + sb.count()
-                        + " per rank from " + size + " ranks needs " + sb.count() * size);
-            }
-            inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(root * sb.count(), sb.type()),
-                    "send == slice root of recv");
+            sliced(sb, rb, true, size, root, "root", "gathering");
         } else {
             rb = null;
         }
@@ -487,12 +469,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         DeviceBuffer rb = dev(this, recv, "recv");
         DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
         if (rank == root) {
-            sameType(sb, "send", rb, "recv");
-            if (sb.count() != rb.count() * size) {
-                throw new IllegalArgumentException("send has " + sb.count() + " elements but scattering " + rb.count()
-                        + " per rank to " + size + " ranks needs " + rb.count() * size);
-            }
-            inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(root * rb.count(), sb.type()), "recv == slice root of send");
+            sliced(rb, sb, false, size, root, "root", "scattering");
         } else {
             sb = null;
         }

@@ -4,7 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.jccl.mpi.MpiArgs.count;
 import static org.jccl.mpi.MpiArgs.host;
-import static org.jccl.mpi.MpiArgs.noPartialOverlap;
+import static org.jccl.mpi.MpiArgs.sameShape;
 import static org.jccl.mpi.MpiArgs.writable;
 
 import java.lang.foreign.Arena;
@@ -441,10 +441,8 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private int allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        sameShape(s, r, "recv must have as many elements as send");
         Checks.op(op, s.type());
-        noPartialOverlap(s, "send", r, "recv");
         int n = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allReduce", t, n, op, -1);
@@ -462,9 +460,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer s = null;
         if (rank == root) {
             s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+            sameShape(s, r, "recv must have as many elements as send");
         }
         int n = count(r.count(), "recv");
         DataType t = r.type();
@@ -491,9 +487,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer r = null;
         if (rank == root) {
             r = writable(host(recv, "recv"), "recv");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+            sameShape(s, r, "the root's recv must have as many elements as send");
         }
         int n = count(s.count(), "send");
         DataType t = s.type();
@@ -569,21 +563,31 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     // ------------------------------------------------------------------ reduce-scatter
 
+    /**
+     * Host-engine rules: send ({@code sendName} in messages) holds size x recv.count; an overlap
+     * must be the in-place slice. Returns whether in place.
+     */
+    private boolean checkScatter(HostBuffer s, HostBuffer r, String what, String sendName) {
+        Checks.sameType(s, "send", r, "recv");
+        if (s.count() != r.count() * size) {
+            Checks.count(s, "send", r.count() * size, what + " needs size() x recv.count() elements in " + sendName);
+        }
+        if (!r.overlaps(s)) {
+            return false;
+        }
+        long c = r.count();
+        if (!r.sameStart(s.slice(rank * c, c))) {
+            throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                    + what + " pass send.slice(rank() * count, count) as recv");
+        }
+        return true;
+    }
+
     private int reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
+        boolean inPlace = checkScatter(s, r, "reduceScatter", "send");
         Checks.op(op, s.type());
-        boolean inPlace = false;
-        if (r.overlaps(s)) {
-            long c = r.count();
-            if (!r.sameStart(s.slice(rank * c, c))) {
-                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                        + "reduceScatter pass send.slice(rank() * count, count) as recv");
-            }
-            inPlace = true;
-        }
         int c = count(r.count(), "recv");
         DataType t = s.type();
         MpiWork w = begin(async, "reduceScatter", t, c, op, -1);
@@ -613,10 +617,8 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private int allToAll(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
+        sameShape(s, r, "allToAll sends and receives the same number of elements");
         Checks.perRankCount(s, size, "send");
-        noPartialOverlap(s, "send", r, "recv");
         int c = count(s.count() / size, "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allToAll", t, s.count(), null, -1);
@@ -639,16 +641,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         boolean inPlace = false;
         if (rank == root) {
             s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(s, "send", r.count() * size, "scatter needs size() x recv.count() elements in the root's send");
-            if (r.overlaps(s)) {
-                long c = r.count();
-                if (!r.sameStart(s.slice(rank * c, c))) {
-                    throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                            + "scatter pass send.slice(rank() * count, count) as recv");
-                }
-                inPlace = true;
-            }
+            inPlace = checkScatter(s, r, "scatter", "the root's send");
         }
         int c = count(r.count(), "recv");
         DataType t = r.type();

@@ -31,11 +31,6 @@ public final class CudaEvent extends CudaHandle implements AutoCloseable {
         return openHandle("event", "");
     }
 
-    /** The device the event belongs to. */
-    public CudaDevice device() {
-        return device;
-    }
-
     /** Records this event on {@code stream}. */
     public void record(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");

@@ -16,6 +16,11 @@ abstract sealed class CudaHandle permits CudaEvent, CudaStream {
         this.owned = owned;
     }
 
+    /** The device of an event, or of a stream jccl created; null for a wrapped stream. */
+    public CudaDevice device() {
+        return device;
+    }
+
     private volatile boolean closed;
 
     /** Marks this closed: true for the call that did, false when it already was (close is idempotent). */

@@ -31,11 +31,6 @@ public final class CudaStream extends CudaHandle implements AutoCloseable {
         return openHandle("stream", ": create a new one");
     }
 
-    /** The device of a stream jccl created; null for a wrapped stream. */
-    public CudaDevice device() {
-        return device;
-    }
-
     /** Makes work queued on this stream after this call wait until {@code event} completes (no host wait). */
     public void waitFor(CudaEvent event) {
         Objects.requireNonNull(event, "event");

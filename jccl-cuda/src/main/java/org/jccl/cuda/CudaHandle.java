@@ -16,11 +16,6 @@ abstract sealed class CudaHandle permits CudaEvent, CudaStream {
         this.owned = owned;
     }
 
-    /** The device of an event, or of a stream jccl created; null for a wrapped stream. */
-    public CudaDevice device() {
-        return device;
-    }
-
     private volatile boolean closed;
 
     /** Marks this closed: true for the call that did, false when it already was (close is idempotent). */
@@ -38,6 +33,11 @@ abstract sealed class CudaHandle permits CudaEvent, CudaStream {
             throw new IllegalStateException(what + " " + hex() + " is closed" + advice);
         }
         return handle;
+    }
+
+    /** The device of an event, or of a stream jccl created; null for a wrapped stream. */
+    public CudaDevice device() {
+        return device;
     }
 
     /** The handle as {@code 0x...}, for messages. */

@@ -216,7 +216,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         return end(started, rc, async);
     }
 
-    /** The work {@link #begin} took for the call being made now (null before it); caller thread, under the lock. */
+    /** The work {@link #begin} took for the call being made now, until {@link #end} or {@link #abandon}; caller thread. */
     private MpiWork started;
 
     /** The deadline of the call being made now: a view's, or the communicator's. */
@@ -276,6 +276,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      * pending work (async) or waits for it (blocking; returns null). Always releases the lock.
      */
     private Work end(MpiWork w, int rc, boolean async) {
+        started = null; // keeps no finished work alive
         try {
             boolean nat = nativeCall(async);
             leaveNative();
@@ -301,6 +302,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     /** Undoes {@link #begin} when preparing the operation failed before MPI saw it. */
     private RuntimeException abandon(MpiWork w, RuntimeException e) {
+        started = null;
         leaveNative();
         w.abandon();
         lock.unlock();

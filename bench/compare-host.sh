@@ -37,17 +37,10 @@ shift $((OPTIND - 1))
 for n in ${ranks//,/ }; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "compare-host.sh: -n: '$n' is not a rank count; give e.g. -n 2,4" >&2; exit 2; }
 done
-all_colls="allreduce,allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter,sendrecv"
-[ "$colls" = all ] && colls="$all_colls"
-for c in ${colls//,/ }; do
-    [[ ",$all_colls," == *",$c,"* ]] || { echo "compare-host.sh: -c: unknown collective '$c'; use some of $all_colls or all" >&2; exit 2; }
-done
-skipped() { [[ ",$skip," == *",$1,"* ]]; }
-
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-log() { echo "$*" | tee -a "$out/run.log"; }
-: > "$out/run.log"
+prog=compare-host.sh
+. "$here/common.sh"
+check_colls
+start_results
 
 # ---- the machine and the versions, recorded before anything runs ----
 cpu_model="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
@@ -83,9 +76,7 @@ if ! skipped mpi; then
         log "Open MPI: mpirun not found (apt-get install -y openmpi-bin libopenmpi-dev); the Open MPI column is empty"
         skip="$skip,mpi"
     else
-        if [ ! -x "$here/mpi/mpi_coll" ] || [ "$here/mpi/mpi_coll.c" -nt "$here/mpi/mpi_coll" ]; then
-            "$here/mpi/build.sh" | tee -a "$out/run.log"
-        fi
+        build_mpi_coll
         btl="$(timeout 60 mpirun -np 2 "${mpi_flags[@]}" --oversubscribe --mca btl_base_verbose 100 \
                  "$here/mpi/mpi_coll" allreduce -b 8 -e 8 -T 0.001 -c 0 2>&1 \
                | sed -n 's/.*Using \([a-z0-9_]*\) btl for send.*/\1/p' | sort -u | paste -sd, || true)"
@@ -97,9 +88,7 @@ fi
 # ---- jccl: its perf tool lands with issues 3/4; tolerate its absence ----
 jccl_ok=0
 if ! skipped jccl; then
-    if [ -z "${JAVA_HOME:-}" ] && [ -d /usr/lib/jvm/temurin-25-jdk-amd64 ]; then
-        export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-    fi
+    default_java
     # The first ./jccl call builds the project when its jars are stale: minutes on a busy machine.
     [ -x "$root/jccl" ] && log "jccl: ./jccl perf --help (builds jccl first when needed)"
     if [ -x "$root/jccl" ] && (cd "$root" && timeout 900 ./jccl perf --help > "$out/jccl-help.txt" 2>&1); then
@@ -145,15 +134,4 @@ for n in ${ranks//,/ }; do
     fi
 done
 
-echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$header"
-shopt -s nullglob
-jsons=("$out"/*.json)
-if [ ${#jsons[@]} -eq 0 ]; then
-    log "no library produced results; see $out/run.log"
-    exit 1
-fi
-/usr/bin/python3 "$here/compare_tables.py" --header "$header" "${jsons[@]}" > "$out/compare.md"
-echo
-cat "$out/compare.md"
-echo
-echo "results: $out (compare.md, *.json, raw tables *.txt, run.log)"
+write_compare "$out"/*.json

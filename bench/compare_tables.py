@@ -5,6 +5,8 @@
     size | jccl us | Open MPI us | Gloo us | MPI/jccl | Gloo/jccl
 
     compare_tables.py [--header FILE] [--dtype float] [--op sum] FILE.json...  > compare.md
+    compare_tables.py --best OUT.json FILE.json...
+
 
 A cell is the out-of-place time, or the in-place time where the library has only the
 in-place form (marked "ip"); a ratio > 1 means the reference is slower than jccl. A file
@@ -26,9 +28,8 @@ def lib_of(run):
     return "jccl"  # jccl perf names its engine (host, nccl, ...)
 
 
-def load(paths, dtype, op):
-    """{(ranks, collective): {bytes: {lib: (time_us, mode)}}} and the labels seen per lib."""
-    table, labels = {}, {}
+def read_docs(paths):
+    """The JSON documents of the files, in order; one that is missing or unreadable is named on stderr."""
     for path in paths:
         try:
             with open(path) as f:
@@ -36,6 +37,39 @@ def load(paths, dtype, op):
         except (OSError, ValueError) as e:
             print(f"compare_tables: skipping {path}: {e}", file=sys.stderr)
             continue
+        yield doc
+
+
+def best_of(paths):
+    """One document with each row's best (lowest) time over the files (repeats of one library's runs), or None."""
+    best, docs = {}, []
+    for doc in read_docs(paths):
+        docs.append(doc)
+        for run in doc.get("runs", []):
+            for row in run.get("rows", []):
+                key = (run.get("ranks"), row.get("collective"), row.get("dtype"), row.get("op"), row.get("root"),
+                       row.get("bytes"))
+                old = best.get(key)
+                for mode in ("oop", "ip"):
+                    cell = row.get(mode)
+                    if cell and old and old[1].get(mode) and old[1][mode]["time_us"] <= cell["time_us"]:
+                        row[mode] = old[1][mode]
+                best[key] = (run, row)
+    if not docs:
+        return None
+    runs = {}
+    for (ranks, coll, *_), (run, row) in best.items():
+        r = runs.setdefault((ranks, coll), {k: v for k, v in run.items() if k != "rows"})
+        r.setdefault("rows", []).append(row)
+    merged = dict(docs[0])
+    merged["runs"] = list(runs.values())
+    return merged
+
+
+def load(paths, dtype, op):
+    """{(ranks, collective): {bytes: {lib: (time_us, mode)}}} and the labels seen per lib."""
+    table, labels = {}, {}
+    for doc in read_docs(paths):
         for run in doc.get("runs", []):
             lib = lib_of(run)
             labels.setdefault(lib, set()).add(str(run.get("label", lib)))
@@ -100,7 +134,15 @@ def main(argv):
     p.add_argument("--header", help="markdown file printed first")
     p.add_argument("--dtype", default="float")
     p.add_argument("--op", default="sum")
+    p.add_argument("--best", metavar="OUT", help="write OUT, one JSON with each row's best time over the files, "
+                   "instead of the tables")
     a = p.parse_args(argv)
+    if a.best:
+        merged = best_of(a.files)
+        if merged is not None:
+            with open(a.best, "w") as f:
+                json.dump(merged, f, indent=1)
+        return 0
     table, labels = load(a.files, a.dtype, a.op)
     if a.header:
         with open(a.header) as f:

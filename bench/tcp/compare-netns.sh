@@ -39,25 +39,16 @@ shift $((OPTIND - 1))
 [ $# -eq 0 ] || { echo "compare-netns.sh: unexpected argument '$1' (see -h)" >&2; exit 2; }
 [[ "$per" =~ ^[1-9][0-9]*$ ]] || { echo "compare-netns.sh: -p: '$per' is not a rank count" >&2; exit 2; }
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "compare-netns.sh: -r: '$repeats' is not a repeat count" >&2; exit 2; }
-all_colls="allreduce,allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter,sendrecv"
-[ "$colls" = all ] && colls="$all_colls"
-for c in ${colls//,/ }; do
-    [[ ",$all_colls," == *",$c,"* ]] || { echo "compare-netns.sh: -c: unknown collective '$c'; use some of $all_colls or all" >&2; exit 2; }
-done
-skipped() { [[ ",$skip," == *",$1,"* ]]; }
+prog=compare-netns.sh
+. "$root/bench/common.sh"
+check_colls
 [ "$(id -u)" = 0 ] || { echo "compare-netns.sh: network namespaces need root" >&2; exit 2; }
 command -v ip >/dev/null || { echo "compare-netns.sh: the ip command (iproute2) is missing" >&2; exit 2; }
 if ! skipped mpi && ! command -v mpirun >/dev/null; then
     echo "compare-netns.sh: mpirun not found: apt-get install -y openmpi-bin libopenmpi-dev (or -x mpi)" >&2; exit 2
 fi
-if [ -z "${JAVA_HOME:-}" ] && [ -d /usr/lib/jvm/temurin-25-jdk-amd64 ]; then
-    export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
-
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-log() { echo "$*" | tee -a "$out/run.log"; }
-: > "$out/run.log"
+default_java
+start_results
 
 # ---- two pretend hosts: namespaces h0, h1 (eth0 = 10.77.0.1, .2) on a bridge in a switch namespace ----
 pfx="jcb$$"
@@ -162,9 +153,7 @@ run_jccl() { # $1: repeat number
 btl="tcp,self"
 [ "$per" -gt 1 ] && btl="tcp,self,vader" # shared memory inside a namespace, as jccl does
 if ! skipped mpi; then
-    if [ ! -x "$root/bench/mpi/mpi_coll" ] || [ "$root/bench/mpi/mpi_coll.c" -nt "$root/bench/mpi/mpi_coll" ]; then
-        "$root/bench/mpi/build.sh" | tee -a "$out/run.log"
-    fi
+    build_mpi_coll
     agent="$out/nsagent.sh"
     cat > "$agent" <<AGENT
 #!/bin/bash
@@ -195,49 +184,9 @@ for ((rep = 1; rep <= repeats; rep++)); do
     skipped mpi || run_mpi "$rep"
 done
 # one JSON per library: the best (lowest) time of each row over the repeats
-/usr/bin/python3 - "$out" <<'PY'
-import glob, json, os, sys
-out = sys.argv[1]
-for lib in ("jccl", "mpi"):
-    best, docs = {}, []
-    for path in sorted(glob.glob(os.path.join(out, "raw", lib + "-*.json"))):
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            print(f"skipping {path}: {e}", file=sys.stderr)
-            continue
-        docs.append(doc)
-        for run in doc.get("runs", []):
-            for row in run.get("rows", []):
-                key = (run.get("ranks"), row.get("collective"), row.get("dtype"), row.get("op"), row.get("root"), row.get("bytes"))
-                old = best.get(key)
-                for mode in ("oop", "ip"):
-                    cell = row.get(mode)
-                    if cell and old and old[1].get(mode) and old[1][mode]["time_us"] <= cell["time_us"]:
-                        row[mode] = old[1][mode]
-                best[key] = (run, row)
-    if not docs:
-        continue
-    runs = {}
-    for (ranks, coll, *_), (run, row) in best.items():
-        r = runs.setdefault((ranks, coll), {k: v for k, v in run.items() if k != "rows"})
-        r.setdefault("rows", []).append(row)
-    merged = dict(docs[0])
-    merged["runs"] = list(runs.values())
-    with open(os.path.join(out, lib + ".json"), "w") as f:
-        json.dump(merged, f, indent=1)
-PY
+for lib in jccl mpi; do
+    raw=("$out"/raw/"$lib"-*.json)
+    if [ -e "${raw[0]}" ]; then /usr/bin/python3 "$root/bench/compare_tables.py" --best "$out/$lib.json" "${raw[@]}"; fi
+done
 
-echo "- load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$header"
-shopt -s nullglob
-jsons=("$out"/jccl.json "$out"/mpi.json)
-if [ ${#jsons[@]} -eq 0 ]; then
-    log "no library produced results; see $out/run.log"
-    exit 1
-fi
-/usr/bin/python3 "$root/bench/compare_tables.py" --header "$header" "${jsons[@]}" > "$out/compare.md"
-echo
-cat "$out/compare.md"
-echo
-echo "results: $out (compare.md, *.json, raw tables *.txt, run.log)"
+write_compare "$out"/jccl.json "$out"/mpi.json

@@ -302,16 +302,7 @@ public final class Launcher {
 
         /** SIGTERM to every running rank and every process it started; SIGKILL follows after the grace period. */
         private synchronized void stop() {
-            // Children first seen now: once their parent is gone only the subreaper still finds them.
-            collectLeftovers();
-            for (Process p : procs) {
-                if (p != null && p.isAlive()) {
-                    p.destroy();
-                }
-            }
-            for (ProcessHandle h : leftovers) {
-                h.destroy();
-            }
+            signalAll(false);
             if (killAt == Long.MAX_VALUE) {
                 killAt = System.nanoTime() + grace.toNanos();
             }
@@ -319,15 +310,30 @@ public final class Launcher {
 
         /** SIGKILL to every rank and leftover still running. */
         private synchronized void killRemaining() {
+            signalAll(true);
+        }
+
+        /** SIGTERM, or SIGKILL when {@code kill}, to every running rank and leftover. */
+        private synchronized void signalAll(boolean kill) {
+            // Children first seen now: once their parent is gone only the subreaper still finds them.
             collectLeftovers();
             for (Process p : procs) {
                 if (p != null && p.isAlive()) {
-                    p.destroyForcibly();
+                    if (kill) {
+                        p.destroyForcibly();
+                    } else {
+                        p.destroy();
+                    }
                 }
             }
             for (ProcessHandle h : leftovers) {
-                if (running(h)) {
+                if (!running(h)) {
+                    continue;
+                }
+                if (kill) {
                     h.destroyForcibly();
+                } else {
+                    h.destroy();
                 }
             }
         }

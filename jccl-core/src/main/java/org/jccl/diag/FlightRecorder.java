@@ -1,5 +1,7 @@
 package org.jccl.diag;
 
+import static org.jccl.internal.JsonText.quote;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -32,11 +32,7 @@ import org.jccl.bootstrap.Store;
  * </pre>
  */
 final class CollectiveCheck {
-    static final int KIND = 0;
-    static final int DTYPE = 4;
-    static final int ROOT = 8;
-    static final int REDOP = 12;
-    static final int COUNT = 16;
+    /** Bytes of a fingerprint: the fields of the table above, in its order. */
     static final int BYTES = 24;
     private static final long SLICE_NANOS = 100_000_000;
 
@@ -61,24 +57,19 @@ final class CollectiveCheck {
 
     /** The encoded fingerprint of one call. */
     static byte[] fingerprint(int kind, DataType type, long count, int root, ReduceOp op) {
-        ByteBuffer b = ByteBuffer.allocate(BYTES);
-        b.putInt(KIND, kind);
-        b.putInt(DTYPE, type == null ? -1 : type.ordinal());
-        b.putInt(ROOT, root);
-        b.putInt(REDOP, op == null ? -1 : op.kind().ordinal());
-        b.putLong(COUNT, count);
-        return b.array();
+        return ByteBuffer.allocate(BYTES).putInt(kind).putInt(type == null ? -1 : type.ordinal()).putInt(root)
+                .putInt(op == null ? -1 : op.kind().ordinal()).putLong(count).array();
     }
 
     static String describe(byte[] fp) {
         ByteBuffer b = ByteBuffer.wrap(fp);
-        int kind = b.getInt(KIND);
-        int dt = b.getInt(DTYPE);
-        int root = b.getInt(ROOT);
-        int red = b.getInt(REDOP);
+        int kind = b.getInt();
+        int dt = b.getInt();
+        int root = b.getInt();
+        int red = b.getInt();
+        long count = b.getLong();
         StringBuilder s = new StringBuilder(NcclCommunicator.opName(kind)).append('(');
-        s.append(dt < 0 || dt >= DataType.values().length ? "?" : DataType.values()[dt]).append(" x ")
-                .append(b.getLong(COUNT));
+        s.append(dt < 0 || dt >= DataType.values().length ? "?" : DataType.values()[dt]).append(" x ").append(count);
         if (red >= 0 && red < ReduceOp.Kind.values().length) {
             s.append(", ").append(ReduceOp.Kind.values()[red]);
         }

@@ -10,8 +10,6 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * The CUDA driver API ({@code libcuda.so.1}) bound through the Foreign Function and Memory API.
@@ -72,7 +70,8 @@ final class CudaDriver {
     private static final MemoryLayout IPC_HANDLE = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(IPC_HANDLE_SIZE, JAVA_BYTE));
 
-    private static final NativeBinder LIB = NativeBinder.open("libcuda.so.1", candidates());
+    private static final NativeBinder LIB = NativeBinder.open("libcuda.so.1", NativeBinder.candidates("JCCL_CUDA_LIBRARY",
+            "libcuda.so.1", "/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"));
 
     private static final MethodHandle cuGetErrorName = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), "cuGetErrorName");
@@ -210,18 +209,6 @@ final class CudaDriver {
     }
 
     private CudaDriver() {
-    }
-
-    private static List<String> candidates() {
-        List<String> c = new ArrayList<>();
-        c.add(org.jccl.internal.Settings.get("JCCL_CUDA_LIBRARY"));
-        c.add("libcuda.so.1");
-        c.add("/usr/lib/x86_64-linux-gnu/libcuda.so.1");
-        c.add("/usr/lib/libcuda.so.1");
-        c.add("/usr/lib64/libcuda.so.1");
-        c.add("/usr/local/nvidia/lib64/libcuda.so.1");
-        c.add("/usr/lib/wsl/lib/libcuda.so.1");
-        return c;
     }
 
     private static int invokeInt(MethodHandle h, int a) {

@@ -8,16 +8,9 @@ import java.util.Objects;
  * collective's {@link NcclWork#event()} lets a compute stream wait for the collective without the
  * host waiting ({@link CudaStream#waitFor}).
  */
-public final class CudaEvent implements AutoCloseable {
-    private final CudaDevice device;
-    private final long handle;
-    private final boolean owned;
-    private volatile boolean closed;
-
+public final class CudaEvent extends CudaHandle implements AutoCloseable {
     private CudaEvent(CudaDevice device, long handle, boolean owned) {
-        this.device = device;
-        this.handle = handle;
-        this.owned = owned;
+        super(device, handle, owned);
     }
 
     static CudaEvent create(CudaDevice device, boolean timing) {
@@ -35,15 +28,7 @@ public final class CudaEvent implements AutoCloseable {
 
     /** The raw CUevent handle. */
     public long handle() {
-        if (closed) {
-            throw new IllegalStateException("event 0x" + Long.toHexString(handle) + " is closed");
-        }
-        return handle;
-    }
-
-    /** The device the event belongs to. */
-    public CudaDevice device() {
-        return device;
+        return openHandle("event", "");
     }
 
     /** Records this event on {@code stream}. */
@@ -94,10 +79,9 @@ public final class CudaEvent implements AutoCloseable {
     /** Destroys an event the caller created; a communicator's pooled event stays with its pool. Idempotent. */
     @Override
     public void close() {
-        if (!owned || closed) {
+        if (!owned || !markClosed()) {
             return;
         }
-        closed = true;
         if (!device.isClosed()) {
             device.makeCurrent();
             CudaDriver.eventDestroy(handle);
@@ -106,14 +90,13 @@ public final class CudaEvent implements AutoCloseable {
 
     /** Destroys a pooled event (the pool's own teardown). */
     void destroyPooled() {
-        if (!closed) {
-            closed = true;
+        if (markClosed()) {
             CudaDriver.eventDestroy(handle);
         }
     }
 
     @Override
     public String toString() {
-        return "CudaEvent[0x" + Long.toHexString(handle) + "]";
+        return "CudaEvent[" + hex() + "]";
     }
 }

@@ -9,16 +9,9 @@ import org.jccl.CollectiveTimeoutException;
  * a caller's raw {@code CUstream}/{@code cudaStream_t} ({@link #wrap(long)}, never destroyed by
  * jccl). Collectives accept a stream so they order with the caller's compute work.
  */
-public final class CudaStream implements AutoCloseable {
-    private final CudaDevice device;
-    private final long handle;
-    private final boolean owned;
-    private volatile boolean closed;
-
+public final class CudaStream extends CudaHandle implements AutoCloseable {
     private CudaStream(CudaDevice device, long handle, boolean owned) {
-        this.device = device;
-        this.handle = handle;
-        this.owned = owned;
+        super(device, handle, owned);
     }
 
     static CudaStream owned(CudaDevice device, long handle) {
@@ -35,15 +28,7 @@ public final class CudaStream implements AutoCloseable {
 
     /** The raw CUstream handle. */
     public long handle() {
-        if (closed) {
-            throw new IllegalStateException("stream 0x" + Long.toHexString(handle) + " is closed: create a new one");
-        }
-        return handle;
-    }
-
-    /** The device of a stream jccl created; null for a wrapped stream. */
-    public CudaDevice device() {
-        return device;
+        return openHandle("stream", ": create a new one");
     }
 
     /** Makes work queued on this stream after this call wait until {@code event} completes (no host wait). */
@@ -79,7 +64,7 @@ public final class CudaStream implements AutoCloseable {
         org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (!isIdle()) {
             if (System.nanoTime() - deadline > 0) {
-                throw new CollectiveTimeoutException("stream 0x" + Long.toHexString(handle) + " still busy after "
+                throw new CollectiveTimeoutException("stream " + hex() + " still busy after "
                         + timeout, java.util.List.of());
             }
             b.idle();
@@ -89,11 +74,7 @@ public final class CudaStream implements AutoCloseable {
     /** Destroys a stream jccl created (pending work still completes); does nothing for a wrapped one. Idempotent. */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        if (owned && !device.isClosed()) {
+        if (markClosed() && owned && !device.isClosed()) {
             device.makeCurrent();
             CudaDriver.streamDestroy(handle);
         }
@@ -101,6 +82,6 @@ public final class CudaStream implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "CudaStream[0x" + Long.toHexString(handle) + (owned ? "" : ", wrapped") + "]";
+        return "CudaStream[" + hex() + (owned ? "" : ", wrapped") + "]";
     }
 }

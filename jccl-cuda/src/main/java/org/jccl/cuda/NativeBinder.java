@@ -60,6 +60,21 @@ final class NativeBinder {
         return new NativeBinder(library, null, null, library + " could not be loaded; tried " + tried);
     }
 
+    /**
+     * Where {@link #open} looks for {@code soname}: the path the setting {@code setting} names (if
+     * set), the soname itself (the dynamic linker's search), then {@code soname} in each of
+     * {@code dirs}. A mutable list, for a caller that knows more places.
+     */
+    static List<String> candidates(String setting, String soname, String... dirs) {
+        List<String> c = new ArrayList<>();
+        c.add(org.jccl.internal.Settings.get(setting));
+        c.add(soname);
+        for (String d : dirs) {
+            c.add(d + "/" + soname);
+        }
+        return c;
+    }
+
     /** The candidate that loaded, or null. */
     String loadedName() {
         return path;

@@ -93,6 +93,29 @@ final class NcclArgs {
         }
     }
 
+    /**
+     * The layout of a collective whose {@code whole} buffer holds one {@code part}-sized slice per
+     * rank (all-gather and gather: recv is the whole; reduce-scatter and scatter: send is): same
+     * type, {@code size} slices, and in place only as {@code part} at slice {@code slot}
+     * ({@code slotName} in messages).
+     */
+    static void sliced(DeviceBuffer part, DeviceBuffer whole, boolean wholeIsRecv, int size, int slot, String slotName,
+                       String what) {
+        String partName = wholeIsRecv ? "send" : "recv";
+        String wholeName = wholeIsRecv ? "recv" : "send";
+        if (wholeIsRecv) {
+            sameType(part, "send", whole, "recv");
+        } else {
+            sameType(whole, "send", part, "recv");
+        }
+        if (whole.count() != part.count() * size) {
+            throw new IllegalArgumentException(wholeName + " has " + whole.count() + " elements but " + what + " "
+                    + part.count() + " per rank over " + size + " ranks needs " + part.count() * size);
+        }
+        inPlaceOrDisjoint(part, whole, whole.rawPointer() + scaled(slot * part.count(), whole.type()),
+                partName + " == slice " + slotName + " of " + wholeName);
+    }
+
     static long scaled(long count, DataType t) {
         return count * t.byteSize();
     }

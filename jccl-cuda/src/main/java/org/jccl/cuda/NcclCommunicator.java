@@ -8,8 +8,7 @@ import static org.jccl.cuda.NcclArgs.dev;
 import static org.jccl.cuda.NcclArgs.devOrNull;
 import static org.jccl.cuda.NcclArgs.inPlaceOrDisjoint;
 import static org.jccl.cuda.NcclArgs.sameShape;
-import static org.jccl.cuda.NcclArgs.sameType;
-import static org.jccl.cuda.NcclArgs.scaled;
+import static org.jccl.cuda.NcclArgs.sliced;
 import static org.jccl.cuda.NcclLaunch.launch;
 
 import java.lang.foreign.Arena;
@@ -338,9 +337,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return callWith("stream", stream, Collective.ALL_REDUCE, send, recv, op, -1, -1, true);
     }
 
-    private NcclWork allReduceAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
-        DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = dev(this, recv, "recv");
+    private NcclWork allReduceAsync(DeviceBuffer sb, DeviceBuffer rb, ReduceOp op, CudaStream s, boolean blocking) {
         sameShape(sb, "send", rb, "recv");
         checkOp(op, sb.type());
         inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
@@ -405,16 +402,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return callWith("stream", stream, Collective.ALL_GATHER, send, recv, null, -1, -1, true);
     }
 
-    private NcclWork allGatherAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
-        DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = dev(this, recv, "recv");
-        sameType(sb, "send", rb, "recv");
-        if (rb.count() != sb.count() * size) {
-            throw new IllegalArgumentException("recv has " + rb.count() + " elements but all-gather of " + sb.count()
-                    + " per rank over " + size + " ranks needs " + sb.count() * size);
-        }
-        inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(rank * sb.count(), sb.type()),
-                "send == slice rank of recv");
+    private NcclWork allGatherAsync(DeviceBuffer sb, DeviceBuffer rb, CudaStream s, boolean blocking) {
+        sliced(sb, rb, true, size, rank, "rank", "all-gather of");
         return launch(this, ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
     }
 
@@ -430,17 +419,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return callWith("stream", stream, Collective.REDUCE_SCATTER, send, recv, op, -1, -1, true);
     }
 
-    private NcclWork reduceScatterAsync(Buffer send, Buffer recv, ReduceOp op, CudaStream s, boolean blocking) {
-        DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = dev(this, recv, "recv");
-        sameType(sb, "send", rb, "recv");
-        if (sb.count() != rb.count() * size) {
-            throw new IllegalArgumentException("send has " + sb.count() + " elements but reduce-scatter into " + rb.count()
-                    + " per rank over " + size + " ranks needs " + rb.count() * size);
-        }
-        checkOp(op, sb.type());
+    private NcclWork reduceScatterAsync(DeviceBuffer sb, DeviceBuffer rb, ReduceOp op, CudaStream s, boolean blocking) {
         // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
-        inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(rank * rb.count(), sb.type()), "recv == slice rank of send");
+        sliced(rb, sb, false, size, rank, "rank", "reduce-scatter into");
+        checkOp(op, sb.type());
         return launch(this, REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
     }
 
@@ -456,9 +438,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         return callWith("stream", stream, Collective.ALL_TO_ALL, send, recv, null, -1, -1, true);
     }
 
-    private NcclWork allToAllAsync(Buffer send, Buffer recv, CudaStream s, boolean blocking) {
-        DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = dev(this, recv, "recv");
+    private NcclWork allToAllAsync(DeviceBuffer sb, DeviceBuffer rb, CudaStream s, boolean blocking) {
         sameShape(sb, "send", rb, "recv");
         if (sb.count() % size != 0) {
             throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size
@@ -470,47 +450,32 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     // ------------------------------------------------------------------ gather / scatter
 
+    /**
+     * A gather ({@code kind} GATHER: the root's recv holds every rank's send) or a scatter
+     * (SCATTER: the root's send holds every rank's recv); that whole buffer may be null elsewhere.
+     */
+    private NcclWork gatherOrScatter(int kind, Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
+        boolean gather = kind == GATHER;
+        DeviceBuffer part = gather ? dev(this, send, "send") : dev(this, recv, "recv");
+        DeviceBuffer whole = gather ? devOrNull(this, recv, "recv", rank == root)
+                : devOrNull(this, send, "send", rank == root);
+        if (rank == root) {
+            sliced(part, whole, gather, size, root, "root", gather ? "gathering" : "scattering");
+        } else {
+            whole = null;
+        }
+        return launch(this, kind, gather ? part : whole, gather ? whole : part, part.count(), part.type(), null, root, s,
+                blocking);
+    }
+
     /** Asynchronous gather on the caller's stream ({@code recv} may be null on non-root ranks). */
     public NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
         return callWith("stream", stream, Collective.GATHER, send, recv, null, root, -1, true);
     }
 
-    private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
-        DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
-        if (rank == root) {
-            sameType(sb, "send", rb, "recv");
-            if (rb.count() != sb.count() * size) {
-                throw new IllegalArgumentException("recv has " + rb.count() + " elements but gathering " + sb.count()
-                        + " per rank from " + size + " ranks needs " + sb.count() * size);
-            }
-            inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(root * sb.count(), sb.type()),
-                    "send == slice root of recv");
-        } else {
-            rb = null;
-        }
-        return launch(this, GATHER, sb, rb, sb.count(), sb.type(), null, root, s, blocking);
-    }
-
     /** Asynchronous scatter on the caller's stream ({@code send} may be null on non-root ranks). */
     public NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream stream) {
         return callWith("stream", stream, Collective.SCATTER, send, recv, null, root, -1, true);
-    }
-
-    private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
-        DeviceBuffer rb = dev(this, recv, "recv");
-        DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
-        if (rank == root) {
-            sameType(sb, "send", rb, "recv");
-            if (sb.count() != rb.count() * size) {
-                throw new IllegalArgumentException("send has " + sb.count() + " elements but scattering " + rb.count()
-                        + " per rank to " + size + " ranks needs " + rb.count() * size);
-            }
-            inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(root * rb.count(), sb.type()), "recv == slice root of send");
-        } else {
-            sb = null;
-        }
-        return launch(this, SCATTER, sb, rb, rb.count(), rb.type(), null, root, s, blocking);
     }
 
     // ------------------------------------------------------------------ point to point
@@ -804,15 +769,20 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     private NcclWork run(Op o, CudaStream s, boolean blocking) {
         callTimeout = o.timeout(); // read by the launch (callBudgetNanos); calls come from one thread at a time
         try {
+            // Where both buffers are required they are checked here; the others check their own.
             NcclWork w = switch (o.collective()) {
-                case ALL_REDUCE -> allReduceAsync(o.send(), o.recv(), o.op(), s, blocking);
+                case ALL_REDUCE -> allReduceAsync(dev(this, o.send(), "send"), dev(this, o.recv(), "recv"), o.op(), s,
+                        blocking);
                 case BROADCAST -> broadcastAsync(o.send(), o.recv(), o.root(), s, blocking);
                 case REDUCE -> reduceAsync(o.send(), o.recv(), o.op(), o.root(), s, blocking);
-                case ALL_GATHER -> allGatherAsync(o.send(), o.recv(), s, blocking);
-                case GATHER -> gatherAsync(o.send(), o.recv(), o.root(), s, blocking);
-                case REDUCE_SCATTER -> reduceScatterAsync(o.send(), o.recv(), o.op(), s, blocking);
-                case ALL_TO_ALL -> allToAllAsync(o.send(), o.recv(), s, blocking);
-                case SCATTER -> scatterAsync(o.send(), o.recv(), o.root(), s, blocking);
+                case ALL_GATHER -> allGatherAsync(dev(this, o.send(), "send"), dev(this, o.recv(), "recv"), s,
+                        blocking);
+                case GATHER -> gatherOrScatter(GATHER, o.send(), o.recv(), o.root(), s, blocking);
+                case REDUCE_SCATTER -> reduceScatterAsync(dev(this, o.send(), "send"), dev(this, o.recv(), "recv"), o.op(), s,
+                        blocking);
+                case ALL_TO_ALL -> allToAllAsync(dev(this, o.send(), "send"), dev(this, o.recv(), "recv"), s,
+                        blocking);
+                case SCATTER -> gatherOrScatter(SCATTER, o.send(), o.recv(), o.root(), s, blocking);
                 case BARRIER -> barrierAsync(blocking);
                 case SEND -> p2p(SEND, o.send(), o.peer(), s, blocking);
                 case RECV -> p2p(RECV, o.recv(), o.peer(), s, blocking);

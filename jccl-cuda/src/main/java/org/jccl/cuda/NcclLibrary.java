@@ -13,7 +13,6 @@ import java.lang.invoke.MethodHandle;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -201,12 +200,8 @@ final class NcclLibrary {
     }
 
     static List<String> candidates() {
-        List<String> c = new ArrayList<>();
-        c.add(org.jccl.internal.Settings.get("JCCL_NCCL_LIBRARY"));
-        c.add("libnccl.so.2");
-        c.add("/usr/lib/x86_64-linux-gnu/libnccl.so.2");
-        c.add("/usr/lib/aarch64-linux-gnu/libnccl.so.2");
-        c.add("/usr/local/lib/libnccl.so.2");
+        List<String> c = NativeBinder.candidates("JCCL_NCCL_LIBRARY", "libnccl.so.2", "/usr/lib/x86_64-linux-gnu",
+                "/usr/lib/aarch64-linux-gnu", "/usr/local/lib");
         String venv = System.getenv("VIRTUAL_ENV");
         if (venv != null) {
             addPythonPlaces(c, Path.of(venv, "lib"));

@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
+import org.jccl.internal.VarHandles;
 
 /**
  * A communicator's launched works in the order their events were recorded, each slot with the
@@ -31,18 +32,9 @@ final class WorkRing {
     /** Slots; also the most works in flight on one communicator. A power of two. */
     static final int CAPACITY = 512;
     private static final int MASK = CAPACITY - 1;
-    private static final VarHandle TAIL;
-    private static final VarHandle HEAD;
+    private static final VarHandle TAIL = VarHandles.field(MethodHandles.lookup(), "tail", long.class);
+    private static final VarHandle HEAD = VarHandles.field(MethodHandles.lookup(), "head", long.class);
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(NcclWork[].class);
-
-    static {
-        try {
-            TAIL = MethodHandles.lookup().findVarHandle(WorkRing.class, "tail", long.class);
-            HEAD = MethodHandles.lookup().findVarHandle(WorkRing.class, "head", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     private final NcclWork[] works = new NcclWork[CAPACITY];
     /** Written by the owner only (under the communicator's lock): no reader needs them. */

@@ -20,6 +20,8 @@ import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.spi.Backend;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * What can be checked without a GPU: the ncclConfig_t prefix layout against the C layout rules,
@@ -69,12 +71,10 @@ class BindingLayoutTest {
         }
     }
 
-    @Test
-    void versionStrings() {
-        assertEquals("2.28.3", NcclLibrary.versionString(22803));
-        assertEquals("2.19.0", NcclLibrary.versionString(21900));
-        assertEquals("2.7.8", NcclLibrary.versionString(2708));
-        assertEquals("unknown", NcclLibrary.versionString(0));
+    @ParameterizedTest
+    @CsvSource({"22803, 2.28.3", "21900, 2.19.0", "2708, 2.7.8", "0, unknown"})
+    void versionStrings(int code, String version) {
+        assertEquals(version, NcclLibrary.versionString(code));
     }
 
     @Test

@@ -1,6 +1,9 @@
 package org.jccl.cuda;
 
 import org.jccl.testing.Require;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,7 +13,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
-/** Test helpers for GPU tests: skipping without GPUs, and running one task per rank in parallel. */
+/** Test helpers for GPU tests: skipping without GPUs, running one task per rank in parallel, the ranks' logs. */
 final class Gpu {
     private Gpu() {
     }
@@ -73,5 +76,60 @@ final class Gpu {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * A thread dump's threads that are in jccl, their jccl frames and the one on top; the rest of
+     * the log (before the dump) as {@link #rankLogs} keeps it.
+     */
+    private static String compactDump(String log) {
+        int at = log.indexOf("Full thread dump");
+        if (at < 0) {
+            return log;
+        }
+        StringBuilder b = new StringBuilder(log.substring(0, at)).append("thread dump, threads in jccl:\n");
+        for (String thread : log.substring(at).split("\n\n")) {
+            if (!thread.contains("org.jccl")) {
+                continue;
+            }
+            String[] lines = thread.split("\n");
+            boolean top = true;
+            for (String line : lines) {
+                String t = line.trim();
+                if (t.startsWith("\"")) {
+                    b.append("  ").append(t, 0, Math.min(t.length(), 120)).append('\n');
+                } else if (t.startsWith("at ") && (top || t.contains("org.jccl.cuda") || t.contains("org.jccl.kit"))) {
+                    b.append("      ").append(t).append('\n');
+                    top = false;
+                }
+            }
+        }
+        return b.toString();
+    }
+
+    /**
+     * Every rank's log ({@code dir/rank<r>.log}, as the process tests write them), thread dumps
+     * compacted, the last 12000 characters of each but every KIT-FAIL line kept.
+     */
+    static String rankLogs(Path dir, int size) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        for (int r = 0; r < size; r++) {
+            Path p = dir.resolve("rank" + r + ".log");
+            if (Files.exists(p)) {
+                String s = compactDump(Files.readString(p));
+                sb.append("---- rank ").append(r).append('\n');
+                if (s.length() > 12000) {
+                    for (String line : s.substring(0, s.length() - 12000).split("\n")) {
+                        if (line.startsWith("KIT-")) {
+                            sb.append(line).append('\n');
+                        }
+                    }
+                    sb.append("...\n").append(s.substring(s.length() - 12000));
+                } else {
+                    sb.append(s);
+                }
+            }
+        }
+        return sb.toString();
     }
 }

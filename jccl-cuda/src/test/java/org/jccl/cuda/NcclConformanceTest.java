@@ -143,10 +143,10 @@ class NcclConformanceTest {
                     dumpThreads(ps);
                     ps.forEach(Process::destroyForcibly);
                     fail(label + ": rank " + r + " did not finish within " + LIMIT_SECONDS + " s (a hang; killed):\n"
-                            + logs(dir, gpus));
+                            + Gpu.rankLogs(dir, gpus));
                 }
             }
-            String all = logs(dir, gpus);
+            String all = Gpu.rankLogs(dir, gpus);
             List<String> failures = org.jccl.kit.KitMain.failures(all);
             int done = org.jccl.kit.KitMain.done(all);
             assertNoFailures(label, failures);
@@ -177,7 +177,7 @@ class NcclConformanceTest {
         return b.toString();
     }
 
-    /** SIGQUIT to the ranks still running: each JVM prints its threads' stacks into its log (see {@link #logs}). */
+    /** SIGQUIT to the ranks still running: each JVM prints its threads' stacks into its log (see {@link Gpu#rankLogs}). */
     private static void dumpThreads(List<Process> ps) throws InterruptedException {
         for (Process p : ps) {
             if (p.isAlive()) {
@@ -189,58 +189,6 @@ class NcclConformanceTest {
             }
         }
         Thread.sleep(2000);
-    }
-
-    /**
-     * A thread dump's threads that are in jccl, their jccl frames and the one on top; the rest of
-     * the log (before the dump) as {@link #logs} keeps it.
-     */
-    private static String compactDump(String log) {
-        int at = log.indexOf("Full thread dump");
-        if (at < 0) {
-            return log;
-        }
-        StringBuilder b = new StringBuilder(log.substring(0, at)).append("thread dump, threads in jccl:\n");
-        for (String thread : log.substring(at).split("\n\n")) {
-            if (!thread.contains("org.jccl")) {
-                continue;
-            }
-            String[] lines = thread.split("\n");
-            boolean top = true;
-            for (String line : lines) {
-                String t = line.trim();
-                if (t.startsWith("\"")) {
-                    b.append("  ").append(t, 0, Math.min(t.length(), 120)).append('\n');
-                } else if (t.startsWith("at ") && (top || t.contains("org.jccl.cuda") || t.contains("org.jccl.kit"))) {
-                    b.append("      ").append(t).append('\n');
-                    top = false;
-                }
-            }
-        }
-        return b.toString();
-    }
-
-    /** Every rank's log, the last 12000 characters of each but every KIT-FAIL line kept. */
-    private static String logs(Path dir, int size) throws IOException {
-        StringBuilder sb = new StringBuilder();
-        for (int r = 0; r < size; r++) {
-            Path p = dir.resolve("rank" + r + ".log");
-            if (Files.exists(p)) {
-                String s = compactDump(Files.readString(p));
-                sb.append("---- rank ").append(r).append('\n');
-                if (s.length() > 12000) {
-                    for (String line : s.substring(0, s.length() - 12000).split("\n")) {
-                        if (line.startsWith("KIT-")) {
-                            sb.append(line).append('\n');
-                        }
-                    }
-                    sb.append("...\n").append(s.substring(s.length() - 12000));
-                } else {
-                    sb.append(s);
-                }
-            }
-        }
-        return sb.toString();
     }
 
     private static void assertNoFailures(String world, List<String> failures) {

@@ -79,18 +79,6 @@ class NcclProcessTest {
         return pb.start();
     }
 
-    private static String logs(Path dir, int size) throws IOException {
-        StringBuilder sb = new StringBuilder();
-        for (int r = 0; r < size; r++) {
-            Path p = dir.resolve("rank" + r + ".log");
-            if (Files.exists(p)) {
-                String s = Files.readString(p);
-                sb.append("---- rank ").append(r).append('\n').append(s.length() > 6000 ? s.substring(s.length() - 6000) : s);
-            }
-        }
-        return sb.toString();
-    }
-
     private static Path workDir(String name) throws IOException {
         Path base = Path.of(System.getProperty("jccl.test.dir", System.getProperty("java.io.tmpdir")));
         return Files.createTempDirectory(Files.createDirectories(base), name);
@@ -116,9 +104,10 @@ class NcclProcessTest {
         List<Process> ps = startAll(mode, size, dir);
         try {
             for (int r = 0; r < size; r++) {
-                assertTrue(ps.get(r).waitFor(minutes, TimeUnit.MINUTES), "rank " + r + " " + notDone + "\n" + logs(dir, size));
+                assertTrue(ps.get(r).waitFor(minutes, TimeUnit.MINUTES),
+                        "rank " + r + " " + notDone + "\n" + Gpu.rankLogs(dir, size));
             }
-            String all = logs(dir, size);
+            String all = Gpu.rankLogs(dir, size);
             System.out.println(all);
             for (int r = 0; r < size; r++) {
                 assertEquals(0, ps.get(r).exitValue(), "rank " + r + " failed\n" + all);
@@ -151,16 +140,16 @@ class NcclProcessTest {
         try {
             long t0 = System.nanoTime();
             while (!(Files.exists(dir.resolve("ready-0")) && Files.exists(dir.resolve("ready-1")))) {
-                assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + logs(dir, 2));
-                assertTrue(p0.isAlive() && p1.isAlive(), "a rank died early\n" + logs(dir, 2));
+                assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + Gpu.rankLogs(dir, 2));
+                assertTrue(p0.isAlive() && p1.isAlive(), "a rank died early\n" + Gpu.rankLogs(dir, 2));
                 Thread.sleep(20);
             }
             long killedAt = System.nanoTime();
             p1.destroyForcibly(); // SIGKILL
             assertTrue(p1.waitFor(30, TimeUnit.SECONDS));
             killed(dir, killedAt);
-            assertTrue(p0.waitFor(3, TimeUnit.MINUTES), "survivor hung\n" + logs(dir, 2));
-            String log = logs(dir, 2);
+            assertTrue(p0.waitFor(3, TimeUnit.MINUTES), "survivor hung\n" + Gpu.rankLogs(dir, 2));
+            String log = Gpu.rankLogs(dir, 2);
             System.out.println(log);
             assertEquals(0, p0.exitValue(), log);
             Matcher m = Pattern.compile("PENDING_FAILED after (\\d+) ms, (\\d+) ms after the kill: (.*)").matcher(log);
@@ -273,8 +262,8 @@ class NcclProcessTest {
             long t0 = System.nanoTime();
             for (int r = 0; r < size; r++) {
                 while (!Files.exists(dir.resolve("ready-" + r))) {
-                    assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + logs(dir, size));
-                    assertTrue(ps.get(r).isAlive(), "rank " + r + " died early\n" + logs(dir, size));
+                    assertTrue(System.nanoTime() - t0 < 120_000_000_000L, "ranks never got ready\n" + Gpu.rankLogs(dir, size));
+                    assertTrue(ps.get(r).isAlive(), "rank " + r + " died early\n" + Gpu.rankLogs(dir, size));
                     Thread.sleep(20);
                 }
             }
@@ -284,9 +273,9 @@ class NcclProcessTest {
             assertTrue(victim.waitFor(30, TimeUnit.SECONDS));
             killed(dir, killedAt);
             for (int r = 0; r < size - 1; r++) {
-                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "survivor " + r + " hung\n" + logs(dir, size));
+                assertTrue(ps.get(r).waitFor(3, TimeUnit.MINUTES), "survivor " + r + " hung\n" + Gpu.rankLogs(dir, size));
             }
-            String all = logs(dir, size);
+            String all = Gpu.rankLogs(dir, size);
             System.out.println(all);
             for (int r = 0; r < size - 1; r++) {
                 assertEquals(0, ps.get(r).exitValue(), "survivor " + r + " failed\n" + all);

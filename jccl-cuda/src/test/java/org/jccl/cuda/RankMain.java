@@ -233,14 +233,16 @@ public final class RankMain {
                 Thread.sleep(9_000); // skips the next collective until the others gave up
                 return 0;
             }
-            long t0 = System.nanoTime();
             try {
-                comm.allReduce(b, ReduceOp.SUM);
-                System.out.println("[" + rank + "] the skipped collective completed");
-                return 1;
-            } catch (CollectiveTimeoutException e) {
-                System.out.println("[" + rank + "] MISSING " + e.missingRanks() + " after "
-                        + (System.nanoTime() - t0) / 1_000_000 + " ms: " + e.getMessage());
+                Failed f = mustFail(comm, b, rank, "the skipped collective");
+                if (f == null) {
+                    return 1;
+                }
+                if (!(f.error() instanceof CollectiveTimeoutException e)) {
+                    throw f.error();
+                }
+                System.out.println("[" + rank + "] MISSING " + e.missingRanks() + " after " + f.ms() + " ms: "
+                        + e.getMessage());
                 return e.missingRanks().equals(List.of(size - 1)) ? 0 : 1;
             } finally {
                 comm.abort();
@@ -276,17 +278,12 @@ public final class RankMain {
             while (!Files.exists(dir.resolve("killed"))) {
                 Thread.sleep(10);
             }
-            long t0 = System.nanoTime();
-            try {
-                comm.allReduce(b, ReduceOp.SUM);
-                System.out.println("[" + rank + "] the all-reduce with a dead rank completed");
+            Failed f = mustFail(comm, b, rank, "the all-reduce with a dead rank");
+            if (f == null) {
                 return 1;
-            } catch (JcclException e) {
-                long now = System.nanoTime();
-                System.out.println("[" + rank + "] FAILED after " + (now - t0) / 1_000_000 + " ms, "
-                        + (now - killedAt(dir)) / 1_000_000 + " ms after the kill: " + e.getClass().getSimpleName() + ": "
-                        + e.getMessage());
             }
+            System.out.println("[" + rank + "] FAILED after " + f.ms() + " ms, " + (f.at() - killedAt(dir)) / 1_000_000
+                    + " ms after the kill: " + f.error().getClass().getSimpleName() + ": " + f.error().getMessage());
             long t1 = System.nanoTime();
             try (NcclCommunicator small = comm.shrinkExcludingFailed()) {
                 System.out.println("[" + rank + "] SHRUNK to rank " + small.rank() + " of " + small.size() + " in "
@@ -330,17 +327,16 @@ public final class RankMain {
                 comm.close();
                 return 0;
             }
-            long t0 = System.nanoTime();
             try {
-                comm.allReduce(b, ReduceOp.SUM);
-                System.out.println("[" + rank + "] the all-reduce without rank 1 completed");
-                return 1;
-            } catch (JcclException e) {
-                long now = System.nanoTime();
+                Failed f = mustFail(comm, b, rank, "the all-reduce without rank 1");
+                if (f == null) {
+                    return 1;
+                }
+                JcclException e = f.error();
                 // rank 1 wrote the time just before it called abort(): the file is there by now
                 long abortCalled = Long.parseLong(Files.readString(dir.resolve("abort-called")).trim());
-                System.out.println("[" + rank + "] ABORT_SEEN after " + (now - t0) / 1_000_000 + " ms, "
-                        + (now - abortCalled) / 1_000_000 + " ms after abort() was called: "
+                System.out.println("[" + rank + "] ABORT_SEEN after " + f.ms() + " ms, "
+                        + (f.at() - abortCalled) / 1_000_000 + " ms after abort() was called: "
                         + e.getClass().getSimpleName() + ": " + e.getMessage());
                 return e instanceof org.jccl.AbortedException && e.getMessage().contains("rank 1 aborted") ? 0 : 1;
             } finally {
@@ -356,6 +352,23 @@ public final class RankMain {
      */
     private static long killedAt(Path dir) throws java.io.IOException {
         return Long.parseLong(Files.readString(dir.resolve("killed")).trim());
+    }
+
+    /** How an all-reduce that had to fail failed: the exception, when (System.nanoTime) and after how many ms. */
+    private record Failed(JcclException error, long at, long ms) {
+    }
+
+    /** An all-reduce of {@code b} that must fail; null, after saying "{@code what} completed", when it did not. */
+    private static Failed mustFail(NcclCommunicator comm, DeviceBuffer b, int rank, String what) {
+        long t0 = System.nanoTime();
+        try {
+            comm.allReduce(b, ReduceOp.SUM);
+        } catch (JcclException e) {
+            long now = System.nanoTime();
+            return new Failed(e, now, (now - t0) / 1_000_000);
+        }
+        System.out.println("[" + rank + "] " + what + " completed");
+        return null;
     }
 
     private static float[] filled(int n, float v) {

@@ -13,8 +13,11 @@ final class MpiArgs {
                 + "pass a HostBuffer");
     }
 
-    static void noPartialOverlap(HostBuffer a, String an, HostBuffer b, String bn) {
-        org.jccl.Checks.noPartialOverlap(a, an, b, bn);
+    /** send and recv of the same type and count ({@code why} in the message); an overlap must be in place. */
+    static void sameShape(HostBuffer s, HostBuffer r, String why) {
+        org.jccl.Checks.sameType(s, "send", r, "recv");
+        org.jccl.Checks.count(r, "recv", s.count(), why);
+        org.jccl.Checks.noPartialOverlap(s, "send", r, "recv");
     }
 
     /** A buffer MPI writes into: MPI writes through the address, so a read-only view is refused here. */

@@ -4,7 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.jccl.mpi.MpiArgs.count;
 import static org.jccl.mpi.MpiArgs.host;
-import static org.jccl.mpi.MpiArgs.noPartialOverlap;
+import static org.jccl.mpi.MpiArgs.sameShape;
 import static org.jccl.mpi.MpiArgs.writable;
 
 import java.lang.foreign.Arena;
@@ -193,20 +193,31 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     @Override
     protected Work execute(org.jccl.spi.Op o, boolean async) {
         callNanos = o.timeoutNanos(timeoutNanos);
-        return switch (o.collective()) {
-            case ALL_REDUCE -> allReduce(o.send(), o.recv(), o.op(), async);
-            case BROADCAST -> broadcast(o.send(), o.recv(), o.root(), async);
-            case REDUCE -> reduce(o.send(), o.recv(), o.op(), o.root(), async);
-            case ALL_GATHER -> allGather(o.send(), o.recv(), async);
-            case GATHER -> gather(o.send(), o.recv(), o.root(), async);
-            case REDUCE_SCATTER -> reduceScatter(o.send(), o.recv(), o.op(), async);
-            case ALL_TO_ALL -> allToAll(o.send(), o.recv(), async);
-            case SCATTER -> scatter(o.send(), o.recv(), o.root(), async);
-            case BARRIER -> barrier(async);
-            case SEND -> send(o.send(), o.peer(), async);
-            case RECV -> recv(o.recv(), o.peer(), async);
-        };
+        started = null;
+        int rc;
+        try {
+            // Each checks its arguments, takes its work with begin, stages it and returns MPI's return code.
+            rc = switch (o.collective()) {
+                case ALL_REDUCE -> allReduce(o.send(), o.recv(), o.op(), async);
+                case BROADCAST -> broadcast(o.send(), o.recv(), o.root(), async);
+                case REDUCE -> reduce(o.send(), o.recv(), o.op(), o.root(), async);
+                case ALL_GATHER -> allGather(o.send(), o.recv(), async);
+                case GATHER -> gather(o.send(), o.recv(), o.root(), async);
+                case REDUCE_SCATTER -> reduceScatter(o.send(), o.recv(), o.op(), async);
+                case ALL_TO_ALL -> allToAll(o.send(), o.recv(), async);
+                case SCATTER -> scatter(o.send(), o.recv(), o.root(), async);
+                case BARRIER -> barrier(async);
+                case SEND -> send(o.send(), o.peer(), async);
+                case RECV -> recv(o.recv(), o.peer(), async);
+            };
+        } catch (RuntimeException e) {
+            throw started == null ? e : abandon(started, e); // after begin, before MPI saw the operation
+        }
+        return end(started, rc, async);
     }
+
+    /** The work {@link #begin} took for the call being made now, until {@link #end} or {@link #abandon}; caller thread. */
+    private MpiWork started;
 
     /** The deadline of the call being made now: a view's, or the communicator's. */
     long callBudgetNanos() {
@@ -234,7 +245,10 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     // ------------------------------------------------------------------ execution
 
-    /** Takes the lock and the work object of one operation. The caller unlocks in {@link #end}'s finally. */
+    /**
+     * Takes the lock and the work object of one operation; {@link #execute} ends it ({@link #end}'s
+     * finally unlocks), or {@link #abandon}s it when staging throws.
+     */
     private MpiWork begin(boolean async, String name, DataType type, long n, ReduceOp op, int peer) {
         lock.lock();
         try {
@@ -242,7 +256,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
             if (async) {
                 MpiWork w = new MpiWork(this, staging, false).reset(name, type, n, op, peer);
                 w.trace = traceStart(name, type, n, op, peer);
-                return w;
+                return started = w;
             }
             blocking.reset(name, type, n, op, peer);
             blocking.trace = traceStart(name, type, n, op, peer);
@@ -250,7 +264,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
                 // After the reset: the watchdog reads the description after it sees this.
                 NATIVE_CALLS.setRelease(this, nativeCalls + 1);
             }
-            return blocking;
+            return started = blocking;
         } catch (RuntimeException | Error e) {
             lock.unlock();
             throw e;
@@ -262,6 +276,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      * pending work (async) or waits for it (blocking; returns null). Always releases the lock.
      */
     private Work end(MpiWork w, int rc, boolean async) {
+        started = null; // keeps no finished work alive
         try {
             boolean nat = nativeCall(async);
             leaveNative();
@@ -287,6 +302,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     /** Undoes {@link #begin} when preparing the operation failed before MPI saw it. */
     private RuntimeException abandon(MpiWork w, RuntimeException e) {
+        started = null;
         leaveNative();
         w.abandon();
         lock.unlock();
@@ -402,123 +418,100 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         return op.kind() == ReduceOp.Kind.PREMUL_SUM;
     }
 
+    /**
+     * The input MPI reads for a reduction into {@code out} (the result's staging, {@code s}'s own
+     * memory when in place): PREMUL_SUM reduces {@code s} scaled in {@code out}, in place; AVG
+     * divides {@code out} once MPI is done.
+     */
+    private MemorySegment reductionInput(MpiWork w, HostBuffer s, MemorySegment out, boolean inPlace, ReduceOp op, int n) {
+        MemorySegment in;
+        if (premul(op)) {
+            if (!inPlace) {
+                MemorySegment.copy(s.segment(), 0, out, 0, s.byteSize());
+            }
+            Reductions.scale(s.type(), op.scalar(), out, 0, n);
+            in = MpiLibrary.IN_PLACE;
+        } else {
+            in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+        }
+        divideIfAvg(w, op, out, n);
+        return in;
+    }
+
     // ------------------------------------------------------------------ all-reduce
 
-    private Work allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+    private int allReduce(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
+        sameShape(s, r, "recv must have as many elements as send");
         Checks.op(op, s.type());
-        noPartialOverlap(s, "send", r, "recv");
         int n = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allReduce", t, n, op, -1);
-        int rc;
-        try {
-            boolean inPlace = s.sameStart(r);
-            MemorySegment out = w.output(r, inPlace);
-            MemorySegment in;
-            if (premul(op)) {
-                if (!inPlace) {
-                    MemorySegment.copy(s.segment(), 0, out, 0, s.byteSize());
-                }
-                Reductions.scale(t, op.scalar(), out, 0, n);
-                in = MpiLibrary.IN_PLACE;
-            } else {
-                in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-            }
-            divideIfAvg(w, op, out, n);
-            rc = nativeCall(async) ? MpiLibrary.allreduce(in, out, n, rt.type(t), rt.op(op, t), comm)
-                    : MpiLibrary.iallreduce(in, out, n, rt.type(t), rt.op(op, t), comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        boolean inPlace = s.sameStart(r);
+        MemorySegment out = w.output(r, inPlace);
+        MemorySegment in = reductionInput(w, s, out, inPlace, op, n);
+        return nativeCall(async) ? MpiLibrary.allreduce(in, out, n, rt.type(t), rt.op(op, t), comm)
+                : MpiLibrary.iallreduce(in, out, n, rt.type(t), rt.op(op, t), comm, w.request);
     }
 
     // ------------------------------------------------------------------ broadcast
 
-    private Work broadcast(Buffer send, Buffer recv, int root, boolean async) {
+    private int broadcast(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
         if (rank == root) {
             s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+            sameShape(s, r, "recv must have as many elements as send");
         }
         int n = count(r.count(), "recv");
         DataType t = r.type();
         MpiWork w = begin(async, "broadcast", t, n, null, root);
-        int rc;
-        try {
-            MemorySegment buf;
-            if (s != null) {
-                boolean inPlace = s.sameStart(r);
-                buf = w.output(r, inPlace);
-                if (!inPlace) {
-                    MemorySegment.copy(s.segment(), 0, buf, 0, s.byteSize());
-                }
-            } else {
-                buf = w.output(r, false);
+        MemorySegment buf;
+        if (s != null) {
+            boolean inPlace = s.sameStart(r);
+            buf = w.output(r, inPlace);
+            if (!inPlace) {
+                MemorySegment.copy(s.segment(), 0, buf, 0, s.byteSize());
             }
-            rc = nativeCall(async) ? MpiLibrary.bcast(buf, n, rt.type(t), root, comm)
-                    : MpiLibrary.ibcast(buf, n, rt.type(t), root, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
+        } else {
+            buf = w.output(r, false);
         }
-        return end(w, rc, async);
+        return nativeCall(async) ? MpiLibrary.bcast(buf, n, rt.type(t), root, comm)
+                : MpiLibrary.ibcast(buf, n, rt.type(t), root, comm, w.request);
     }
 
     // ------------------------------------------------------------------ reduce
 
-    private Work reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
+    private int reduce(Buffer send, Buffer recv, ReduceOp op, int root, boolean async) {
         HostBuffer s = host(send, "send");
         Checks.op(op, s.type());
         HostBuffer r = null;
         if (rank == root) {
             r = writable(host(recv, "recv"), "recv");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(r, "recv", s.count(), "the root's recv must have as many elements as send");
-            noPartialOverlap(s, "send", r, "recv");
+            sameShape(s, r, "the root's recv must have as many elements as send");
         }
         int n = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "reduce", t, n, op, root);
-        int rc;
-        try {
-            MemorySegment in;
-            MemorySegment out;
-            if (r != null) {
-                boolean inPlace = s.sameStart(r);
-                out = w.output(r, inPlace);
-                if (premul(op)) {
-                    if (!inPlace) {
-                        MemorySegment.copy(s.segment(), 0, out, 0, s.byteSize());
-                    }
-                    Reductions.scale(t, op.scalar(), out, 0, n);
-                    in = MpiLibrary.IN_PLACE;
-                } else {
-                    in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-                }
-                divideIfAvg(w, op, out, n);
+        MemorySegment in;
+        MemorySegment out;
+        if (r != null) {
+            boolean inPlace = s.sameStart(r);
+            out = w.output(r, inPlace);
+            in = reductionInput(w, s, out, inPlace, op, n);
+        } else {
+            out = MemorySegment.NULL;
+            if (premul(op)) {
+                in = w.temp(s.byteSize());
+                MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+                Reductions.scale(t, op.scalar(), in, 0, n);
             } else {
-                out = MemorySegment.NULL;
-                if (premul(op)) {
-                    in = w.temp(s.byteSize());
-                    MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
-                    Reductions.scale(t, op.scalar(), in, 0, n);
-                } else {
-                    in = w.input(s);
-                }
+                in = w.input(s);
             }
-            rc = nativeCall(async) ? MpiLibrary.reduce(in, out, n, rt.type(t), rt.op(op, t), root, comm)
-                    : MpiLibrary.ireduce(in, out, n, rt.type(t), rt.op(op, t), root, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
         }
-        return end(w, rc, async);
+        return nativeCall(async) ? MpiLibrary.reduce(in, out, n, rt.type(t), rt.op(op, t), root, comm)
+                : MpiLibrary.ireduce(in, out, n, rt.type(t), rt.op(op, t), root, comm, w.request);
     }
 
     // ------------------------------------------------------------------ all-gather / gather
@@ -540,26 +533,20 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         return false;
     }
 
-    private Work allGather(Buffer send, Buffer recv, boolean async) {
+    private int allGather(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
         boolean inPlace = checkGather(s, r, rank, "allGather");
         int c = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allGather", t, c, null, -1);
-        int rc;
-        try {
-            MemorySegment out = w.output(r, inPlace);
-            MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-            rc = nativeCall(async) ? MpiLibrary.allgather(in, c, rt.type(t), out, c, rt.type(t), comm)
-                    : MpiLibrary.iallgather(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        MemorySegment out = w.output(r, inPlace);
+        MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+        return nativeCall(async) ? MpiLibrary.allgather(in, c, rt.type(t), out, c, rt.type(t), comm)
+                : MpiLibrary.iallgather(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
     }
 
-    private Work gather(Buffer send, Buffer recv, int root, boolean async) {
+    private int gather(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = null;
         boolean inPlace = false;
@@ -570,174 +557,131 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         int c = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "gather", t, c, null, root);
-        int rc;
-        try {
-            MemorySegment out = r == null ? MemorySegment.NULL : w.output(r, inPlace);
-            MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
-            rc = nativeCall(async) ? MpiLibrary.gather(in, c, rt.type(t), out, c, rt.type(t), root, comm)
-                    : MpiLibrary.igather(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        MemorySegment out = r == null ? MemorySegment.NULL : w.output(r, inPlace);
+        MemorySegment in = inPlace ? MpiLibrary.IN_PLACE : w.input(s);
+        return nativeCall(async) ? MpiLibrary.gather(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                : MpiLibrary.igather(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
     }
 
     // ------------------------------------------------------------------ reduce-scatter
 
-    private Work reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
+    /**
+     * Host-engine rules: send ({@code sendName} in messages) holds size x recv.count; an overlap
+     * must be the in-place slice. Returns whether in place.
+     */
+    private boolean checkScatter(HostBuffer s, HostBuffer r, String what, String sendName) {
+        Checks.sameType(s, "send", r, "recv");
+        if (s.count() != r.count() * size) {
+            Checks.count(s, "send", r.count() * size, what + " needs size() x recv.count() elements in " + sendName);
+        }
+        if (!r.overlaps(s)) {
+            return false;
+        }
+        long c = r.count();
+        if (!r.sameStart(s.slice(rank * c, c))) {
+            throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
+                    + what + " pass send.slice(rank() * count, count) as recv");
+        }
+        return true;
+    }
+
+    private int reduceScatter(Buffer send, Buffer recv, ReduceOp op, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(s, "send", r.count() * size, "reduceScatter needs size() x recv.count() elements in send");
+        boolean inPlace = checkScatter(s, r, "reduceScatter", "send");
         Checks.op(op, s.type());
-        boolean inPlace = false;
-        if (r.overlaps(s)) {
-            long c = r.count();
-            if (!r.sameStart(s.slice(rank * c, c))) {
-                throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                        + "reduceScatter pass send.slice(rank() * count, count) as recv");
-            }
-            inPlace = true;
-        }
         int c = count(r.count(), "recv");
         DataType t = s.type();
         MpiWork w = begin(async, "reduceScatter", t, c, op, -1);
-        int rc;
-        try {
-            MemorySegment in;
-            if (premul(op)) {
-                in = w.temp(s.byteSize());
-                MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
-                Reductions.scale(t, op.scalar(), in, 0, s.count());
-            } else {
-                in = w.input(s);
-            }
-            MemorySegment out;
-            if (inPlace && in == s.segment()) {
-                // MPI must not write into the buffer it reads: the result goes through a temporary.
-                out = w.temp(r.byteSize());
-                w.copyBack(out, r.segment());
-            } else {
-                out = w.output(r, false);
-            }
-            divideIfAvg(w, op, out, c);
-            rc = nativeCall(async) ? MpiLibrary.reduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm)
-                    : MpiLibrary.ireduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
+        MemorySegment in;
+        if (premul(op)) {
+            in = w.temp(s.byteSize());
+            MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+            Reductions.scale(t, op.scalar(), in, 0, s.count());
+        } else {
+            in = w.input(s);
         }
-        return end(w, rc, async);
+        MemorySegment out;
+        if (inPlace && in == s.segment()) {
+            // MPI must not write into the buffer it reads: the result goes through a temporary.
+            out = w.temp(r.byteSize());
+            w.copyBack(out, r.segment());
+        } else {
+            out = w.output(r, false);
+        }
+        divideIfAvg(w, op, out, c);
+        return nativeCall(async) ? MpiLibrary.reduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm)
+                : MpiLibrary.ireduceScatterBlock(in, out, c, rt.type(t), rt.op(op, t), comm, w.request);
     }
 
     // ------------------------------------------------------------------ all-to-all / scatter
 
-    private Work allToAll(Buffer send, Buffer recv, boolean async) {
+    private int allToAll(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        Checks.sameType(s, "send", r, "recv");
-        Checks.count(r, "recv", s.count(), "allToAll sends and receives the same number of elements");
+        sameShape(s, r, "allToAll sends and receives the same number of elements");
         Checks.perRankCount(s, size, "send");
-        noPartialOverlap(s, "send", r, "recv");
         int c = count(s.count() / size, "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allToAll", t, s.count(), null, -1);
-        int rc;
-        try {
-            MemorySegment in;
-            if (s.sameStart(r)) {
-                // In place through a copy of the input (MPI's in-place all-to-all is not in every libnbc).
-                in = w.temp(s.byteSize());
-                MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
-            } else {
-                in = w.input(s);
-            }
-            MemorySegment out = w.output(r, false);
-            rc = nativeCall(async) ? MpiLibrary.alltoall(in, c, rt.type(t), out, c, rt.type(t), comm)
-                    : MpiLibrary.ialltoall(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
+        MemorySegment in;
+        if (s.sameStart(r)) {
+            // In place through a copy of the input (MPI's in-place all-to-all is not in every libnbc).
+            in = w.temp(s.byteSize());
+            MemorySegment.copy(s.segment(), 0, in, 0, s.byteSize());
+        } else {
+            in = w.input(s);
         }
-        return end(w, rc, async);
+        MemorySegment out = w.output(r, false);
+        return nativeCall(async) ? MpiLibrary.alltoall(in, c, rt.type(t), out, c, rt.type(t), comm)
+                : MpiLibrary.ialltoall(in, c, rt.type(t), out, c, rt.type(t), comm, w.request);
     }
 
-    private Work scatter(Buffer send, Buffer recv, int root, boolean async) {
+    private int scatter(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
         boolean inPlace = false;
         if (rank == root) {
             s = host(send, "send");
-            Checks.sameType(s, "send", r, "recv");
-            Checks.count(s, "send", r.count() * size, "scatter needs size() x recv.count() elements in the root's send");
-            if (r.overlaps(s)) {
-                long c = r.count();
-                if (!r.sameStart(s.slice(rank * c, c))) {
-                    throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
-                            + "scatter pass send.slice(rank() * count, count) as recv");
-                }
-                inPlace = true;
-            }
+            inPlace = checkScatter(s, r, "scatter", "the root's send");
         }
         int c = count(r.count(), "recv");
         DataType t = r.type();
         MpiWork w = begin(async, "scatter", t, c, null, root);
-        int rc;
-        try {
-            MemorySegment in = s == null ? MemorySegment.NULL : w.input(s);
-            // In place, the root's block stays where it is (a heap root's recv is its send array itself).
-            MemorySegment out = inPlace ? MpiLibrary.IN_PLACE : w.output(r, false);
-            rc = nativeCall(async) ? MpiLibrary.scatter(in, c, rt.type(t), out, c, rt.type(t), root, comm)
-                    : MpiLibrary.iscatter(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        MemorySegment in = s == null ? MemorySegment.NULL : w.input(s);
+        // In place, the root's block stays where it is (a heap root's recv is its send array itself).
+        MemorySegment out = inPlace ? MpiLibrary.IN_PLACE : w.output(r, false);
+        return nativeCall(async) ? MpiLibrary.scatter(in, c, rt.type(t), out, c, rt.type(t), root, comm)
+                : MpiLibrary.iscatter(in, c, rt.type(t), out, c, rt.type(t), root, comm, w.request);
     }
 
     // ------------------------------------------------------------------ point to point
 
-    private Work send(Buffer buffer, int peer, boolean async) {
+    private int send(Buffer buffer, int peer, boolean async) {
         HostBuffer b = host(buffer, "buffer");
         int n = count(b.count(), "buffer");
         MpiWork w = begin(async, "send", b.type(), n, null, peer);
-        int rc;
-        try {
-            MemorySegment in = w.input(b);
-            rc = nativeCall(async) ? MpiLibrary.send(in, n, rt.type(b.type()), peer, TAG, comm)
-                    : MpiLibrary.isend(in, n, rt.type(b.type()), peer, TAG, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        MemorySegment in = w.input(b);
+        return nativeCall(async) ? MpiLibrary.send(in, n, rt.type(b.type()), peer, TAG, comm)
+                : MpiLibrary.isend(in, n, rt.type(b.type()), peer, TAG, comm, w.request);
     }
 
-    private Work recv(Buffer buffer, int peer, boolean async) {
+    private int recv(Buffer buffer, int peer, boolean async) {
         HostBuffer b = writable(host(buffer, "buffer"), "buffer");
         int n = count(b.count(), "buffer");
         MpiWork w = begin(async, "recv", b.type(), n, null, peer);
-        int rc;
-        try {
-            w.expectReceived(n);
-            MemorySegment out = w.output(b, false);
-            rc = nativeCall(async) ? MpiLibrary.recv(out, n, rt.type(b.type()), peer, TAG, comm, w.status)
-                    : MpiLibrary.irecv(out, n, rt.type(b.type()), peer, TAG, comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        w.expectReceived(n);
+        MemorySegment out = w.output(b, false);
+        return nativeCall(async) ? MpiLibrary.recv(out, n, rt.type(b.type()), peer, TAG, comm, w.status)
+                : MpiLibrary.irecv(out, n, rt.type(b.type()), peer, TAG, comm, w.request);
     }
 
     // ------------------------------------------------------------------ barrier
 
-    private Work barrier(boolean async) {
+    private int barrier(boolean async) {
         MpiWork w = begin(async, "barrier", null, 0, null, -1);
-        int rc;
-        try {
-            rc = nativeCall(async) ? MpiLibrary.barrier(comm)
-                    : MpiLibrary.ibarrier(comm, w.request);
-        } catch (RuntimeException e) {
-            throw abandon(w, e);
-        }
-        return end(w, rc, async);
+        return nativeCall(async) ? MpiLibrary.barrier(comm)
+                : MpiLibrary.ibarrier(comm, w.request);
     }
 
     // ------------------------------------------------------------------ lifecycle

@@ -57,15 +57,9 @@ final class MpiWork implements Work {
      * before it): plain moves on x86, where the blocking path runs this twice per call.
      */
     private boolean done;
-    private static final java.lang.invoke.VarHandle DONE;
+    private static final java.lang.invoke.VarHandle DONE = org.jccl.internal.VarHandles.field(
+            java.lang.invoke.MethodHandles.lookup(), "done", boolean.class);
 
-    static {
-        try {
-            DONE = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiWork.class, "done", boolean.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
     /**
      * Started in MPI and not yet reported complete by MPI_Test. Written by the issuing thread
      * before the work is published and then only under this work's monitor (async) or the
@@ -210,18 +204,7 @@ final class MpiWork implements Work {
 
     /** MPI's blocking form returned successfully: the completion steps now; throws the failure. */
     void completedInline() {
-        if (inMpi) {
-            inMpi = false;
-        }
-        JcclException f = null;
-        try {
-            finish();
-        } catch (JcclException e) {
-            f = comm.failed(e);
-        } catch (RuntimeException e) {
-            f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
-        }
-        complete(f);
+        JcclException f = completedByMpi();
         if (f != null) {
             throw f;
         }
@@ -238,6 +221,12 @@ final class MpiWork implements Work {
         if (flag.get(JAVA_INT, 0) == 0) {
             return false;
         }
+        completedByMpi();
+        return true;
+    }
+
+    /** MPI completed the operation: runs the completion steps, completes this work and returns its failure (null if none). */
+    private JcclException completedByMpi() {
         inMpi = false;
         JcclException f = null;
         try {
@@ -248,7 +237,7 @@ final class MpiWork implements Work {
             f = comm.failed(new JcclException(describe() + " failed after MPI completed it: " + e, e));
         }
         complete(f);
-        return true;
+        return f;
     }
 
     private void finish() {

@@ -425,16 +425,12 @@ public final class NcclBench {
                             bar.await();
                             c.device().makeCurrent();
                             long t0 = System.nanoTime();
+                            NcclWork last = null;
                             if (v == 3) {
-                                NcclWork last = null;
                                 for (int i = 0; i < batch; i++) {
                                     last = c.allReduceAsync(buf, buf, ReduceOp.SUM);
                                 }
-                                t[v][k] = System.nanoTime() - t0;
-                                last.await();
-                                continue;
-                            }
-                            if (v == 7) { // the floor with a Work-sized handle
+                            } else if (v == 4 || v == 7) { // the floor; 7: with a Work-sized handle
                                 for (int i = 0; i < batch; i++) {
                                     floorLock.lock();
                                     try {
@@ -442,21 +438,25 @@ public final class NcclBench {
                                             Raw.setCurrent(ctx);
                                         }
                                         Raw.allReduce8(ptr, comm, stream, st);
-                                        long now = System.nanoTime();
-                                        BigFloorHandle h = new BigFloorHandle(c, 0, ++floorSeq, DataType.FLOAT32, 2, stream,
-                                                now + 1_000_000_000L, 0, floorSeq, 0, -1, 1_000_000_000L, events[i], null,
-                                                floorSeq, false, (byte) 0);
-                                        Raw.eventRecord(h.event(), stream);
-                                        bigRing[(int) floorSeq & 511] = h;
+                                        long seq = ++floorSeq;
+                                        if (v == 4) {
+                                            FloorHandle h = new FloorHandle(seq, System.nanoTime() + 1_000_000_000L,
+                                                    events[i]);
+                                            Raw.eventRecord(h.event, stream);
+                                            ring[(int) seq & 511] = h;
+                                        } else {
+                                            long now = System.nanoTime();
+                                            BigFloorHandle h = new BigFloorHandle(c, 0, seq, DataType.FLOAT32, 2, stream,
+                                                    now + 1_000_000_000L, 0, seq, 0, -1, 1_000_000_000L, events[i], null,
+                                                    seq, false, (byte) 0);
+                                            Raw.eventRecord(h.event(), stream);
+                                            bigRing[(int) seq & 511] = h;
+                                        }
                                     } finally {
                                         floorLock.unlock();
                                     }
                                 }
-                                t[v][k] = System.nanoTime() - t0;
-                                c.stream().synchronize(Duration.ofMinutes(1));
-                                continue;
-                            }
-                            if (v >= 5) { // the event variants: a critical downcall; 512 events in turn
+                            } else if (v >= 5) { // the event variants: a critical downcall; 512 events in turn
                                 for (int i = 0; i < batch; i++) {
                                     Raw.allReduce8(ptr, comm, stream, st);
                                     if (v == 5) {
@@ -466,41 +466,23 @@ public final class NcclBench {
                                         ringNext = (ringNext + 1) & 511;
                                     }
                                 }
-                                t[v][k] = System.nanoTime() - t0;
-                                c.stream().synchronize(Duration.ofMinutes(1));
-                                continue;
-                            }
-                            if (v == 4) {
+                            } else {
                                 for (int i = 0; i < batch; i++) {
-                                    floorLock.lock();
-                                    try {
-                                        if (Raw.getCurrent(st) != ctx) {
-                                            Raw.setCurrent(ctx);
-                                        }
-                                        Raw.allReduce8(ptr, comm, stream, st);
-                                        FloorHandle h = new FloorHandle(++floorSeq, System.nanoTime() + 1_000_000_000L,
-                                                events[i]);
-                                        Raw.eventRecord(h.event, stream);
-                                        ring[(int) floorSeq & 511] = h;
-                                    } finally {
-                                        floorLock.unlock();
+                                    if (v == 2 && Raw.getCurrent(st) != ctx) {
+                                        Raw.setCurrent(ctx);
                                     }
-                                }
-                                t[v][k] = System.nanoTime() - t0;
-                                c.stream().synchronize(Duration.ofMinutes(1));
-                                continue;
-                            }
-                            for (int i = 0; i < batch; i++) {
-                                if (v == 2 && Raw.getCurrent(st) != ctx) {
-                                    Raw.setCurrent(ctx);
-                                }
-                                Raw.allReduce8(ptr, comm, stream, st);
-                                if (v >= 1) {
-                                    Raw.eventRecord(events[i], stream);
+                                    Raw.allReduce8(ptr, comm, stream, st);
+                                    if (v >= 1) {
+                                        Raw.eventRecord(events[i], stream);
+                                    }
                                 }
                             }
                             t[v][k] = System.nanoTime() - t0;
-                            c.stream().synchronize(Duration.ofMinutes(1));
+                            if (last != null) {
+                                last.await();
+                            } else {
+                                c.stream().synchronize(Duration.ofMinutes(1));
+                            }
                         }
                     }
                 }

@@ -19,35 +19,25 @@ import java.util.Locale;
  */
 public enum Collective {
     /** All-reduce: every rank gets op over ranks. */
-    ALLREDUCE("allreduce", true, false, false),
+    ALLREDUCE,
     /** All-gather: every rank gets every rank's block. */
-    ALLGATHER("allgather", false, false, true),
+    ALLGATHER,
     /** Reduce-scatter: rank r gets block r of op over ranks. */
-    REDUCESCATTER("reducescatter", true, false, true),
+    REDUCESCATTER,
     /** Broadcast from a root. */
-    BROADCAST("broadcast", false, true, false),
+    BROADCAST,
     /** Reduce to a root. */
-    REDUCE("reduce", true, true, false),
+    REDUCE,
     /** All-to-all: block j of rank i goes to block i of rank j. */
-    ALLTOALL("alltoall", false, false, true),
+    ALLTOALL,
     /** Gather to a root. */
-    GATHER("gather", false, true, true),
+    GATHER,
     /** Scatter from a root. */
-    SCATTER("scatter", false, true, true),
+    SCATTER,
     /** Each rank sends to rank+1 and receives from rank-1 (a ring shift). */
-    SENDRECV("sendrecv", false, false, false);
+    SENDRECV;
 
-    private final String cliName;
-    private final boolean reduces;
-    private final boolean rooted;
-    private final boolean blocked;
-
-    Collective(String cliName, boolean reduces, boolean rooted, boolean blocked) {
-        this.cliName = cliName;
-        this.reduces = reduces;
-        this.rooted = rooted;
-        this.blocked = blocked;
-    }
+    private final String cliName = name().toLowerCase(Locale.ROOT);
 
     /** The name on the command line and in outputs ("allreduce"). */
     public String cliName() {
@@ -56,17 +46,17 @@ public enum Collective {
 
     /** Whether the collective takes a reduction operator. */
     public boolean reduces() {
-        return reduces;
+        return this == ALLREDUCE || this == REDUCESCATTER || this == REDUCE;
     }
 
     /** Whether the collective takes a root rank. */
     public boolean hasRoot() {
-        return rooted;
+        return this == BROADCAST || this == REDUCE || this == GATHER || this == SCATTER;
     }
 
     /** Whether buffers hold one block per rank (the size is the total over ranks). */
     public boolean blocked() {
-        return blocked;
+        return this == ALLGATHER || this == REDUCESCATTER || this == ALLTOALL || this == GATHER || this == SCATTER;
     }
 
     /**
@@ -102,7 +92,7 @@ public enum Collective {
      * collectives, per second.
      */
     public double algBw(Counts counts, int typeSize, int ranks, double seconds) {
-        double bytes = (double) counts.param() * typeSize * (blocked ? ranks : 1);
+        double bytes = (double) counts.param() * typeSize * (blocked() ? ranks : 1);
         return bytes / 1.0e9 / seconds;
     }
 

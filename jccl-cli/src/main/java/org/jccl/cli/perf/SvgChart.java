@@ -199,22 +199,17 @@ public final class SvgChart {
     /** Escapes text for XML content and attributes. */
     static String esc(String s) {
         StringBuilder sb = new StringBuilder(s.length());
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '&' -> sb.append("&amp;");
-                case '<' -> sb.append("&lt;");
-                case '>' -> sb.append("&gt;");
-                case '"' -> sb.append("&quot;");
-                case '\'' -> sb.append("&apos;");
-                default -> {
-                    // XML 1.0 forbids most control characters even as references: drop them.
-                    if (c >= 0x20 || c == '\t' || c == '\n' || c == '\r') {
-                        sb.append(c);
-                    }
-                }
-            }
-        }
+        s.chars()
+                // XML 1.0 forbids most control characters even as references: drop them.
+                .filter(c -> c >= 0x20 || c == '\t' || c == '\n' || c == '\r')
+                .forEach(c -> sb.append(switch (c) {
+                    case '&' -> "&amp;";
+                    case '<' -> "&lt;";
+                    case '>' -> "&gt;";
+                    case '"' -> "&quot;";
+                    case '\'' -> "&apos;";
+                    default -> String.valueOf((char) c);
+                }));
         return sb.toString();
     }
 }

@@ -1,6 +1,6 @@
 package org.jccl.diag;
 
-import static org.jccl.internal.JsonText.quote;
+import static org.jccl.internal.Json.quote;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -203,23 +203,23 @@ public final class FlightRecorder {
     /** The JSON dump of the entries, oldest first. */
     public String toJson(String comm, int rank, int size, String reason) {
         StringBuilder b = new StringBuilder(256 + 200 * (int) Math.min(next, capacity));
-        b.append("{\"jccl_trace\":1,\"comm\":").append(org.jccl.internal.Json.quote(comm)).append(",\"rank\":").append(rank)
-                .append(",\"size\":").append(size).append(",\"host\":").append(org.jccl.internal.Json.quote(hostName()))
+        b.append("{\"jccl_trace\":1,\"comm\":").append(quote(comm)).append(",\"rank\":").append(rank)
+                .append(",\"size\":").append(size).append(",\"host\":").append(quote(hostName()))
                 .append(",\"pid\":").append(ProcessHandle.current().pid())
-                .append(",\"reason\":").append(org.jccl.internal.Json.quote(reason == null ? "on demand" : reason))
-                .append(",\"dumped_at\":").append(org.jccl.internal.Json.quote(Instant.now().toString())).append(",\n\"ops\":[\n");
+                .append(",\"reason\":").append(quote(reason == null ? "on demand" : reason))
+                .append(",\"dumped_at\":").append(quote(Instant.now().toString())).append(",\n\"ops\":[\n");
         long first = Math.max(0, next - capacity);
         for (long h = first; h < next; h++) {
             int i = (int) (h % capacity);
             b.append("{\"seq\":").append(seq[i])
-                    .append(",\"op\":").append(org.jccl.internal.Json.quote(opcode[i] < opNames.length ? opNames[opcode[i]] : "op" + opcode[i]))
-                    .append(",\"dtype\":").append(org.jccl.internal.Json.quote(dtype[i] >= 0 && dtype[i] < DataType.values().length
+                    .append(",\"op\":").append(quote(opcode[i] < opNames.length ? opNames[opcode[i]] : "op" + opcode[i]))
+                    .append(",\"dtype\":").append(quote(dtype[i] >= 0 && dtype[i] < DataType.values().length
                             ? DataType.values()[dtype[i]].name() : "-"))
                     .append(",\"count\":").append(count[i])
-                    .append(",\"redop\":").append(org.jccl.internal.Json.quote(redop[i] >= 0 && redop[i] < ReduceOp.Kind.values().length
+                    .append(",\"redop\":").append(quote(redop[i] >= 0 && redop[i] < ReduceOp.Kind.values().length
                             ? ReduceOp.Kind.values()[redop[i]].name() : "-"))
                     .append(",\"root\":").append(root[i]).append(",\"peer\":").append(peer[i])
-                    .append(",\"state\":").append(org.jccl.internal.Json.quote(STATES[state[i]]))
+                    .append(",\"state\":").append(quote(STATES[state[i]]))
                     .append(",\"scheduled_us\":").append(micros(scheduled[i]))
                     .append(",\"started_us\":").append(micros(started[i]))
                     .append(",\"completed_us\":").append(micros(completed[i]))

@@ -191,8 +191,8 @@ public final class Train {
 
     static Config parse(String[] args) {
         int epochs = 3;
-        int batch = 128;
-        float lr = 0.05f;
+        int batch = 256;
+        float lr = 0.1f;
         float momentum = 0.9f;
         int hidden = 128;
         long seed = 42;

@@ -58,7 +58,7 @@ import javax.crypto.spec.SecretKeySpec;
  *  |  0  LENGTH u32 (bytes after it)    |  4  REQUEST ID u32 (echoed)        |  8 STA |  9 BODY..
  *  +--------+--------+--------+--------+--------+--------+--------+--------+--------+-------
  *
- *  LENGTH >= 5 and <= MAX_FRAME. Field encodings inside BODY:
+ *  LENGTH >= 5 and &lt;= MAX_FRAME. Field encodings inside BODY:
  *    key    = u16 byte length (1..MAX_KEY_BYTES) + UTF-8 bytes (well-formed UTF-8 only)
  *    bytes  = u32 byte length (0..MAX_VALUE_BYTES) + the bytes
  *    i64    = 8 bytes, big-endian two's complement

@@ -18,7 +18,7 @@ public final class OpCode {
     private OpCode() {
     }
 
-    /** The API name of {@code code} ("allReduce"), or "op<code>" for an unknown one. */
+    /** The API name of {@code code} ("allReduce"), or "op" + code for an unknown one. */
     public static String name(int code) {
         return code >= 0 && code < NAMES.length ? NAMES[code] : "op" + code;
     }

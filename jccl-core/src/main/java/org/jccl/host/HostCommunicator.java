@@ -55,7 +55,7 @@ public final class HostCommunicator extends EngineCommunicator {
 
     @Override
     protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (tuner.allReduce(s.byteSize(), size) == Tuner.AllReduceAlgo.ONESHOT) {
+        if (tuner.allReduce(s.byteSize(), size()) == Tuner.AllReduceAlgo.ONESHOT) {
             OneShotAllReduce.run(t, s, r, op);
         } else {
             ReduceScatterAllGather.run(t, s, r, op);
@@ -89,7 +89,7 @@ public final class HostCommunicator extends EngineCommunicator {
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
-        ChunkedAllToAll.run(t, s, r, s.count() / size, -1);
+        ChunkedAllToAll.run(t, s, r, s.count() / size(), -1);
     }
 
     @Override
@@ -169,7 +169,7 @@ public final class HostCommunicator extends EngineCommunicator {
 
     @Override
     protected Communicator createSub(String subId, int[] members, int newRank, Store sub) {
-        return HostBackend.create(subId, newRank, members.length, members.length, sub, timeout, watch.sub(members));
+        return HostBackend.create(subId, newRank, members.length, members.length, sub, timeout(), watch.sub(members));
     }
 
     /** Peers whose process is gone (the pid each rank published). */
@@ -180,7 +180,7 @@ public final class HostCommunicator extends EngineCommunicator {
 
     @Override
     public String toString() {
-        return "HostCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+        return "HostCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
     }
 
     /** Segment geometry used by new communicators (JCCL_SHM_SLOT_BYTES, JCCL_SHM_SLOTS). */

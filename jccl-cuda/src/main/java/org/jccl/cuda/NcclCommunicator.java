@@ -99,10 +99,6 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final long comm;
     /** The nonblocking control communicator (the same handle as {@link #comm} in nonblocking mode). */
     final long ctl;
-    final int rank;
-    final int size;
-    final Duration timeout;
-    final long timeoutNanos;
     final String name;
     final Arena arena;
     /** The store this communicator and those derived from it release when they close, or null. */
@@ -188,10 +184,6 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         this.ownsDevice = ownsDevice;
         this.ctl = ctl;
         this.comm = comm;
-        this.rank = rank;
-        this.size = size;
-        this.timeout = timeout;
-        this.timeoutNanos = timeout.toNanos();
         this.name = name;
         this.arena = arena;
         this.store = store;
@@ -296,7 +288,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     }
 
     String describe() {
-        return "rank " + rank + " of " + size + " (NCCL comm " + name + ", GPU " + device.ordinal() + ")";
+        return "rank " + rank() + " of " + size() + " (NCCL comm " + name + ", GPU " + device.ordinal() + ")";
     }
 
     static String opName(int kind) {
@@ -347,7 +339,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
         DeviceBuffer rb = dev(this, recv, "recv");
-        DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
+        DeviceBuffer sb = devOrNull(this, send, "send", rank() == root);
         if (sb == null) {
             sb = rb; // NCCL ignores sendbuff on non-root ranks
         }
@@ -370,7 +362,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
         DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
+        DeviceBuffer rb = devOrNull(this, recv, "recv", rank() == root);
         if (rb != null) {
             sameShape(sb, "send", rb, "recv");
             inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
@@ -395,11 +387,11 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = dev(this, recv, "recv");
         sameType(sb, "send", rb, "recv");
-        if (rb.count() != sb.count() * size) {
+        if (rb.count() != sb.count() * size()) {
             throw new IllegalArgumentException("recv has " + rb.count() + " elements but all-gather of " + sb.count()
-                    + " per rank over " + size + " ranks needs " + sb.count() * size);
+                    + " per rank over " + size() + " ranks needs " + sb.count() * size());
         }
-        inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(rank * sb.count(), sb.type()),
+        inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(rank() * sb.count(), sb.type()),
                 "send == slice rank of recv");
         return launch(this, ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
     }
@@ -420,13 +412,13 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = dev(this, recv, "recv");
         sameType(sb, "send", rb, "recv");
-        if (sb.count() != rb.count() * size) {
+        if (sb.count() != rb.count() * size()) {
             throw new IllegalArgumentException("send has " + sb.count() + " elements but reduce-scatter into " + rb.count()
-                    + " per rank over " + size + " ranks needs " + rb.count() * size);
+                    + " per rank over " + size() + " ranks needs " + rb.count() * size());
         }
         checkOp(op, sb.type());
         // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
-        inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(rank * rb.count(), sb.type()), "recv == slice rank of send");
+        inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(rank() * rb.count(), sb.type()), "recv == slice rank of send");
         return launch(this, REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
     }
 
@@ -446,12 +438,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         DeviceBuffer sb = dev(this, send, "send");
         DeviceBuffer rb = dev(this, recv, "recv");
         sameShape(sb, "send", rb, "recv");
-        if (sb.count() % size != 0) {
-            throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size
+        if (sb.count() % size() != 0) {
+            throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size()
                     + " ranks: give it size() x per-rank count elements");
         }
         inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
-        return launch(this, ALL_TO_ALL, sb, rb, sb.count() / size, sb.type(), null, 0, s, blocking);
+        return launch(this, ALL_TO_ALL, sb, rb, sb.count() / size(), sb.type(), null, 0, s, blocking);
     }
 
     // ------------------------------------------------------------------ gather / scatter
@@ -463,12 +455,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork gatherAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
         DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
-        if (rank == root) {
+        DeviceBuffer rb = devOrNull(this, recv, "recv", rank() == root);
+        if (rank() == root) {
             sameType(sb, "send", rb, "recv");
-            if (rb.count() != sb.count() * size) {
+            if (rb.count() != sb.count() * size()) {
                 throw new IllegalArgumentException("recv has " + rb.count() + " elements but gathering " + sb.count()
-                        + " per rank from " + size + " ranks needs " + sb.count() * size);
+                        + " per rank from " + size() + " ranks needs " + sb.count() * size());
             }
             inPlaceOrDisjoint(sb, rb, rb.rawPointer() + scaled(root * sb.count(), sb.type()),
                     "send == slice root of recv");
@@ -485,12 +477,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork scatterAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
         DeviceBuffer rb = dev(this, recv, "recv");
-        DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
-        if (rank == root) {
+        DeviceBuffer sb = devOrNull(this, send, "send", rank() == root);
+        if (rank() == root) {
             sameType(sb, "send", rb, "recv");
-            if (sb.count() != rb.count() * size) {
+            if (sb.count() != rb.count() * size()) {
                 throw new IllegalArgumentException("send has " + sb.count() + " elements but scattering " + rb.count()
-                        + " per rank to " + size + " ranks needs " + rb.count() * size);
+                        + " per rank to " + size() + " ranks needs " + rb.count() * size());
             }
             inPlaceOrDisjoint(rb, sb, sb.rawPointer() + scaled(root * rb.count(), sb.type()), "recv == slice root of send");
         } else {
@@ -654,7 +646,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */
     void watchLiveness(Liveness liveness) {
         if (liveness != null && liveness != Liveness.NONE) {
-            watch = liveness.watch(size);
+            watch = liveness.watch(size());
         }
     }
 
@@ -689,7 +681,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
             checkPeer(this, r, "excludeRanks element");
         }
         for (int r : excludeRanks) {
-            if (r == rank) {
+            if (r == rank()) {
                 return null;
             }
         }
@@ -716,19 +708,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
      */
     @Override
     public NcclCommunicator shrink(java.util.Set<Integer> excluded) {
-        Objects.requireNonNull(excluded, "excluded");
-        java.util.TreeSet<Integer> ex = new java.util.TreeSet<>();
-        for (Integer r : excluded) {
-            if (r == null) {
-                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
-            }
-            checkPeer(this, r, "excluded rank");
-            ex.add(r);
-        }
-        if (ex.contains(rank)) {
-            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not "
-                    + "call shrink");
-        }
+        java.util.TreeSet<Integer> ex = org.jccl.internal.ShrinkAgreement.checkExcluded(excluded, rank(), size());
         return NcclDerive.shrinkTo(this, ex);
     }
 
@@ -757,8 +737,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
             lock.unlock();
         }
         java.util.SortedSet<Integer> agreed = org.jccl.internal.ShrinkAgreement.decideFailed(jobStore,
-                scope + "/shrink" + no + "/", rank, size, () -> NcclHealth.knownFailed(this), timeout);
-        LOG.info(rank, () -> "shrinkExcludingFailed on " + describe() + ": survivors agreed to exclude " + agreed);
+                scope + "/shrink" + no + "/", rank(), size(), () -> NcclHealth.knownFailed(this), timeout());
+        LOG.info(rank(), () -> "shrinkExcludingFailed on " + describe() + ": survivors agreed to exclude " + agreed);
         return NcclDerive.shrinkTo(this, agreed);
     }
 

@@ -136,7 +136,7 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     /** The algorithm an all-reduce of {@code bytes} bytes runs with now. */
     public Tuner.AllReduceAlgo allReduceAlgorithm(long bytes) {
-        return tuner.tcpAllReduce(bytes, size, hosts);
+        return tuner.tcpAllReduce(bytes, size(), hosts);
     }
 
     @Override
@@ -158,7 +158,7 @@ public final class TcpCommunicator extends EngineCommunicator {
     }
 
     private void allReduceNative(HostBuffer s, HostBuffer r, ReduceOp op) {
-        Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size, hosts);
+        Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size(), hosts);
         switch (a) {
             case RHD -> RhdAllReduce.run(t, s, r, op);
             case RING, RSAG -> RingAllReduce.run(t, s, r, op);
@@ -216,7 +216,7 @@ public final class TcpCommunicator extends EngineCommunicator {
         if (!s.segment().isNative() || !r.segment().isNative()) {
             HostBuffer w = staging.whole(s.type(), s.count());
             MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
-            HostBuffer mine = staging.part(w, rank * r.count(), r.count());
+            HostBuffer mine = staging.part(w, rank() * r.count(), r.count());
             reduceScatterNative(w, mine, op);
             MemorySegment.copy(mine.segment(), 0, r.segment(), 0, r.byteSize());
             return;
@@ -288,12 +288,12 @@ public final class TcpCommunicator extends EngineCommunicator {
         for (int i = 0; i < members.length; i++) {
             h[i] = hostOf[members[i]];
         }
-        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h, 0, watch.sub(members));
+        return create(subId, newRank, members.length, sub, timeout(), token, cfg, storeHost, h, 0, watch.sub(members));
     }
 
     @Override
     public String toString() {
-        return "TcpCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+        return "TcpCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
     }
 
     /**

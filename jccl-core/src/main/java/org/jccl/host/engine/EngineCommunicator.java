@@ -36,11 +36,15 @@ import org.jccl.internal.ShrinkAgreement;
  * collectives for two or more ranks and their transport's hooks.
  *
  * <p>Calls must come from one thread at a time, as with NCCL.
+ *
+ * @param <T> the transport the communicator runs on
  */
-public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
+public abstract class EngineCommunicator<T extends Transport> extends org.jccl.spi.AbstractCommunicator<Work> {
     private static final Log LOG = Log.get(EngineCommunicator.class);
 
     protected final String id;
+    /** The transport this communicator runs on; closed with it. */
+    protected final T transport;
     /** The job's store under this communicator's prefix (split and shrink agree through it). */
     protected final Store store;
     /** Deaths the store's heartbeats report, in this communicator's ranks. */
@@ -65,15 +69,20 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     private volatile boolean closed;
 
     /**
-     * @param store the job's store under this communicator's prefix; closed with the communicator
-     * @param watch deaths the store's heartbeats report (null: none)
+     * @param transport what this communicator runs on; told of the deaths {@code watch} reports,
+     *                  and closed with the communicator
+     * @param store     the job's store under this communicator's prefix; closed with the communicator
+     * @param watch     deaths the store's heartbeats report (null: none)
      */
-    protected EngineCommunicator(String id, int rank, int size, Duration timeout, Store store, Liveness.Watch watch) {
+    protected EngineCommunicator(String id, int rank, int size, Duration timeout, T transport, Store store,
+                                 Liveness.Watch watch) {
         super("host", rank, size, timeout);
         this.id = id;
+        this.transport = transport;
         this.callNanos = timeout.toNanos();
         this.store = store;
         this.watch = watch != null ? watch : Liveness.NONE.watch(size);
+        transport.watch(this.watch);
     }
 
     // ------------------------------------------------------------------ what subclasses supply (n >= 2)
@@ -96,8 +105,10 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
     protected abstract void doBarrier();
 
-    /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv). */
-    protected abstract P2p newP2p(boolean isSend, HostBuffer b, int peer);
+    /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv): the transport's. */
+    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+        return transport.newP2p(isSend, b, peer);
+    }
 
     /**
      * Starts a blocking send/recv or a batch of async ones with deadline {@code timeoutNanos}
@@ -121,11 +132,15 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
      */
     protected abstract void propagate(JcclException e, int culprit);
 
-    /** Ends this rank's waits at once (any thread). */
-    protected abstract void abortLocally(String reason);
+    /** Ends this rank's waits at once (any thread): the transport's; a subclass with more parts ends theirs too. */
+    protected void abortLocally(String reason) {
+        transport.abort(reason);
+    }
 
-    /** Releases the transports (the store is closed after it). */
-    protected abstract void closeResources();
+    /** Releases the transports (the store is closed after it): the transport; a subclass with more parts closes them too. */
+    protected void closeResources() {
+        transport.close();
+    }
 
     /**
      * Forms the communicator of {@code members} (ranks of this one, in new rank order) meeting

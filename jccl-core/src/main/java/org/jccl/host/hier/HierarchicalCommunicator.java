@@ -69,7 +69,7 @@ import org.jccl.spi.Liveness;
  * JCCL_CHECK=1} every collective first all-gathers every rank's call, so every disagreement fails
  * on every rank in the call.
  */
-public final class HierarchicalCommunicator extends EngineCommunicator {
+public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransport> {
 
     /** Creates the shared-memory communicator of one host's ranks. */
     @FunctionalInterface
@@ -88,7 +88,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     private final int maxLocal;
     private final Communicator local;
     private final TcpCommunicator leaders;
-    private final TcpTransport p2p;
+    // The engine's transport is this rank's direct TCP connections for send/recv to other hosts.
     private final String token;
     private final TcpConfig cfg;
     private final String storeHost;
@@ -106,7 +106,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     private HierarchicalCommunicator(String id, int rank, int size, Duration timeout, Placement placement, Communicator local,
                                      TcpCommunicator leaders, TcpTransport p2p, Store store, String token, TcpConfig cfg,
                                      String storeHost, LocalFactory factory, Liveness.Watch watch) {
-        super(id, rank, size, timeout, store, watch);
+        super(id, rank, size, timeout, p2p, store, watch);
         this.placement = placement;
         this.myHost = placement.hostOf()[rank];
         this.localRank = placement.localRank(rank);
@@ -114,7 +114,6 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         this.maxLocal = placement.maxLocal();
         this.local = local;
         this.leaders = leaders;
-        this.p2p = p2p;
         this.token = token;
         this.cfg = cfg;
         this.storeHost = storeHost;
@@ -162,7 +161,6 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             int[] hostOf = placement.hostOf();
             p2p = TcpTransport.open(id + "p", rank, size, new PrefixStore("p/", store), timeout, token, cfg, storeHost,
                     p -> false, p -> hostOf[p] != h, members.length);
-            p2p.watch(w);
             HierarchicalCommunicator c = new HierarchicalCommunicator(id, rank, size, timeout, placement, local, leaders, p2p,
                     store, token, cfg, storeHost, factory, w);
             ok = true;
@@ -786,7 +784,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         if (placement.hostOf()[peer] == myHost) {
             return new LocalP2p(isSend, b, placement.localRank(peer), peer);
         }
-        return new RemoteP2p(new PointToPoint(p2p, isSend, b, peer));
+        return new RemoteP2p(new PointToPoint(transport, isSend, b, peer));
     }
 
     /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
@@ -873,19 +871,19 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
         userSeq = -1;
         p2pSeq = collectiveSequence() + 1;
-        p2p.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        transport.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
         remoteP2p = 0;
     }
 
     @Override
     protected void idleP2p(int iteration, int peer) {
         if (remoteP2p > 0) {
-            p2p.idle(iteration);
+            transport.idle(iteration);
             return;
         }
-        if (System.nanoTime() - p2p.call.deadline > 0) {
+        if (System.nanoTime() - transport.call.deadline > 0) {
             throw new CollectiveTimeoutException("rank " + rank() + " of communicator " + id + ": send/recv with ranks of "
-                    + "this host did not progress within " + Duration.ofNanos(p2p.call.timeoutNanos), List.of());
+                    + "this host did not progress within " + Duration.ofNanos(transport.call.timeoutNanos), List.of());
         }
         LOCAL_P2P_IDLE.idle(iteration);
     }
@@ -895,7 +893,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void touchP2pBatch() {
-        p2p.call.touch();
+        transport.call.touch();
     }
 
     // ------------------------------------------------------------------ failure, close, split
@@ -903,7 +901,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     @Override
     protected void propagate(JcclException e, int culprit) {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
-        p2p.fail(Frame.abortCode(e), e.getMessage(), culprit);
+        transport.fail(Frame.abortCode(e), e.getMessage(), culprit);
         if (leaders != null) {
             // The other leaders name the culprit when it is a leader (their rank: its host);
             // another host's other ranks have no rank there (the account in the store names them).
@@ -916,7 +914,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             }
             leaders.failWith(e, c);
         }
-        if (local instanceof EngineCommunicator h) {
+        if (local instanceof EngineCommunicator<?> h) {
             h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort
         } else {
             local.abort();
@@ -925,7 +923,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void abortLocally(String reason) {
-        p2p.abort(reason);
+        super.abortLocally(reason);
         if (leaders != null) {
             leaders.abort();
         }
@@ -934,7 +932,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void closeResources() {
-        p2p.close();
+        super.closeResources();
         if (leaders != null) {
             leaders.close();
         }

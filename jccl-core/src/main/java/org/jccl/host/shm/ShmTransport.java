@@ -1,6 +1,7 @@
 package org.jccl.host.shm;
 
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.Transport;
 import static org.jccl.host.shm.ShmSegmentDescriptor.*;
 
 import java.io.IOException;
@@ -37,7 +38,7 @@ import org.jccl.internal.Log;
  *
  * <p>Not thread-safe: the communicator serialises calls.
  */
-public final class ShmTransport implements AutoCloseable {
+public final class ShmTransport implements Transport {
     private static final Log LOG = Log.get(ShmTransport.class);
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -227,6 +228,7 @@ public final class ShmTransport implements AutoCloseable {
      * store's heartbeats declare a peer dead (checked with the other health checks, every 128 idle
      * rounds: one volatile read). Set before the first call.
      */
+    @Override
     public void watch(org.jccl.spi.Liveness.Watch w) {
         this.watch = w;
     }
@@ -629,6 +631,7 @@ public final class ShmTransport implements AutoCloseable {
     }
 
     /** Local abort: every wait of this rank ends; peers see it too. Any thread. */
+    @Override
     public void abort(String reason) {
         localAbort = reason;
         fail(ABORT_ABORTED, "rank " + rank + ": " + reason);
@@ -637,6 +640,11 @@ public final class ShmTransport implements AutoCloseable {
     /** The reason of a local abort, or null. */
     public String abortReason() {
         return localAbort;
+    }
+
+    @Override
+    public org.jccl.host.engine.P2p newP2p(boolean isSend, org.jccl.HostBuffer b, int peer) {
+        return new org.jccl.host.shm.algo.PointToPoint(this, isSend, b, peer);
     }
 
     @Override

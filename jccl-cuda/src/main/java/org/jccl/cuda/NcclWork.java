@@ -8,6 +8,7 @@ import org.jccl.DataType;
 import org.jccl.InvalidUsageException;
 import org.jccl.JcclException;
 import org.jccl.Work;
+import org.jccl.internal.VarHandles;
 
 /**
  * One enqueued NCCL operation. It completes when the CUDA event recorded right after the
@@ -37,17 +38,8 @@ public final class NcclWork implements Work {
     private final long count;
     private final long streamHandle;
     final long deadline;
-    private static final VarHandle STATE;
-    private static final VarHandle EVENT;
-
-    static {
-        try {
-            STATE = MethodHandles.lookup().findVarHandle(NcclWork.class, "stateField", int.class);
-            EVENT = MethodHandles.lookup().findVarHandle(NcclWork.class, "event", CudaEvent.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final VarHandle STATE = VarHandles.field(MethodHandles.lookup(), "stateField", int.class);
+    private static final VarHandle EVENT = VarHandles.field(MethodHandles.lookup(), "event", CudaEvent.class);
 
     /** PENDING, DONE or FAILED; read and written through STATE (volatile, no extra object per work). */
     @SuppressWarnings("unused")

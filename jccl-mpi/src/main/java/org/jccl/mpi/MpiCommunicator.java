@@ -74,16 +74,8 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private long nativeCalls;
     private long watchSeq = -1;
     private long watchSince;
-    private static final java.lang.invoke.VarHandle NATIVE_CALLS;
-
-    static {
-        try {
-            NATIVE_CALLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiCommunicator.class, "nativeCalls",
-                    long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final java.lang.invoke.VarHandle NATIVE_CALLS = org.jccl.internal.VarHandles.field(
+            java.lang.invoke.MethodHandles.lookup(), "nativeCalls", long.class);
 
     private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
         int[] rankSize = rankAndSize(comm);

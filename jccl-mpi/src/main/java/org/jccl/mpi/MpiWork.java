@@ -57,15 +57,8 @@ final class MpiWork implements Work {
      * before it): plain moves on x86, where the blocking path runs this twice per call.
      */
     private boolean done;
-    private static final java.lang.invoke.VarHandle DONE;
-
-    static {
-        try {
-            DONE = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiWork.class, "done", boolean.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final java.lang.invoke.VarHandle DONE = org.jccl.internal.VarHandles.field(
+            java.lang.invoke.MethodHandles.lookup(), "done", boolean.class);
     /**
      * Started in MPI and not yet reported complete by MPI_Test. Written by the issuing thread
      * before the work is published and then only under this work's monitor (async) or the

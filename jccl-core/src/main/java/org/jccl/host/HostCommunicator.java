@@ -101,8 +101,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
-        transport.call.set(seq, opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root, count,
-                timeoutNanos);
+        transport.call.set(seq, opcode, type, op, root, count, timeoutNanos);
     }
 
     @Override

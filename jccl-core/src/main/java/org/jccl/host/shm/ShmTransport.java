@@ -1,5 +1,6 @@
 package org.jccl.host.shm;
 
+import org.jccl.host.engine.CallInfo;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.Transport;
 import static org.jccl.host.shm.ShmSegmentDescriptor.*;
@@ -662,50 +663,5 @@ public final class ShmTransport implements Transport {
             // unlinked during setup already
         }
         arena.close();
-    }
-
-    /**
-     * The call in progress: what it is (for fingerprints and messages) and its deadline.
-     * Mutable and reused so that calls allocate nothing.
-     */
-    public static final class CallInfo {
-        /** Collective sequence number (per communicator, same on every rank). */
-        public long seq;
-        /** Operation code (an {@link OpCode} constant). */
-        public int opcode;
-        /** DataType ordinal. */
-        public int dtype;
-        /** ReduceOp kind ordinal, or 15 for none. */
-        public int redop;
-        /** Root, or -1. */
-        public int root;
-        /** Element count as the call's fingerprint (per-rank count). */
-        public long count;
-        /** Deadline (System.nanoTime), or 0 until the first slow wait of the call sets it. */
-        public long deadline;
-        /** Timeout the deadline was computed from. */
-        public long timeoutNanos;
-
-        /** Sets the fields for a new call. */
-        public void set(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
-            this.seq = seq;
-            this.opcode = opcode;
-            this.dtype = dtype;
-            this.redop = redop;
-            this.root = root;
-            this.count = count;
-            this.timeoutNanos = timeoutNanos;
-            this.deadline = 0;
-        }
-
-        /** opcode, dtype, redop and root packed into one word. */
-        public long packed() {
-            return OpCode.pack(opcode, dtype, redop, root);
-        }
-
-        /** Human description of this call. */
-        public String describe() {
-            return OpCode.describe(packed(), count, seq);
-        }
     }
 }

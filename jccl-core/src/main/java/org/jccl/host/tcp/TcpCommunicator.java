@@ -141,12 +141,11 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
 
     @Override
     protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (!s.segment().isNative() || !r.segment().isNative()) {
-            // Heap arrays: reduce in native memory (see staged) and copy the result back.
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+        if (onHeap(s, r)) {
+            // Heap arrays: reduce in native memory (see Staging) and copy the result back.
+            HostBuffer w = staging.copyOf(s);
             allReduceNative(w, w, op);
-            MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+            copy(w, r);
             return;
         }
         allReduceNative(s, r, op);
@@ -172,12 +171,11 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
 
     @Override
     protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
-        if (!s.segment().isNative() || r != null && !r.segment().isNative()) {
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+        if (onHeap(s, r)) {
+            HostBuffer w = staging.copyOf(s);
             reduceNative(w, r == null ? null : w, op, root);
             if (r != null) {
-                MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+                copy(w, r);
             }
             return;
         }
@@ -208,12 +206,11 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
 
     @Override
     protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (!s.segment().isNative() || !r.segment().isNative()) {
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+        if (onHeap(s, r)) {
+            HostBuffer w = staging.copyOf(s);
             HostBuffer mine = staging.part(w, rank() * r.count(), r.count());
             reduceScatterNative(w, mine, op);
-            MemorySegment.copy(mine.segment(), 0, r.segment(), 0, r.byteSize());
+            copy(mine, r);
             return;
         }
         reduceScatterNative(s, r, op);
@@ -276,6 +273,16 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
         return "TcpCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
     }
 
+    /** Whether {@code s} or {@code r} (null: none) is a heap array, so that the reduction runs in {@link Staging}. */
+    private static boolean onHeap(HostBuffer s, HostBuffer r) {
+        return !s.segment().isNative() || r != null && !r.segment().isNative();
+    }
+
+    /** Copies {@code to}'s size of {@code from} into {@code to}. */
+    private static void copy(HostBuffer from, HostBuffer to) {
+        MemorySegment.copy(from.segment(), 0, to.segment(), 0, to.byteSize());
+    }
+
     /**
      * Native memory the reductions of heap-array buffers run in: the reduction kernels are fast
      * (and allocation-free) on native segments, and large native payloads skip the staging
@@ -305,6 +312,13 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
             wholes[next] = w;
             parts[next] = null;
             next = (next + 1) % VIEWS;
+            return w;
+        }
+
+        /** A {@link #whole} buffer holding a copy of {@code s}. */
+        HostBuffer copyOf(HostBuffer s) {
+            HostBuffer w = whole(s.type(), s.count());
+            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
             return w;
         }
 

@@ -169,18 +169,29 @@ public final class EnvDiscovery {
         }
     }
 
+    /**
+     * The job a launcher's variables describe: the world size ({@code sizeVar}, what it is {@code
+     * sizeWhat}) and rank, the local rank and size (both or neither: then every rank is on this
+     * host), checked against each other; the store is the caller's to set.
+     */
+    private static Found launched(Env e, String launcher, String jobId, String sizeVar, String sizeWhat, String rankVar,
+                                  String localRankVar, String localSizeVar) {
+        int size = e.requireInt(sizeVar, 1, sizeWhat);
+        int rank = e.requireInt(rankVar, 0, "this process's rank, 0.." + sizeVar + "-1");
+        checkRank(rankVar, rank, sizeVar, size);
+        int[] local = local(e, localRankVar, localSizeVar, rank, size, sizeVar);
+        return new Found(launcher, rank, size, local[0], local[1], LOOPBACK, 0, jobId);
+    }
+
     private static Found jccl(Env e) {
-        int size = e.requireInt("JCCL_WORLD_SIZE", 1, "the number of ranks of the job");
-        int rank = e.requireInt("JCCL_RANK", 0, "this process's rank, 0..JCCL_WORLD_SIZE-1");
-        checkRank("JCCL_RANK", rank, "JCCL_WORLD_SIZE", size);
-        int[] local = local(e, "JCCL_LOCAL_RANK", "JCCL_LOCAL_WORLD_SIZE", rank, size, "JCCL_WORLD_SIZE");
-        Found f = new Found("JCCL_* variables", rank, size, local[0], local[1], LOOPBACK, 0, "jccl");
+        Found f = launched(e, "JCCL_* variables", "jccl", "JCCL_WORLD_SIZE", "the number of ranks of the job", "JCCL_RANK",
+                "JCCL_LOCAL_RANK", "JCCL_LOCAL_WORLD_SIZE");
         f.storeVar = "JCCL_STORE";
         if (e.get("JCCL_STORE") == null) {
             if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null) {
                 masterStore(e, f, false, "JCCL_STORE");
-            } else if (size > 1) {
-                throw new IllegalArgumentException("JCCL_STORE is not set but JCCL_WORLD_SIZE is " + size
+            } else if (f.size > 1) {
+                throw new IllegalArgumentException("JCCL_STORE is not set but JCCL_WORLD_SIZE is " + f.size
                         + ": set JCCL_STORE=host:port to the address rank 0 serves the store on (the same on every rank), "
                         + "e.g. JCCL_STORE=127.0.0.1:29500 for a job on one host");
             }
@@ -189,16 +200,13 @@ public final class EnvDiscovery {
     }
 
     private static Found torchrun(Env e) {
-        int size = e.requireInt("WORLD_SIZE", 1, "the number of ranks of the job");
-        int rank = e.requireInt("RANK", 0, "this process's rank, 0..WORLD_SIZE-1");
-        checkRank("RANK", rank, "WORLD_SIZE", size);
-        int[] local = local(e, "LOCAL_RANK", "LOCAL_WORLD_SIZE", rank, size, "WORLD_SIZE");
         String runId = e.get("TORCHELASTIC_RUN_ID");
         String jobId = runId != null && !runId.equalsIgnoreCase("none") ? sanitizeJobId("torch-" + runId) : "jccl";
-        Found f = new Found("torchrun variables", rank, size, local[0], local[1], LOOPBACK, 0, jobId);
+        Found f = launched(e, "torchrun variables", jobId, "WORLD_SIZE", "the number of ranks of the job", "RANK",
+                "LOCAL_RANK", "LOCAL_WORLD_SIZE");
         if (e.get("JCCL_STORE") == null) {
             boolean agentStore = "true".equalsIgnoreCase(e.get("TORCHELASTIC_USE_AGENT_STORE"));
-            if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null || size > 1) {
+            if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null || f.size > 1) {
                 masterStore(e, f, agentStore, "JCCL_STORE");
             }
             if (runId == null || runId.equalsIgnoreCase("none")) {
@@ -289,16 +297,13 @@ public final class EnvDiscovery {
     }
 
     private static Found openMpi(Env e) {
-        int size = e.requireInt("OMPI_COMM_WORLD_SIZE", 1, "the number of ranks (mpirun -n)");
-        int rank = e.requireInt("OMPI_COMM_WORLD_RANK", 0, "this process's rank, 0..OMPI_COMM_WORLD_SIZE-1");
-        checkRank("OMPI_COMM_WORLD_RANK", rank, "OMPI_COMM_WORLD_SIZE", size);
-        int[] local = local(e, "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", rank, size, "OMPI_COMM_WORLD_SIZE");
         String ompiJob = e.get("OMPI_MCA_ess_base_jobid");
         if (ompiJob == null) {
             ompiJob = e.get("PMIX_NAMESPACE");
         }
         String jobId = ompiJob != null ? sanitizeJobId("ompi-" + ompiJob) : "jccl";
-        Found f = new Found("Open MPI variables", rank, size, local[0], local[1], LOOPBACK, 0, jobId);
+        Found f = launched(e, "Open MPI variables", jobId, "OMPI_COMM_WORLD_SIZE", "the number of ranks (mpirun -n)",
+                "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
         f.storeVar = "JCCL_STORE";
         if (e.get("JCCL_STORE") == null) {
             if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null) {

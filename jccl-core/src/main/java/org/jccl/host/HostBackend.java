@@ -47,11 +47,6 @@ public final class HostBackend implements Backend {
         return options.device() == null;
     }
 
-    @Override
-    public Communicator create(Options options, Store store) {
-        return create(options, store, Liveness.NONE);
-    }
-
     /**
      * Forms the communicator; its waits also end with a {@link org.jccl.PeerFailureException} as
      * soon as {@code liveness} reports a member dead (job rank = rank of this communicator).

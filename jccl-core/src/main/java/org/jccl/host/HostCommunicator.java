@@ -10,7 +10,6 @@ import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
-import org.jccl.host.engine.P2p;
 import org.jccl.host.shm.ShmSegmentDescriptor;
 import org.jccl.host.shm.ShmTransport;
 import org.jccl.host.shm.algo.ChunkedAllGather;
@@ -19,7 +18,6 @@ import org.jccl.host.shm.algo.ChunkedBroadcast;
 import org.jccl.host.shm.algo.ChunkedReduce;
 import org.jccl.host.shm.algo.ChunkedReduceScatter;
 import org.jccl.host.shm.algo.OneShotAllReduce;
-import org.jccl.host.shm.algo.PointToPoint;
 import org.jccl.host.shm.algo.ReduceScatterAllGather;
 import org.jccl.host.shm.algo.ShmBarrier;
 import org.jccl.host.tune.Tuner;
@@ -34,15 +32,12 @@ import org.jccl.host.tune.Tuner;
  * <p>After a failure (timeout, dead peer, mismatch, abort) the communicator is broken: later
  * calls fail at once with the original cause; create a new communicator to go on.
  */
-public final class HostCommunicator extends EngineCommunicator {
-    private final ShmTransport t;
+public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
     private Tuner tuner;
 
     HostCommunicator(String id, int rank, int size, Store store, ShmTransport t, Tuner tuner, Duration timeout,
                      org.jccl.spi.Liveness.Watch watch) {
-        super(id, rank, size, timeout, store, watch);
-        t.watch(this.watch);
-        this.t = t;
+        super(id, rank, size, timeout, t, store, watch);
         this.tuner = tuner;
     }
 
@@ -55,83 +50,77 @@ public final class HostCommunicator extends EngineCommunicator {
 
     @Override
     protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (tuner.allReduce(s.byteSize(), size) == Tuner.AllReduceAlgo.ONESHOT) {
-            OneShotAllReduce.run(t, s, r, op);
+        if (tuner.allReduce(s.byteSize(), size()) == Tuner.AllReduceAlgo.ONESHOT) {
+            OneShotAllReduce.run(transport, s, r, op);
         } else {
-            ReduceScatterAllGather.run(t, s, r, op);
+            ReduceScatterAllGather.run(transport, s, r, op);
         }
     }
 
     @Override
     protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
-        ChunkedBroadcast.run(t, s, r, root);
+        ChunkedBroadcast.run(transport, s, r, root);
     }
 
     @Override
     protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
-        ChunkedReduce.run(t, s, r, op, root);
+        ChunkedReduce.run(transport, s, r, op, root);
     }
 
     @Override
     protected void doAllGather(HostBuffer s, HostBuffer r) {
-        ChunkedAllGather.run(t, s, r, -1);
+        ChunkedAllGather.run(transport, s, r, -1);
     }
 
     @Override
     protected void doGather(HostBuffer s, HostBuffer r, int root) {
-        ChunkedAllGather.run(t, s, r, root);
+        ChunkedAllGather.run(transport, s, r, root);
     }
 
     @Override
     protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
-        ChunkedReduceScatter.run(t, s, r, op);
+        ChunkedReduceScatter.run(transport, s, r, op);
     }
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
-        ChunkedAllToAll.run(t, s, r, s.count() / size, -1);
+        ChunkedAllToAll.run(transport, s, r, s.count() / size(), -1);
     }
 
     @Override
     protected void doScatter(HostBuffer s, HostBuffer r, int root) {
-        ChunkedAllToAll.run(t, s, r, r.count(), root);
+        ChunkedAllToAll.run(transport, s, r, r.count(), root);
     }
 
     @Override
     protected void doBarrier() {
-        ShmBarrier.run(t);
-    }
-
-    @Override
-    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
-        return new PointToPoint(t, isSend, b, peer);
+        ShmBarrier.run(transport);
     }
 
     // ------------------------------------------------------------------ the transport's hooks
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
-        t.call.set(seq, opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root, count,
-                timeoutNanos);
+        transport.call.set(seq, opcode, type, op, root, count, timeoutNanos);
     }
 
     @Override
     protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
         if (b == null) {
-            t.call.set(0, op, 0, OpCode.NO_REDOP, -1, 0, timeoutNanos);
+            transport.call.set(0, op, 0, OpCode.NO_REDOP, -1, 0, timeoutNanos);
         } else {
-            t.call.set(0, op, b.type().ordinal(), OpCode.NO_REDOP, peer, b.count(), timeoutNanos);
+            transport.call.set(0, op, b.type().ordinal(), OpCode.NO_REDOP, peer, b.count(), timeoutNanos);
         }
     }
 
     @Override
     protected void idleP2p(int iteration, int peer) {
-        t.idleP2p(iteration, peer);
+        transport.idleP2p(iteration, peer);
     }
 
     @Override
     protected void touchP2pBatch() {
-        t.call.set(0, OpCode.SEND, 0, OpCode.NO_REDOP, -1, 0, callNanos);
+        transport.call.set(0, OpCode.SEND, 0, OpCode.NO_REDOP, -1, 0, callNanos);
     }
 
     /**
@@ -142,7 +131,7 @@ public final class HostCommunicator extends EngineCommunicator {
     protected void propagate(JcclException e, int culprit) {
         long code = e instanceof org.jccl.CollectiveMismatchException ? ShmTransport.ABORT_MISMATCH
                 : e instanceof AbortedException ? ShmTransport.ABORT_ABORTED : ShmTransport.ABORT_FAILED;
-        t.fail(code, e.getMessage(), culprit);
+        transport.fail(code, e.getMessage(), culprit);
     }
 
     /** The pair's mailbox is one stream: its messages move one after the other. */
@@ -158,29 +147,19 @@ public final class HostCommunicator extends EngineCommunicator {
     }
 
     @Override
-    protected void abortLocally(String reason) {
-        t.abort(reason);
-    }
-
-    @Override
-    protected void closeResources() {
-        t.close();
-    }
-
-    @Override
     protected Communicator createSub(String subId, int[] members, int newRank, Store sub) {
-        return HostBackend.create(subId, newRank, members.length, members.length, sub, timeout, watch.sub(members));
+        return HostBackend.create(subId, newRank, members.length, members.length, sub, timeout(), watch.sub(members));
     }
 
     /** Peers whose process is gone (the pid each rank published). */
     @Override
     protected java.util.Set<Integer> transportDeadRanks() {
-        return t.deadRanks();
+        return transport.deadRanks();
     }
 
     @Override
     public String toString() {
-        return "HostCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+        return "HostCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
     }
 
     /** Segment geometry used by new communicators (JCCL_SHM_SLOT_BYTES, JCCL_SHM_SLOTS). */

@@ -29,6 +29,27 @@ public final class ShrinkAgreement {
     }
 
     /**
+     * The ranks a {@code shrink(excluded)} call on rank {@code rank} of {@code size} leaves out,
+     * sorted, once checked the same way on every backend: no null, each in range, not this rank.
+     */
+    public static TreeSet<Integer> checkExcluded(Set<Integer> excluded, int rank, int size) {
+        org.jccl.Checks.notNull(excluded, "excluded");
+        TreeSet<Integer> ex = new TreeSet<>();
+        for (Integer r : excluded) {
+            if (r == null) {
+                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
+            }
+            org.jccl.Checks.rank(r, size, "excluded rank");
+            ex.add(r);
+        }
+        if (ex.contains(rank)) {
+            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not "
+                    + "call shrink");
+        }
+        return ex;
+    }
+
+    /**
      * The ranks of the communicator the survivors agree failed (never {@code rank}). Keys go under
      * {@code base} in {@code store}, which must be the same for every survivor of this shrink.
      *

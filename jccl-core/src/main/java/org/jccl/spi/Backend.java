@@ -36,18 +36,18 @@ public interface Backend {
      * (null only when {@link #needsStore()} is false and the options carry no store); the call is
      * collective over all ranks of the job. The communicator owns {@code store} and closes it
      * when it closes (on failure of this call too).
+     *
+     * <p>{@code liveness} is the job's: which ranks the store's heartbeats declared dead ({@link
+     * Liveness#NONE} without heartbeats). A backend that watches it makes its pending and next
+     * operations fail with a {@link org.jccl.PeerFailureException} naming a rank soon after {@link
+     * Liveness#deadRanks()} shows it (poll {@link Liveness.Watch#firstDead()} from its waits or
+     * watchdog, or register a {@link Liveness.Listener}); one whose launcher watches the ranks
+     * itself may ignore it. {@link org.jccl.Jccl#init(Options)} calls this one.
      */
-    Communicator create(Options options, Store store);
+    Communicator create(Options options, Store store, Liveness liveness);
 
-    /**
-     * {@link #create(Options, Store)} with the job's {@link Liveness}: which ranks the store's
-     * heartbeats declared dead ({@link Liveness#NONE} without heartbeats). {@link
-     * org.jccl.Jccl#init(Options)} calls this one. A backend that overrides it makes its pending and
-     * next operations fail with a {@link org.jccl.PeerFailureException} naming a rank soon after
-     * {@link Liveness#deadRanks()} shows it (poll {@link Liveness.Watch#firstDead()} from its waits
-     * or watchdog, or register a {@link Liveness.Listener}); the default ignores {@code liveness}.
-     */
-    default Communicator create(Options options, Store store, Liveness liveness) {
-        return create(options, store);
+    /** {@link #create(Options, Store, Liveness)} without heartbeats ({@link Liveness#NONE}). */
+    default Communicator create(Options options, Store store) {
+        return create(options, store, Liveness.NONE);
     }
 }

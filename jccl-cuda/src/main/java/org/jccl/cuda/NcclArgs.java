@@ -121,15 +121,15 @@ final class NcclArgs {
     }
 
     static void checkPeer(NcclCommunicator c, int peer, String what) {
-        if (peer < 0 || peer >= c.size) {
-            throw new IllegalArgumentException(what + " is " + peer + " but the communicator has ranks 0.." + (c.size - 1)
+        if (peer < 0 || peer >= c.size()) {
+            throw new IllegalArgumentException(what + " is " + peer + " but the communicator has ranks 0.." + (c.size() - 1)
                     + ": pass a rank in that range");
         }
     }
 
     static void checkSelf(NcclCommunicator c, int peer) {
-        if (peer == c.rank && NcclGroup.current() == null) {
-            throw new IllegalArgumentException("peer is this rank (" + c.rank + "): a send to self only completes with its "
+        if (peer == c.rank() && NcclGroup.current() == null) {
+            throw new IllegalArgumentException("peer is this rank (" + c.rank() + "): a send to self only completes with its "
                     + "matching recv in the same NcclGroup");
         }
     }

@@ -47,11 +47,6 @@ public final class NcclBackend implements Backend {
         return options != null && options.device() instanceof CudaDevice;
     }
 
-    @Override
-    public Communicator create(Options options, Store store) {
-        return create(options, store, Liveness.NONE);
-    }
-
     /**
      * As {@link #create(Options, Store)}; with heartbeats, pending and later operations fail with a
      * {@link org.jccl.PeerFailureException} naming a rank the store declared dead (checked by the

@@ -98,10 +98,6 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final long comm;
     /** The nonblocking control communicator (the same handle as {@link #comm} in nonblocking mode). */
     final long ctl;
-    final int rank;
-    final int size;
-    final Duration timeout;
-    final long timeoutNanos;
     final String name;
     final Arena arena;
     /** The store this communicator and those derived from it release when they close, or null. */
@@ -187,10 +183,6 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         this.ownsDevice = ownsDevice;
         this.ctl = ctl;
         this.comm = comm;
-        this.rank = rank;
-        this.size = size;
-        this.timeout = timeout;
-        this.timeoutNanos = timeout.toNanos();
         this.name = name;
         this.arena = arena;
         this.store = store;
@@ -309,7 +301,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     }
 
     String describe() {
-        return "rank " + rank + " of " + size + " (NCCL comm " + name + ", GPU " + device.ordinal() + ")";
+        return "rank " + rank() + " of " + size() + " (NCCL comm " + name + ", GPU " + device.ordinal() + ")";
     }
 
     static String opName(int kind) {
@@ -358,7 +350,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork broadcastAsync(Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
         DeviceBuffer rb = dev(this, recv, "recv");
-        DeviceBuffer sb = devOrNull(this, send, "send", rank == root);
+        DeviceBuffer sb = devOrNull(this, send, "send", rank() == root);
         if (sb == null) {
             sb = rb; // NCCL ignores sendbuff on non-root ranks
         }
@@ -381,7 +373,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork reduceAsync(Buffer send, Buffer recv, ReduceOp op, int root, CudaStream s, boolean blocking) {
         DeviceBuffer sb = dev(this, send, "send");
-        DeviceBuffer rb = devOrNull(this, recv, "recv", rank == root);
+        DeviceBuffer rb = devOrNull(this, recv, "recv", rank() == root);
         if (rb != null) {
             sameShape(sb, "send", rb, "recv");
             inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
@@ -403,7 +395,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     }
 
     private NcclWork allGatherAsync(DeviceBuffer sb, DeviceBuffer rb, CudaStream s, boolean blocking) {
-        sliced(sb, rb, true, size, rank, "rank", "all-gather of");
+        sliced(sb, rb, true, size(), rank(), "rank", "all-gather of");
         return launch(this, ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
     }
 
@@ -421,7 +413,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork reduceScatterAsync(DeviceBuffer sb, DeviceBuffer rb, ReduceOp op, CudaStream s, boolean blocking) {
         // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
-        sliced(rb, sb, false, size, rank, "rank", "reduce-scatter into");
+        sliced(rb, sb, false, size(), rank(), "rank", "reduce-scatter into");
         checkOp(op, sb.type());
         return launch(this, REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
     }
@@ -440,12 +432,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork allToAllAsync(DeviceBuffer sb, DeviceBuffer rb, CudaStream s, boolean blocking) {
         sameShape(sb, "send", rb, "recv");
-        if (sb.count() % size != 0) {
-            throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size
+        if (sb.count() % size() != 0) {
+            throw new IllegalArgumentException("send has " + sb.count() + " elements, not a multiple of the " + size()
                     + " ranks: give it size() x per-rank count elements");
         }
         inPlaceOrDisjoint(sb, rb, rb.rawPointer(), "send == recv");
-        return launch(this, ALL_TO_ALL, sb, rb, sb.count() / size, sb.type(), null, 0, s, blocking);
+        return launch(this, ALL_TO_ALL, sb, rb, sb.count() / size(), sb.type(), null, 0, s, blocking);
     }
 
     // ------------------------------------------------------------------ gather / scatter
@@ -457,10 +449,10 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     private NcclWork gatherOrScatter(int kind, Buffer send, Buffer recv, int root, CudaStream s, boolean blocking) {
         boolean gather = kind == GATHER;
         DeviceBuffer part = gather ? dev(this, send, "send") : dev(this, recv, "recv");
-        DeviceBuffer whole = gather ? devOrNull(this, recv, "recv", rank == root)
-                : devOrNull(this, send, "send", rank == root);
-        if (rank == root) {
-            sliced(part, whole, gather, size, root, "root", gather ? "gathering" : "scattering");
+        DeviceBuffer whole = gather ? devOrNull(this, recv, "recv", rank() == root)
+                : devOrNull(this, send, "send", rank() == root);
+        if (rank() == root) {
+            sliced(part, whole, gather, size(), root, "root", gather ? "gathering" : "scattering");
         } else {
             whole = null;
         }
@@ -633,7 +625,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */
     void watchLiveness(Liveness liveness) {
         if (liveness != null && liveness != Liveness.NONE) {
-            watch = liveness.watch(size);
+            watch = liveness.watch(size());
         }
     }
 
@@ -668,7 +660,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
             checkPeer(this, r, "excludeRanks element");
         }
         for (int r : excludeRanks) {
-            if (r == rank) {
+            if (r == rank()) {
                 return null;
             }
         }
@@ -695,19 +687,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
      */
     @Override
     public NcclCommunicator shrink(java.util.Set<Integer> excluded) {
-        Objects.requireNonNull(excluded, "excluded");
-        java.util.TreeSet<Integer> ex = new java.util.TreeSet<>();
-        for (Integer r : excluded) {
-            if (r == null) {
-                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
-            }
-            checkPeer(this, r, "excluded rank");
-            ex.add(r);
-        }
-        if (ex.contains(rank)) {
-            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not "
-                    + "call shrink");
-        }
+        java.util.TreeSet<Integer> ex = org.jccl.internal.ShrinkAgreement.checkExcluded(excluded, rank(), size());
         return NcclDerive.shrinkTo(this, ex);
     }
 
@@ -736,8 +716,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
             lock.unlock();
         }
         java.util.SortedSet<Integer> agreed = org.jccl.internal.ShrinkAgreement.decideFailed(jobStore,
-                scope + "/shrink" + no + "/", rank, size, () -> NcclHealth.knownFailed(this), timeout);
-        LOG.info(rank, () -> "shrinkExcludingFailed on " + describe() + ": survivors agreed to exclude " + agreed);
+                scope + "/shrink" + no + "/", rank(), size(), () -> NcclHealth.knownFailed(this), timeout());
+        LOG.info(rank(), () -> "shrinkExcludingFailed on " + describe() + ": survivors agreed to exclude " + agreed);
         return NcclDerive.shrinkTo(this, agreed);
     }
 

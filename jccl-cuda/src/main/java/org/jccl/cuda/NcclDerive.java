@@ -46,14 +46,14 @@ final class NcclDerive {
             String on = what + " on " + c.describe();
             // NCCL writes the new handle only when the split completes, from its own thread: the slot
             // lives in this communicator's arena, which outlives any abort of this communicator.
-            m = new NcclInit.Making(c.device, childArena, c.rank, c.size, on, on, c.arena.allocate(8, 8));
-            if (!NcclInit.make(new NcclInit.Making[] {m}, false, call, c, c.timeout)) {
+            m = new NcclInit.Making(c.device, childArena, c.rank(), c.size(), on, on, c.arena.allocate(8, 8));
+            if (!NcclInit.make(new NcclInit.Making[] {m}, false, call, c, c.timeout())) {
                 return null; // NO_COLOR, or excluded
             }
             // A parent that opened its GPU closes it with itself: the child then holds its own handle.
             CudaDevice childDevice = c.ownsDevice ? CudaDevice.open(c.device.ordinal()) : c.device;
             NcclCommunicator child = new NcclCommunicator(childDevice, c.ownsDevice, m.ctl, m.data, m.rank, m.size,
-                    c.timeout, m.name, childArena, c.store == null ? null : c.store.retain(), c.jobStore,
+                    c.timeout(), m.name, childArena, c.store == null ? null : c.store.retain(), c.jobStore,
                     c.scope + "/" + tag);
             child.watch = childWatch(c, c.scope + "/" + tag, m.rank, m.size);
             ok = true;
@@ -86,7 +86,7 @@ final class NcclDerive {
             c.lock.unlock();
         }
         List<Integer> survivors = new ArrayList<>();
-        for (int r = 0; r < c.size; r++) {
+        for (int r = 0; r < c.size(); r++) {
             if (!excluded.contains(r)) {
                 survivors.add(r);
             }
@@ -96,11 +96,11 @@ final class NcclDerive {
         }
         String base = c.scope + "/shrinkto" + no + "/";
         if (c.jobStore != null) {
-            org.jccl.internal.ShrinkAgreement.checkSameExclusion(c.jobStore, base, c.rank, excluded, survivors, c.timeout);
+            org.jccl.internal.ShrinkAgreement.checkSameExclusion(c.jobStore, base, c.rank(), excluded, survivors, c.timeout());
         }
-        int newRank = survivors.indexOf(c.rank);
+        int newRank = survivors.indexOf(c.rank());
         if (c.state.get() == OPEN && Nccl.hasShrink()) {
-            LOG.info(c.rank, () -> "shrinking " + c.describe() + " without " + excluded + " by ncclCommShrink");
+            LOG.info(c.rank(), () -> "shrinking " + c.describe() + " without " + excluded + " by ncclCommShrink");
             return c.shrink(excluded.stream().mapToInt(Integer::intValue).toArray());
         }
         if (c.jobStore == null) {
@@ -113,13 +113,13 @@ final class NcclDerive {
             uid = Nccl.newUniqueId();
             c.jobStore.set(base + "uid", uid);
         } else {
-            uid = c.jobStore.get(base + "uid", c.timeout);
+            uid = c.jobStore.get(base + "uid", c.timeout());
         }
-        LOG.info(c.rank, () -> "shrinking " + c.describe() + " without " + excluded + ": a new communicator, rank " + c.rank
+        LOG.info(c.rank(), () -> "shrinking " + c.describe() + " without " + excluded + ": a new communicator, rank " + c.rank()
                 + " becomes " + newRank + " of " + survivors.size());
         CudaDevice d = c.ownsDevice ? CudaDevice.open(c.device.ordinal()) : c.device;
         try {
-            NcclCommunicator child = NcclInit.create(d, c.ownsDevice, newRank, survivors.size(), uid, c.timeout, null,
+            NcclCommunicator child = NcclInit.create(d, c.ownsDevice, newRank, survivors.size(), uid, c.timeout(), null,
                     c.jobStore, base + "c");
             adoptStore(child, c.store);
             Liveness.Watch w = c.watch;
@@ -148,16 +148,16 @@ final class NcclDerive {
             return null;
         }
         try {
-            c.jobStore.set(childScope + "/member/" + childRank, Integer.toString(c.rank).getBytes(
+            c.jobStore.set(childScope + "/member/" + childRank, Integer.toString(c.rank()).getBytes(
                     java.nio.charset.StandardCharsets.US_ASCII));
             int[] members = new int[childSize];
             for (int i = 0; i < childSize; i++) {
-                members[i] = Integer.parseInt(new String(c.jobStore.get(childScope + "/member/" + i, c.timeout),
+                members[i] = Integer.parseInt(new String(c.jobStore.get(childScope + "/member/" + i, c.timeout()),
                         java.nio.charset.StandardCharsets.US_ASCII));
             }
             return w.sub(members);
         } catch (RuntimeException e) {
-            LOG.warn(c.rank, "the communicator derived from " + c.describe() + " runs without heartbeat checks: " + e);
+            LOG.warn(c.rank(), "the communicator derived from " + c.describe() + " runs without heartbeat checks: " + e);
             return null;
         }
     }

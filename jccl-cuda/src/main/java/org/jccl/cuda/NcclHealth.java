@@ -102,12 +102,12 @@ final class NcclHealth {
             } finally {
                 c.lock.unlock();
             }
-            c.jobStore.set(base + c.rank, Long.toString(issued).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            c.jobStore.set(base + c.rank(), Long.toString(issued).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             long until = System.nanoTime() + 2_000_000_000L;
             while (true) {
                 List<Integer> missing = new ArrayList<>();
-                for (int r = 0; r < c.size; r++) {
-                    if (r == c.rank) {
+                for (int r = 0; r < c.size(); r++) {
+                    if (r == c.rank()) {
                         continue;
                     }
                     byte[] v = c.jobStore.tryGet(base + r);
@@ -121,7 +121,7 @@ final class NcclHealth {
                 java.util.concurrent.locks.LockSupport.parkNanos(50_000_000);
             }
         } catch (RuntimeException e) {
-            LOG.warn(c.rank, "could not learn the missing ranks of " + w.describe() + " through the store: " + e);
+            LOG.warn(c.rank(), "could not learn the missing ranks of " + w.describe() + " through the store: " + e);
             return List.of();
         }
     }
@@ -215,7 +215,7 @@ final class NcclHealth {
             return;
         }
         boolean wasOpen = c.state.compareAndSet(OPEN, ABORTED);
-        LOG.info(c.rank, () -> "aborting " + c.describe() + ": " + cause.getMessage()); // its works fail with cause
+        LOG.info(c.rank(), () -> "aborting " + c.describe() + ": " + cause.getMessage()); // its works fail with cause
         if (wasOpen) {
             autoDump(c, cause.getMessage());
         }
@@ -286,7 +286,7 @@ final class NcclHealth {
     private static void autoDump(NcclCommunicator c, String reason) {
         synchronized (c.recorder) {
             flushTrace(c);
-            c.recorder.dumpOnFailure(c.traceDir, traceName(c), c.rank, c.size, reason, LOG);
+            c.recorder.dumpOnFailure(c.traceDir, traceName(c), c.rank(), c.size(), reason, LOG);
         }
     }
 
@@ -296,7 +296,7 @@ final class NcclHealth {
         try {
             synchronized (c.recorder) {
                 flushTrace(c);
-                return c.recorder.dump(dir, traceName(c), c.rank, c.size, "dumpFlightRecord() called");
+                return c.recorder.dump(dir, traceName(c), c.rank(), c.size(), "dumpFlightRecord() called");
             }
         } catch (java.io.IOException e) {
             throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
@@ -313,7 +313,7 @@ final class NcclHealth {
             try {
                 p.get(2, java.util.concurrent.TimeUnit.SECONDS);
             } catch (Exception e) {
-                LOG.warn(c.rank, "the failure report of " + c.describe() + " did not reach the store in 2 s: " + e);
+                LOG.warn(c.rank(), "the failure report of " + c.describe() + " did not reach the store in 2 s: " + e);
             }
         }
         long wait = c.nativeAbortAt - System.nanoTime();
@@ -332,9 +332,9 @@ final class NcclHealth {
      */
     private static void postFailure(NcclCommunicator c, JcclException cause) {
         try {
-            int culprit = c.rank;
+            int culprit = c.rank();
             char kind = 'F';
-            if (cause instanceof PeerFailureException pf && pf.rank() >= 0 && pf.rank() < c.size) {
+            if (cause instanceof PeerFailureException pf && pf.rank() >= 0 && pf.rank() < c.size()) {
                 culprit = pf.rank();
             } else if (cause instanceof CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
                 culprit = te.missingRanks().get(0);
@@ -343,10 +343,10 @@ final class NcclHealth {
                 kind = 'A';
             }
             String v = kind + "|" + culprit + "|" + cause.getMessage();
-            c.jobStore.set(c.scope + "/failure/" + c.rank, v.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            c.jobStore.set(c.scope + "/failure/" + c.rank(), v.getBytes(java.nio.charset.StandardCharsets.UTF_8));
             c.jobStore.add(c.scope + "/failures", 1);
         } catch (RuntimeException e) {
-            LOG.warn(c.rank, "could not tell the other ranks through the store why " + c.describe() + " failed: " + e);
+            LOG.warn(c.rank(), "could not tell the other ranks through the store why " + c.describe() + " failed: " + e);
         }
     }
 
@@ -367,8 +367,8 @@ final class NcclHealth {
             return;
         }
         c.seenPostedFailures = n;
-        for (int r = 0; r < c.size; r++) {
-            if (r == c.rank) {
+        for (int r = 0; r < c.size(); r++) {
+            if (r == c.rank()) {
                 continue;
             }
             byte[] v = c.jobStore.tryGet(c.scope + "/failure/" + r);
@@ -391,7 +391,7 @@ final class NcclHealth {
     static void postedFailuresUnavailable(NcclCommunicator c, Throwable t) {
         if (!c.postedFailuresOff) {
             c.postedFailuresOff = true;
-            LOG.warn(c.rank, "reading the failures other ranks post in the store stopped for " + c.describe() + ": " + t);
+            LOG.warn(c.rank(), "reading the failures other ranks post in the store stopped for " + c.describe() + ": " + t);
         }
     }
 
@@ -548,11 +548,11 @@ final class NcclHealth {
 
     /** Remembers the ranks a failure names, for shrinkExcludingFailed. */
     static void noteFailure(NcclCommunicator c, JcclException e) {
-        if (e instanceof PeerFailureException pf && pf.rank() >= 0 && pf.rank() < c.size && pf.rank() != c.rank) {
+        if (e instanceof PeerFailureException pf && pf.rank() >= 0 && pf.rank() < c.size() && pf.rank() != c.rank()) {
             c.failedRanks.add(pf.rank());
         } else if (e instanceof CollectiveTimeoutException te) {
             for (int r : te.missingRanks()) {
-                if (r >= 0 && r < c.size && r != c.rank) {
+                if (r >= 0 && r < c.size() && r != c.rank()) {
                     c.failedRanks.add(r);
                 }
             }

@@ -305,18 +305,18 @@ final class NcclLaunch {
                                     long sh) throws Throwable {
         long block = scaled(count, type);
         long staged = sendPtr;
-        if (sendPtr == rp && count > 0 && c.size > 1) {
+        if (sendPtr == rp && count > 0 && c.size() > 1) {
             // NCCL's all-to-all is out of place only: stage the input in the communicator's scratch.
-            staged = scratch(c, block * c.size);
-            CudaDriver.memcpyDtoDAsync(staged, sendPtr, block * c.size, sh);
+            staged = scratch(c, block * c.size());
+            CudaDriver.memcpyDtoDAsync(staged, sendPtr, block * c.size(), sh);
         }
         long sp = staged;
         if (nativeA2A(c)) {
             return (int) NcclLibrary.ncclAlltoAll.invokeExact(sp, rp, count, type.ncclValue(), c.comm, sh);
         }
         return grouped(() -> {
-            for (int p = 0; p < c.size; p++) {
-                if (p == c.rank) {
+            for (int p = 0; p < c.size(); p++) {
+                if (p == c.rank()) {
                     if (block > 0 && sp != rp) {
                         CudaDriver.memcpyDtoDAsync(rp + p * block, sp + p * block, block, sh);
                     }
@@ -342,11 +342,11 @@ final class NcclLaunch {
         }
         long block = scaled(count, type);
         return grouped(() -> {
-            if (c.rank != root) {
+            if (c.rank() != root) {
                 return (int) NcclLibrary.ncclSend.invokeExact(sp, count, type.ncclValue(), root, c.comm, sh);
             }
-            for (int p = 0; p < c.size; p++) {
-                if (p == c.rank) {
+            for (int p = 0; p < c.size(); p++) {
+                if (p == c.rank()) {
                     if (block > 0 && sp != rp + p * block) {
                         CudaDriver.memcpyDtoDAsync(rp + p * block, sp, block, sh);
                     }
@@ -368,11 +368,11 @@ final class NcclLaunch {
         }
         long block = scaled(count, type);
         return grouped(() -> {
-            if (c.rank != root) {
+            if (c.rank() != root) {
                 return (int) NcclLibrary.ncclRecv.invokeExact(rp, count, type.ncclValue(), root, c.comm, sh);
             }
-            for (int p = 0; p < c.size; p++) {
-                if (p == c.rank) {
+            for (int p = 0; p < c.size(); p++) {
+                if (p == c.rank()) {
                     if (block > 0 && rp != sp + p * block) {
                         CudaDriver.memcpyDtoDAsync(rp, sp + p * block, block, sh);
                     }
@@ -456,7 +456,7 @@ final class NcclLaunch {
             try {
                 int r = (int) NcclLibrary.ncclRedOpDestroy.invokeExact(id, c.comm);
                 if (r != NcclLibrary.SUCCESS) {
-                    LOG.warn(c.rank, "ncclRedOpDestroy returned " + NcclLibrary.resultName(r));
+                    LOG.warn(c.rank(), "ncclRedOpDestroy returned " + NcclLibrary.resultName(r));
                 }
             } catch (Throwable t) {
                 throw rethrow(t);
@@ -526,6 +526,6 @@ final class NcclLaunch {
 
     static long callBudgetNanos(NcclCommunicator c) {
         Duration t = c.callTimeout;
-        return t == null ? c.timeoutNanos : t.toNanos();
+        return (t == null ? c.timeout() : t).toNanos();
     }
 }

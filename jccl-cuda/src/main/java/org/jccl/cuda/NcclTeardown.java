@@ -49,11 +49,11 @@ final class NcclTeardown {
                 c.lock.lock();
                 try {
                     c.device.makeCurrent();
-                    long deadline = System.nanoTime() + c.timeoutNanos;
+                    long deadline = System.nanoTime() + c.timeout().toNanos();
                     // Outstanding work must finish first: a blocking ncclCommFinalize would wait for it with no deadline.
                     if (!drainPending(c, deadline)) {
                         c.failure.compareAndSet(null, new CollectiveTimeoutException(c.describe() + " still had work running "
-                                + c.timeout + " after close(): aborted instead of finalized", List.of()));
+                                + c.timeout() + " after close(): aborted instead of finalized", List.of()));
                     } else {
                         nativeTeardown = () -> {
                             c.lock.lock();
@@ -120,7 +120,7 @@ final class NcclTeardown {
         try {
             nativeTeardown.run();
         } catch (RuntimeException | Error e) {
-            LOG.warn(c.rank, "closing the NCCL communicators of " + c.describe() + " failed: " + e);
+            LOG.warn(c.rank(), "closing the NCCL communicators of " + c.describe() + " failed: " + e);
         }
     }
 
@@ -180,7 +180,7 @@ final class NcclTeardown {
             throw rethrow(t);
         }
         if (r != NcclLibrary.SUCCESS && r != NcclLibrary.IN_PROGRESS) {
-            LOG.warn(c.rank, "ncclCommFinalize returned " + NcclLibrary.resultName(r) + ": aborting instead");
+            LOG.warn(c.rank(), "ncclCommFinalize returned " + NcclLibrary.resultName(r) + ": aborting instead");
             return false;
         }
         org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
@@ -191,7 +191,7 @@ final class NcclTeardown {
             }
             if (s != NcclLibrary.IN_PROGRESS || System.nanoTime() - deadline > 0) {
                 c.failure.compareAndSet(null, new CollectiveTimeoutException(c.describe() + " could not finalize within "
-                        + c.timeout + " (NCCL state " + NcclLibrary.resultName(s) + "): aborted instead", List.of()));
+                        + c.timeout() + " (NCCL state " + NcclLibrary.resultName(s) + "): aborted instead", List.of()));
                 return false;
             }
             b.idle();
@@ -206,7 +206,7 @@ final class NcclTeardown {
             throw rethrow(t);
         }
         if (d != NcclLibrary.SUCCESS) {
-            LOG.warn(c.rank, "ncclCommDestroy returned " + NcclLibrary.resultName(d));
+            LOG.warn(c.rank(), "ncclCommDestroy returned " + NcclLibrary.resultName(d));
         }
     }
 
@@ -215,7 +215,7 @@ final class NcclTeardown {
         try {
             return CudaDevice.open(c.device.ordinal());
         } catch (RuntimeException e) {
-            LOG.warn(c.rank, "closing " + c.describe() + " without its own hold on GPU " + c.device.ordinal() + ": " + e);
+            LOG.warn(c.rank(), "closing " + c.describe() + " without its own hold on GPU " + c.device.ordinal() + ": " + e);
             return null;
         }
     }
@@ -223,10 +223,10 @@ final class NcclTeardown {
     /** The communicator's shares of its job's store. */
     private static void releaseHostResources(NcclCommunicator c) {
         if (c.store != null) {
-            c.store.release(c.rank);
+            c.store.release(c.rank());
         }
         if (c.adopted != null) {
-            c.adopted.release(c.rank);
+            c.adopted.release(c.rank());
         }
     }
 
@@ -245,7 +245,7 @@ final class NcclTeardown {
             try {
                 r.close();
             } catch (Exception e) {
-                LOG.warn(c.rank, "closing " + r + " failed: " + e);
+                LOG.warn(c.rank(), "closing " + r + " failed: " + e);
             }
         }
         for (CudaEvent e : c.ring.allEvents()) {
@@ -255,7 +255,7 @@ final class NcclTeardown {
                     e.destroyPooled();
                 }
             } catch (RuntimeException ex) {
-                LOG.warn(c.rank, "destroying " + e + " failed: " + ex);
+                LOG.warn(c.rank(), "destroying " + e + " failed: " + ex);
             }
         }
         c.ring.clearEvents();
@@ -266,7 +266,7 @@ final class NcclTeardown {
         try {
             c.arena.close();
         } catch (RuntimeException e) {
-            LOG.warn(c.rank, "closing the arena of " + c.describe() + " failed: " + e);
+            LOG.warn(c.rank(), "closing the arena of " + c.describe() + " failed: " + e);
         }
         if (c.ownsDevice) {
             c.device.close();

@@ -5,6 +5,7 @@ import org.jccl.JcclException;
 import org.jccl.Options;
 import org.jccl.bootstrap.Store;
 import org.jccl.spi.Backend;
+import org.jccl.spi.Liveness;
 
 /**
  * The "mpi" backend: host-memory collectives on Open MPI (4.1, 5.x) through FFM. Never chosen
@@ -73,8 +74,9 @@ public final class MpiBackend implements Backend {
         return false;
     }
 
+    /** {@code liveness} is not watched: a rank that dies is MPI's to handle (mpirun ends the job). */
     @Override
-    public Communicator create(Options options, Store store) {
+    public Communicator create(Options options, Store store, Liveness liveness) {
         try {
             if (options.device() != null) {
                 throw new IllegalArgumentException("options name device " + options.device() + " but the mpi backend "

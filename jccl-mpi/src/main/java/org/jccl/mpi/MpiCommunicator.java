@@ -58,10 +58,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private final String id;
     private final MemorySegment comm;
     private final MemorySegment commCell;
-    private final int rank;
-    private final int size;
-    private final Duration timeout;
-    private final long timeoutNanos;
     private final Store store;
     private final Staging staging = new Staging();
     private final ReentrantLock lock = new ReentrantLock();
@@ -78,28 +74,16 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private long nativeCalls;
     private long watchSeq = -1;
     private long watchSince;
-    private static final java.lang.invoke.VarHandle NATIVE_CALLS;
-
-    static {
-        try {
-            NATIVE_CALLS = java.lang.invoke.MethodHandles.lookup().findVarHandle(MpiCommunicator.class, "nativeCalls",
-                    long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final java.lang.invoke.VarHandle NATIVE_CALLS = org.jccl.internal.VarHandles.field(
+            java.lang.invoke.MethodHandles.lookup(), "nativeCalls", long.class);
 
     private MpiCommunicator(MpiRuntime rt, String id, MemorySegment comm, Duration timeout, Store store) {
         int[] rankSize = rankAndSize(comm);
         super("mpi", rankSize[0], rankSize[1], timeout);
-        this.rank = rankSize[0];
-        this.size = rankSize[1];
         this.rt = rt;
         this.id = id;
         this.comm = comm;
-        this.timeout = timeout;
-        this.timeoutNanos = timeout.toNanos();
-        this.callNanos = timeoutNanos;
+        this.callNanos = timeout.toNanos();
         this.store = store;
         this.commCell = Arena.ofAuto().allocate(ADDRESS);
         commCell.set(ADDRESS, 0, comm);
@@ -192,7 +176,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      */
     @Override
     protected Work execute(org.jccl.spi.Op o, boolean async) {
-        callNanos = o.timeoutNanos(timeoutNanos);
+        callNanos = o.timeoutNanos(timeout().toNanos());
         started = null;
         int rc;
         try {
@@ -224,10 +208,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         return callNanos;
     }
 
-    long timeoutNanos() {
-        return timeoutNanos;
-    }
-
     /** This communicator's name in messages. */
     String id() {
         return id;
@@ -240,7 +220,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     // ------------------------------------------------------------------ validation
 
     private void checkOpen() {
-        checkUsable(id, rank, closed, broken);
+        checkUsable(id, rank(), closed, broken);
     }
 
     // ------------------------------------------------------------------ execution
@@ -343,7 +323,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      * it, so, as JCCL_MPI_BLOCKING=native asks, MPI_Abort ends the job after saying why.
      */
     void nativeTimeout() {
-        System.err.println("[" + rank + "] jccl ERROR: " + blocking.describe() + " did not complete within "
+        System.err.println("[" + rank() + "] jccl ERROR: " + blocking.describe() + " did not complete within "
                 + Duration.ofNanos(blocking.budgetNanos()) + " and a blocking MPI call cannot be given up "
                 + "(JCCL_MPI_BLOCKING=native): MPI_Abort ends the job");
         System.err.flush();
@@ -359,7 +339,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     JcclException failed(JcclException e) {
         if (broken == null) {
             broken = e;
-            LOG.info(rank, () -> "communicator " + id + " failed: " + e.getMessage()); // the caller gets e
+            LOG.info(rank(), () -> "communicator " + id + " failed: " + e.getMessage()); // the caller gets e
             autoDump(e.getMessage());
         }
         return e;
@@ -383,7 +363,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     }
 
     private void autoDump(String reason) {
-        trace.dumpOnFailure(id, rank, size, reason, LOG);
+        trace.dumpOnFailure(id, rank(), size(), reason, LOG);
     }
 
     /**
@@ -394,13 +374,13 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     @Override
     public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
         Checks.notNull(dir, "dir");
-        return trace.dump(dir, id, rank, size);
+        return trace.dump(dir, id, rank(), size());
     }
 
     /** The exception of a work that passed the communicator's deadline; the communicator is broken after it. */
     CollectiveTimeoutException timedOut(MpiWork w) {
         CollectiveTimeoutException e = new CollectiveTimeoutException(w.describe() + " did not complete within "
-                + Duration.ofNanos(w.budgetNanos()) + (w.budgetNanos() == timeoutNanos ? " (the communicator's timeout)"
+                + Duration.ofNanos(w.budgetNanos()) + (w.budgetNanos() == timeout().toNanos() ? " (the communicator's timeout)"
                 : " (a withTimeout view's deadline)") + ": another rank is not taking part (a different collective, a different "
                 + "order, or stuck). MPI cannot cancel a started operation: this communicator is unusable; abort() ends "
                 + "the MPI job", List.of());
@@ -410,7 +390,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
 
     private void divideIfAvg(MpiWork w, ReduceOp op, MemorySegment seg, long n) {
         if (op.kind() == ReduceOp.Kind.AVG) {
-            w.divideAfter(seg, n, size);
+            w.divideAfter(seg, n, size());
         }
     }
 
@@ -460,7 +440,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private int broadcast(Buffer send, Buffer recv, int root, boolean async) {
         HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
-        if (rank == root) {
+        if (rank() == root) {
             s = host(send, "send");
             sameShape(s, r, "recv must have as many elements as send");
         }
@@ -487,7 +467,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer s = host(send, "send");
         Checks.op(op, s.type());
         HostBuffer r = null;
-        if (rank == root) {
+        if (rank() == root) {
             r = writable(host(recv, "recv"), "recv");
             sameShape(s, r, "the root's recv must have as many elements as send");
         }
@@ -519,8 +499,8 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     /** Host-engine rules: recv holds size x send.count; an overlap must be the in-place slice. Returns whether in place. */
     private boolean checkGather(HostBuffer s, HostBuffer r, int slot, String what) {
         Checks.sameType(s, "send", r, "recv");
-        if (r.count() != s.count() * size) {
-            Checks.count(r, "recv", s.count() * size, what + " needs size() x send.count() elements in recv");
+        if (r.count() != s.count() * size()) {
+            Checks.count(r, "recv", s.count() * size(), what + " needs size() x send.count() elements in recv");
         }
         if (r.overlaps(s)) {
             long c = s.count();
@@ -536,7 +516,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     private int allGather(Buffer send, Buffer recv, boolean async) {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
-        boolean inPlace = checkGather(s, r, rank, "allGather");
+        boolean inPlace = checkGather(s, r, rank(), "allGather");
         int c = count(s.count(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allGather", t, c, null, -1);
@@ -550,7 +530,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer s = host(send, "send");
         HostBuffer r = null;
         boolean inPlace = false;
-        if (rank == root) {
+        if (rank() == root) {
             r = writable(host(recv, "recv"), "recv");
             inPlace = checkGather(s, r, root, "gather");
         }
@@ -571,14 +551,14 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      */
     private boolean checkScatter(HostBuffer s, HostBuffer r, String what, String sendName) {
         Checks.sameType(s, "send", r, "recv");
-        if (s.count() != r.count() * size) {
-            Checks.count(s, "send", r.count() * size, what + " needs size() x recv.count() elements in " + sendName);
+        if (s.count() != r.count() * size()) {
+            Checks.count(s, "send", r.count() * size(), what + " needs size() x recv.count() elements in " + sendName);
         }
         if (!r.overlaps(s)) {
             return false;
         }
         long c = r.count();
-        if (!r.sameStart(s.slice(rank * c, c))) {
+        if (!r.sameStart(s.slice(rank() * c, c))) {
             throw new IllegalArgumentException("recv overlaps send but is not slice rank() of it: for an in-place "
                     + what + " pass send.slice(rank() * count, count) as recv");
         }
@@ -620,8 +600,8 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer s = host(send, "send");
         HostBuffer r = writable(host(recv, "recv"), "recv");
         sameShape(s, r, "allToAll sends and receives the same number of elements");
-        Checks.perRankCount(s, size, "send");
-        int c = count(s.count() / size, "send");
+        Checks.perRankCount(s, size(), "send");
+        int c = count(s.count() / size(), "send");
         DataType t = s.type();
         MpiWork w = begin(async, "allToAll", t, s.count(), null, -1);
         MemorySegment in;
@@ -641,7 +621,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         HostBuffer r = writable(host(recv, "recv"), "recv");
         HostBuffer s = null;
         boolean inPlace = false;
-        if (rank == root) {
+        if (rank() == root) {
             s = host(send, "send");
             inPlace = checkScatter(s, r, "scatter", "the root's send");
         }
@@ -696,7 +676,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
         if (color < 0 && color != NO_COLOR) {
             throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or Communicator.NO_COLOR to opt out");
         }
-        int[] all = new int[2 * size];
+        int[] all = new int[2 * size()];
         allGather(HostBuffer.of(new int[] {color, key}), HostBuffer.of(all));
         lock.lock();
         try {
@@ -706,7 +686,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
                 MemorySegment cell = a.allocate(ADDRESS);
                 int rc = MpiLibrary.commSplit(comm, color == NO_COLOR ? MpiLibrary.UNDEFINED : color, key, cell);
                 if (rc != MpiLibrary.SUCCESS) {
-                    throw failed(MpiRuntime.error(rc, "split(" + color + ", " + key + ") (MPI_Comm_split) on rank " + rank
+                    throw failed(MpiRuntime.error(rc, "split(" + color + ", " + key + ") (MPI_Comm_split) on rank " + rank()
                             + " of " + id));
                 }
                 MemorySegment sub = cell.get(ADDRESS, 0);
@@ -714,7 +694,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
                     return null;
                 }
                 String childId = id + "/s" + splitNo + "c" + color;
-                return org.jccl.internal.Settings.with(settings, () -> new MpiCommunicator(rt, childId, sub, timeout, null));
+                return org.jccl.internal.Settings.with(settings, () -> new MpiCommunicator(rt, childId, sub, timeout(), null));
             }
         } finally {
             lock.unlock();
@@ -728,16 +708,16 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      */
     @Override
     public void abort() {
-        AbortedException e = new AbortedException("communicator " + id + " was aborted on rank " + rank);
+        AbortedException e = new AbortedException("communicator " + id + " was aborted on rank " + rank());
         if (broken == null) {
             broken = e;
         }
         for (MpiWork w : pending) {
             w.failLocally(e);
         }
-        LOG.warn(rank, "abort() on " + id + ": MPI_Abort ends every process of the MPI job");
+        LOG.warn(rank(), "abort() on " + id + ": MPI_Abort ends every process of the MPI job");
         int rc = MpiLibrary.abort(comm, 134);
-        throw MpiRuntime.error(rc, "MPI_Abort on rank " + rank + " of " + id);
+        throw MpiRuntime.error(rc, "MPI_Abort on rank " + rank() + " of " + id);
     }
 
     /**
@@ -768,7 +748,7 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
             for (MpiWork w : left) {
                 if (w.inMpi()) {
                     leak = true;
-                    w.failLocally(new AbortedException("communicator " + id + " closed on rank " + rank
+                    w.failLocally(new AbortedException("communicator " + id + " closed on rank " + rank()
                             + " with this operation pending"));
                 }
             }
@@ -776,13 +756,13 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
                 // Neither the memory nor the MPI communicator may go: MPI still progresses the
                 // operations (Open MPI 4.1's libnbc crashes when a communicator with pending
                 // nonblocking collectives is freed).
-                LOG.warn(rank, "closed " + id + " with operations pending in MPI: the MPI communicator and the "
+                LOG.warn(rank(), "closed " + id + " with operations pending in MPI: the MPI communicator and the "
                         + "operations' memory are kept for MPI");
                 staging.leak();
             } else {
                 int rc = MpiLibrary.commFree(commCell);
                 if (rc != MpiLibrary.SUCCESS) {
-                    LOG.warn(rank, MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
+                    LOG.warn(rank(), MpiRuntime.error(rc, "MPI_Comm_free of " + id).getMessage());
                 }
                 staging.close();
                 rt.forget(this);
@@ -793,11 +773,11 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
                 store.close();
             }
         }
-        LOG.info(rank, () -> "closed communicator " + id);
+        LOG.info(rank(), () -> "closed communicator " + id);
     }
 
     @Override
     public String toString() {
-        return "MpiCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+        return "MpiCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
     }
 }

@@ -36,15 +36,15 @@ import org.jccl.internal.ShrinkAgreement;
  * collectives for two or more ranks and their transport's hooks.
  *
  * <p>Calls must come from one thread at a time, as with NCCL.
+ *
+ * @param <T> the transport the communicator runs on
  */
-public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
+public abstract class EngineCommunicator<T extends Transport> extends org.jccl.spi.AbstractCommunicator<Work> {
     private static final Log LOG = Log.get(EngineCommunicator.class);
 
     protected final String id;
-    protected final int rank;
-    protected final int size;
-    protected final Duration timeout;
-    protected final long timeoutNanos;
+    /** The transport this communicator runs on; closed with it. */
+    protected final T transport;
     /** The job's store under this communicator's prefix (split and shrink agree through it). */
     protected final Store store;
     /** Deaths the store's heartbeats report, in this communicator's ranks. */
@@ -69,19 +69,20 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     private volatile boolean closed;
 
     /**
-     * @param store the job's store under this communicator's prefix; closed with the communicator
-     * @param watch deaths the store's heartbeats report (null: none)
+     * @param transport what this communicator runs on; told of the deaths {@code watch} reports,
+     *                  and closed with the communicator
+     * @param store     the job's store under this communicator's prefix; closed with the communicator
+     * @param watch     deaths the store's heartbeats report (null: none)
      */
-    protected EngineCommunicator(String id, int rank, int size, Duration timeout, Store store, Liveness.Watch watch) {
+    protected EngineCommunicator(String id, int rank, int size, Duration timeout, T transport, Store store,
+                                 Liveness.Watch watch) {
         super("host", rank, size, timeout);
         this.id = id;
-        this.rank = rank;
-        this.size = size;
-        this.timeout = timeout;
-        this.timeoutNanos = timeout.toNanos();
-        this.callNanos = timeoutNanos;
+        this.transport = transport;
+        this.callNanos = timeout.toNanos();
         this.store = store;
         this.watch = watch != null ? watch : Liveness.NONE.watch(size);
+        transport.watch(this.watch);
     }
 
     // ------------------------------------------------------------------ what subclasses supply (n >= 2)
@@ -104,8 +105,10 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
     protected abstract void doBarrier();
 
-    /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv). */
-    protected abstract P2p newP2p(boolean isSend, HostBuffer b, int peer);
+    /** A send or receive; a peer equal to this rank is allowed (NCCL-style self send/recv): the transport's. */
+    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
+        return transport.newP2p(isSend, b, peer);
+    }
 
     /**
      * Starts a blocking send/recv or a batch of async ones with deadline {@code timeoutNanos}
@@ -129,11 +132,15 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
      */
     protected abstract void propagate(JcclException e, int culprit);
 
-    /** Ends this rank's waits at once (any thread). */
-    protected abstract void abortLocally(String reason);
+    /** Ends this rank's waits at once (any thread): the transport's; a subclass with more parts ends theirs too. */
+    protected void abortLocally(String reason) {
+        transport.abort(reason);
+    }
 
-    /** Releases the transports (the store is closed after it). */
-    protected abstract void closeResources();
+    /** Releases the transports (the store is closed after it): the transport; a subclass with more parts closes them too. */
+    protected void closeResources() {
+        transport.close();
+    }
 
     /**
      * Forms the communicator of {@code members} (ranks of this one, in new rank order) meeting
@@ -221,7 +228,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
 
     private void checkOpen() {
-        checkUsable(id, rank, closed, broken);
+        checkUsable(id, rank(), closed, broken);
     }
 
     // ------------------------------------------------------------------ execution
@@ -246,18 +253,18 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     /** Records the first failure, tells the peers, returns what to throw. */
     protected final JcclException failed(RuntimeException e) {
         JcclException j = e instanceof JcclException je ? je
-                : new JcclException("rank " + rank + " of communicator " + id + ": a collective failed: " + e, e);
+                : new JcclException("rank " + rank() + " of communicator " + id + ": a collective failed: " + e, e);
         if (broken == null) {
             broken = j;
         }
         recorder.failed(current);
-        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank) {
+        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank()) {
             failedRanks.add(pf.rank());
         } else if (j instanceof org.jccl.CollectiveTimeoutException te) {
             failedRanks.addAll(te.missingRanks());
         }
         int culprit = -1;
-        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank) {
+        if (j instanceof org.jccl.PeerFailureException pf && pf.rank() != rank()) {
             culprit = pf.rank();
         } else if (j instanceof org.jccl.CollectiveTimeoutException te && !te.missingRanks().isEmpty()) {
             culprit = te.missingRanks().get(0);
@@ -279,17 +286,17 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
         autoDump(x.getMessage());
         // the caller gets x: a WARN here would print it twice
         JcclException shown = x;
-        LOG.info(rank, () -> "communicator " + id + " failed: " + shown.getMessage());
+        LOG.info(rank(), () -> "communicator " + id + " failed: " + shown.getMessage());
         return x;
     }
 
     private void autoDump(String reason) {
         if (traceDir != null) {
             try {
-                java.nio.file.Path f = recorder.dump(traceDir, id, rank, size, reason);
-                LOG.warn(rank, "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
+                java.nio.file.Path f = recorder.dump(traceDir, id, rank(), size(), reason);
+                LOG.warn(rank(), "flight recorder written to " + f + " (read all ranks' dumps with: jccl doctor " + traceDir + ")");
             } catch (java.io.IOException e) {
-                LOG.warn(rank, "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
+                LOG.warn(rank(), "cannot write the flight recorder to " + traceDir + ": " + e.getMessage());
             }
         }
     }
@@ -298,7 +305,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     public java.nio.file.Path dumpFlightRecord(java.nio.file.Path dir) {
         Checks.notNull(dir, "dir");
         try {
-            return recorder.dump(dir, id, rank, size, "dumpFlightRecord() called");
+            return recorder.dump(dir, id, rank(), size(), "dumpFlightRecord() called");
         } catch (java.io.IOException e) {
             throw new JcclException("cannot write the flight recorder to " + dir + ": " + e.getMessage(), e);
         }
@@ -327,7 +334,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     private Work submit(String what, Duration d, Runnable body) {
         checkOpen();
         long tn = d.toNanos();
-        return enqueue(new EngineWork(what + " on rank " + rank, d, () -> run(body, tn), null));
+        return enqueue(new EngineWork(what + " on rank " + rank(), d, () -> run(body, tn), null));
     }
 
     private Work enqueue(EngineWork w) {
@@ -339,7 +346,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
     private synchronized Thread workerThread() {
         if (worker == null) {
-            worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank).start(this::workerLoop);
+            worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank()).start(this::workerLoop);
         }
         return worker;
     }
@@ -365,12 +372,12 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             } catch (JcclException e) {
                 w.fail(e);
             } catch (RuntimeException e) {
-                w.fail(new JcclException("rank " + rank + ": async operation failed: " + e, e));
+                w.fail(new JcclException("rank " + rank() + ": async operation failed: " + e, e));
             } finally {
                 pending.decrementAndGet();
             }
         }
-        failPending(new AbortedException("communicator " + id + " closed on rank " + rank + " with this operation pending"));
+        failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
     }
 
     /** Progresses consecutive sends/recvs together, taking in ones queued meanwhile. */
@@ -389,7 +396,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             // before it on its lane has moved completely, so that messages between a pair match in
             // posting order whatever the transport interleaves.
             boolean lanes = p2pInPostingOrder();
-            boolean[] laneBusy = new boolean[2 * size];
+            boolean[] laneBusy = new boolean[2 * size()];
             while (open > 0) {
                 checkOpen();
                 EngineWork next = queue.peekFirst();
@@ -526,7 +533,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             case OpCode.BARRIER -> begin(code, org.jccl.DataType.INT8, null, root, 0);
             default -> begin(code, s.type(), null, root, s.count()); // all-gather, gather, all-to-all
         }
-        if (size == 1) {
+        if (size() == 1) {
             switch (code) {
                 case OpCode.ALL_REDUCE, OpCode.REDUCE, OpCode.REDUCE_SCATTER -> copySelf(s, r, op, one, oneOff);
                 case OpCode.BARRIER -> { }
@@ -561,7 +568,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
      */
     @Override
     protected final Work execute(Op o, boolean async) {
-        Duration t = o.timeoutOr(timeout);
+        Duration t = o.timeoutOr(timeout());
         ReduceOp op = o.op();
         int root = o.root();
         return switch (o.collective()) {
@@ -573,41 +580,41 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             }
             case BROADCAST -> {
                 HostBuffer r = arg(o.recv(), "recv", async);
-                HostBuffer s = rank == root ? arg(o.send(), "send", async) : null;
-                HostArgs.broadcast(s, r, root, rank);
+                HostBuffer s = rank() == root ? arg(o.send(), "send", async) : null;
+                HostArgs.broadcast(s, r, root, rank());
                 yield run(OpCode.BROADCAST, s, r, null, root, t, async);
             }
             case REDUCE -> {
                 HostBuffer s = arg(o.send(), "send", async);
-                HostBuffer r = HostArgs.reduce(s, o.recv(), op, root, rank, size);
+                HostBuffer r = HostArgs.reduce(s, o.recv(), op, root, rank(), size());
                 yield run(OpCode.REDUCE, s, async ? async(r, "recv") : r, op, root, t, async);
             }
             case ALL_GATHER -> {
                 HostBuffer s = arg(o.send(), "send", async);
                 HostBuffer r = arg(o.recv(), "recv", async);
-                HostArgs.gather(s, r, "allGather", rank, size);
+                HostArgs.gather(s, r, "allGather", rank(), size());
                 yield run(OpCode.ALL_GATHER, s, r, null, -1, t, async);
             }
             case GATHER -> {
                 HostBuffer s = arg(o.send(), "send", async);
-                HostBuffer r = HostArgs.gatherRoot(s, o.recv(), root, rank, size);
+                HostBuffer r = HostArgs.gatherRoot(s, o.recv(), root, rank(), size());
                 yield run(OpCode.GATHER, s, async ? async(r, "recv") : r, null, root, t, async);
             }
             case REDUCE_SCATTER -> {
                 HostBuffer s = arg(o.send(), "send", async);
                 HostBuffer r = arg(o.recv(), "recv", async);
-                HostArgs.reduceScatter(s, r, op, rank, size);
+                HostArgs.reduceScatter(s, r, op, rank(), size());
                 yield run(OpCode.REDUCE_SCATTER, s, r, op, -1, t, async);
             }
             case ALL_TO_ALL -> {
                 HostBuffer s = arg(o.send(), "send", async);
                 HostBuffer r = arg(o.recv(), "recv", async);
-                HostArgs.allToAll(s, r, size);
+                HostArgs.allToAll(s, r, size());
                 yield run(OpCode.ALL_TO_ALL, s, r, null, -1, t, async);
             }
             case SCATTER -> {
                 HostBuffer r = arg(o.recv(), "recv", async);
-                HostBuffer s = HostArgs.scatter(o.send(), r, root, rank, size);
+                HostBuffer s = HostArgs.scatter(o.send(), r, root, rank(), size());
                 yield run(OpCode.SCATTER, async ? async(s, "send") : s, r, null, root, t, async);
             }
             case BARRIER -> run(OpCode.BARRIER, null, null, null, -1, t, async);
@@ -630,7 +637,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
         }
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        Work w = enqueue(new EngineWork(what + " on rank " + rank, t, null, newP2p(isSend, b, peer)));
+        Work w = enqueue(new EngineWork(what + " on rank " + rank(), t, null, newP2p(isSend, b, peer)));
         if (!async) {
             w.await();
         }
@@ -663,14 +670,14 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
             throw new IllegalArgumentException("color is " + color + ": use a color >= 0, or Communicator.NO_COLOR to opt out");
         }
         int[] mine = {color, key};
-        int[] all = new int[2 * size];
+        int[] all = new int[2 * size()];
         allGather(HostBuffer.of(mine), HostBuffer.of(all));
         int splitNo = ++splits;
         if (color == NO_COLOR) {
             return null;
         }
         int[] order = SubGroups.splitMembers(all, color);
-        int newRank = SubGroups.indexOf(order, rank);
+        int newRank = SubGroups.indexOf(order, rank());
         int me = newRank;
         return org.jccl.internal.Settings.with(settings, () -> createSub(id + "s" + splitNo + "c" + color, order, me,
                 new PrefixStore("split" + splitNo + "/" + color + "/", store)));
@@ -678,18 +685,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
     @Override
     public Communicator shrink(java.util.Set<Integer> excluded) {
-        Checks.notNull(excluded, "excluded");
-        java.util.TreeSet<Integer> ex = new java.util.TreeSet<>();
-        for (Integer r : excluded) {
-            if (r == null) {
-                throw new IllegalArgumentException("excluded contains null: pass rank numbers");
-            }
-            Checks.rank(r, size, "excluded rank");
-            ex.add(r);
-        }
-        if (ex.contains(rank)) {
-            throw new IllegalArgumentException("excluded contains this rank (" + rank + "): a rank that leaves does not call shrink");
-        }
+        java.util.TreeSet<Integer> ex = ShrinkAgreement.checkExcluded(excluded, rank(), size());
         return shrinkTo(ex);
     }
 
@@ -700,9 +696,9 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
      */
     @Override
     public Communicator shrinkExcludingFailed() {
-        java.util.SortedSet<Integer> agreed = ShrinkAgreement.decideFailed(store, "shrink" + (shrinks + 1) + "/", rank, size,
-                this::failedRanks, timeout);
-        LOG.info(rank, () -> "shrinkExcludingFailed on " + id + ": the survivors agreed to exclude " + agreed);
+        java.util.SortedSet<Integer> agreed = ShrinkAgreement.decideFailed(store, "shrink" + (shrinks + 1) + "/", rank(), size(),
+                this::failedRanks, timeout());
+        LOG.info(rank(), () -> "shrinkExcludingFailed on " + id + ": the survivors agreed to exclude " + agreed);
         return shrinkTo(agreed);
     }
 
@@ -715,13 +711,13 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
     private Communicator shrinkTo(java.util.SortedSet<Integer> excluded) {
         int no = ++shrinks;
         String base = "shrink" + no + "/";
-        List<Integer> survivors = SubGroups.survivors(size, excluded);
+        List<Integer> survivors = SubGroups.survivors(size(), excluded);
         if (survivors.isEmpty()) {
             throw new IllegalArgumentException("excluded holds every rank: nothing would be left");
         }
-        ShrinkAgreement.checkSameExclusion(store, base, rank, excluded, survivors, timeout);
-        int newRank = survivors.indexOf(rank);
-        LOG.info(rank, () -> "shrinking " + id + " without " + excluded + ": rank " + rank + " becomes " + newRank + " of "
+        ShrinkAgreement.checkSameExclusion(store, base, rank(), excluded, survivors, timeout());
+        int newRank = survivors.indexOf(rank());
+        LOG.info(rank(), () -> "shrinking " + id + " without " + excluded + ": rank " + rank() + " becomes " + newRank + " of "
                 + survivors.size());
         int[] members = survivors.stream().mapToInt(Integer::intValue).toArray();
         return org.jccl.internal.Settings.with(settings, () -> createSub(id + "x" + no, members, newRank,
@@ -737,10 +733,10 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
 
     @Override
     public void abort() {
-        String reason = "abort() called on rank " + rank;
+        String reason = "abort() called on rank " + rank();
         abortLocally(reason);
         if (broken == null) {
-            broken = new AbortedException("communicator " + id + " was aborted on rank " + rank);
+            broken = new AbortedException("communicator " + id + " was aborted on rank " + rank());
         }
         // No call in progress: tell the peers now (else the failing call does).
         if (lock.tryLock()) {
@@ -752,7 +748,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
                 lock.unlock();
             }
         }
-        LOG.info(rank, () -> reason);
+        LOG.info(rank(), () -> reason);
         autoDump(reason);
     }
 
@@ -815,7 +811,7 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
                 Thread.currentThread().interrupt();
             }
         }
-        failPending(new AbortedException("communicator " + id + " closed on rank " + rank + " with this operation pending"));
+        failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
         lock.lock();
         try {
             closeResources();
@@ -825,6 +821,6 @@ public abstract class EngineCommunicator extends org.jccl.spi.AbstractCommunicat
                 store.close();
             }
         }
-        LOG.info(rank, () -> "closed communicator " + id);
+        LOG.info(rank(), () -> "closed communicator " + id);
     }
 }

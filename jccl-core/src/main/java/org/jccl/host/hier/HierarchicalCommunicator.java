@@ -69,7 +69,7 @@ import org.jccl.spi.Liveness;
  * JCCL_CHECK=1} every collective first all-gathers every rank's call, so every disagreement fails
  * on every rank in the call.
  */
-public final class HierarchicalCommunicator extends EngineCommunicator {
+public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransport> {
 
     /** Creates the shared-memory communicator of one host's ranks. */
     @FunctionalInterface
@@ -88,7 +88,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     private final int maxLocal;
     private final Communicator local;
     private final TcpCommunicator leaders;
-    private final TcpTransport p2p;
+    // The engine's transport is this rank's direct TCP connections for send/recv to other hosts.
     private final String token;
     private final TcpConfig cfg;
     private final String storeHost;
@@ -106,7 +106,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     private HierarchicalCommunicator(String id, int rank, int size, Duration timeout, Placement placement, Communicator local,
                                      TcpCommunicator leaders, TcpTransport p2p, Store store, String token, TcpConfig cfg,
                                      String storeHost, LocalFactory factory, Liveness.Watch watch) {
-        super(id, rank, size, timeout, store, watch);
+        super(id, rank, size, timeout, p2p, store, watch);
         this.placement = placement;
         this.myHost = placement.hostOf()[rank];
         this.localRank = placement.localRank(rank);
@@ -114,7 +114,6 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         this.maxLocal = placement.maxLocal();
         this.local = local;
         this.leaders = leaders;
-        this.p2p = p2p;
         this.token = token;
         this.cfg = cfg;
         this.storeHost = storeHost;
@@ -162,7 +161,6 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             int[] hostOf = placement.hostOf();
             p2p = TcpTransport.open(id + "p", rank, size, new PrefixStore("p/", store), timeout, token, cfg, storeHost,
                     p -> false, p -> hostOf[p] != h, members.length);
-            p2p.watch(w);
             HierarchicalCommunicator c = new HierarchicalCommunicator(id, rank, size, timeout, placement, local, leaders, p2p,
                     store, token, cfg, storeHost, factory, w);
             ok = true;
@@ -203,7 +201,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     /** The shared-memory part with the deadline of the call running now. */
     private Communicator loc() {
-        if (callNanos == timeoutNanos) {
+        if (callNanos == timeout().toNanos()) {
             return local;
         }
         if (localView == null || localViewNanos != callNanos) {
@@ -215,7 +213,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     /** The leaders' TCP part with the deadline of the call running now (leaders only). */
     private Communicator lead() {
-        if (callNanos == timeoutNanos) {
+        if (callNanos == timeout().toNanos()) {
             return leaders;
         }
         if (leadersView == null || leadersViewNanos != callNanos) {
@@ -271,13 +269,13 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     private void agree() {
         if (checkMine == null) {
             checkMine = Arena.ofAuto().allocate(16, 8);
-            checkAll = Arena.ofAuto().allocate(16L * size, 8);
+            checkAll = Arena.ofAuto().allocate(16L * size(), 8);
         }
         checkMine.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 0, userCall);
         checkMine.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 1, userCount);
-        doAllGather(HostBuffer.of(DataType.INT64, checkMine, 2), HostBuffer.of(DataType.INT64, checkAll, 2L * size));
+        doAllGather(HostBuffer.of(DataType.INT64, checkMine, 2), HostBuffer.of(DataType.INT64, checkAll, 2L * size()));
         java.util.Map<String, List<Integer>> byCall = new java.util.LinkedHashMap<>();
-        for (int p = 0; p < size; p++) {
+        for (int p = 0; p < size(); p++) {
             long c = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p);
             long n = checkAll.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 2L * p + 1);
             byCall.computeIfAbsent(OpCode.describe(c, n, collectiveSequence()), k -> new ArrayList<>()).add(p);
@@ -286,7 +284,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             // (explain() still runs: a rank whose part failed first, before it saw the table, learns
             // the calls from the store)
             StringBuilder b = new StringBuilder("collective mismatch at collective #").append(collectiveSequence()).append(" on rank ")
-                    .append(rank).append(" of communicator ").append(id).append(" (JCCL_CHECK):");
+                    .append(rank()).append(" of communicator ").append(id).append(" (JCCL_CHECK):");
             String sep = " ";
             for (var g : byCall.entrySet()) {
                 b.append(sep).append(g.getValue().size() == 1 ? "rank " + g.getValue().get(0) : "ranks " + g.getValue())
@@ -331,7 +329,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 // on only the start of a reason)
                 String m = e.getMessage();
                 try {
-                    store.set("why/" + p2pSeq + "/" + rank, (P2P_ACCOUNT + (m.length() > 2000 ? m.substring(0, 2000) : m))
+                    store.set("why/" + p2pSeq + "/" + rank(), (P2P_ACCOUNT + (m.length() > 2000 ? m.substring(0, 2000) : m))
                             .getBytes(java.nio.charset.StandardCharsets.UTF_8));
                 } catch (RuntimeException ignored) {
                     // best effort
@@ -341,14 +339,14 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             return e;
         }
         String mine = OpCode.describe(userCall, userCount, seq);
-        String[] calls = new String[size];
-        calls[rank] = mine;
+        String[] calls = new String[size()];
+        calls[rank()] = mine;
         int got = 1;
         try {
-            store.set("why/" + seq + "/" + rank, mine.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            store.set("why/" + seq + "/" + rank(), mine.getBytes(java.nio.charset.StandardCharsets.UTF_8));
             long end = System.nanoTime() + ACCOUNT_NANOS;
             while (true) {
-                for (int p = 0; p < size; p++) {
+                for (int p = 0; p < size(); p++) {
                     if (calls[p] == null) {
                         byte[] v = store.tryGet("why/" + seq + "/" + p);
                         if (v != null) {
@@ -357,7 +355,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                         }
                     }
                 }
-                if (got == size || System.nanoTime() - end > 0) {
+                if (got == size() || System.nanoTime() - end > 0) {
                     break;
                 }
                 LockSupport.parkNanos(5_000_000L);
@@ -368,7 +366,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         java.util.Map<String, List<Integer>> byCall = new java.util.LinkedHashMap<>();
         List<Integer> missing = new ArrayList<>();
         StringBuilder p2pFailures = new StringBuilder();
-        for (int p = 0; p < size; p++) {
+        for (int p = 0; p < size(); p++) {
             if (calls[p] == null) {
                 missing.add(p);
             } else if (calls[p].startsWith(P2P_ACCOUNT)) {
@@ -378,7 +376,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 byCall.computeIfAbsent(calls[p], k -> new ArrayList<>()).add(p);
             }
         }
-        String where = " on rank " + rank + " of communicator " + id;
+        String where = " on rank " + rank() + " of communicator " + id;
         if (byCall.size() > 1) {
             StringBuilder b = new StringBuilder("collective mismatch at collective #").append(seq).append(where).append(':');
             String sep = " ";
@@ -435,12 +433,12 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             // A failure relayed by another rank (this host's leader, another host's leader): when the
             // heartbeats already told this rank who died, name that rank.
             int d = watch.firstDead();
-            if (d >= 0 && d != rank) {
+            if (d >= 0 && d != rank()) {
                 return new PeerFailureException(d, watch.message(d, "a collective of communicator " + id + " on rank "
-                        + rank) + " [" + part + " failed: " + e.getMessage() + "]", e);
+                        + rank()) + " [" + part + " failed: " + e.getMessage() + "]", e);
             }
         }
-        StringBuilder msg = new StringBuilder("rank ").append(rank).append(" of communicator ").append(id).append(": ")
+        StringBuilder msg = new StringBuilder("rank ").append(rank()).append(" of communicator ").append(id).append(": ")
                 .append(part).append(" failed (rank i there is rank ").append(java.util.Arrays.toString(map))
                 .append("[i] here): ").append(e.getMessage());
         if (e instanceof PeerFailureException pf) {
@@ -479,7 +477,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 throw cross(e);
             }
             if (op.kind() == ReduceOp.Kind.AVG) {
-                Reductions.divide(r.type(), r.segment(), 0, r.count(), size);
+                Reductions.divide(r.type(), r.segment(), 0, r.count(), size());
             }
         }
         try {
@@ -520,7 +518,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         int rootHost = placement.hostOf()[root];
         int rootLocal = placement.localRank(root);
         boolean rootIsLeader = rootLocal == 0;
-        HostBuffer partial = leader() ? (rank == root ? r : buf(0, s.type(), s.count())) : null;
+        HostBuffer partial = leader() ? (rank() == root ? r : buf(0, s.type(), s.count())) : null;
         try {
             loc().reduce(s, partial, localOp(op), 0);
         } catch (JcclException e) {
@@ -533,14 +531,14 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 throw cross(e);
             }
             if (myHost == rootHost && op.kind() == ReduceOp.Kind.AVG) {
-                Reductions.divide(partial.type(), partial.segment(), 0, partial.count(), size);
+                Reductions.divide(partial.type(), partial.segment(), 0, partial.count(), size());
             }
         }
         if (myHost == rootHost && !rootIsLeader) {
             try {
                 if (leader()) {
                     loc().send(partial, rootLocal);
-                } else if (rank == root) {
+                } else if (rank() == root) {
                     loc().recv(r, 0);
                 }
             } catch (JcclException e) {
@@ -612,7 +610,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 throw cross(e);
             }
             if (myHost == rootHost) {
-                result = rank == root ? r : buf(2, type, size * c);
+                result = rank() == root ? r : buf(2, type, size() * c);
                 permute(result.segment(), all.segment(), c * type.byteSize(), false);
             }
         }
@@ -620,7 +618,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             try {
                 if (leader()) {
                     loc().send(result, rootLocal);
-                } else if (rank == root) {
+                } else if (rank() == root) {
                     loc().recv(r, 0);
                 }
             } catch (JcclException e) {
@@ -634,7 +632,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         DataType type = s.type();
         long rc = r.count();
         long bb = rc * type.byteSize();
-        HostBuffer partial = leader() ? buf(0, type, size * rc) : null;
+        HostBuffer partial = leader() ? buf(0, type, size() * rc) : null;
         try {
             loc().reduce(s, partial, localOp(op), 0);
         } catch (JcclException e) {
@@ -650,7 +648,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
                 throw cross(e);
             }
             if (op.kind() == ReduceOp.Kind.AVG) {
-                Reductions.divide(type, q.segment(), 0, mine.length * rc, size);
+                Reductions.divide(type, q.segment(), 0, mine.length * rc, size());
             }
         }
         try {
@@ -664,7 +662,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
         DataType type = s.type();
         int es = type.byteSize();
-        long bc = s.count() / size;
+        long bc = s.count() / size();
         long bb = bc * es;
         long full = s.byteSize();
         int hosts = placement.hosts();
@@ -728,10 +726,10 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             try {
                 if (rootLocal == 0) {
                     src = leader() ? s : null;
-                } else if (rank == root) {
+                } else if (rank() == root) {
                     loc().send(s, 0);
                 } else if (leader()) {
-                    src = buf(0, type, size * rc);
+                    src = buf(0, type, size() * rc);
                     loc().recv(src, rootLocal);
                 }
             } catch (JcclException e) {
@@ -786,7 +784,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         if (placement.hostOf()[peer] == myHost) {
             return new LocalP2p(isSend, b, placement.localRank(peer), peer);
         }
-        return new RemoteP2p(new PointToPoint(p2p, isSend, b, peer));
+        return new RemoteP2p(new PointToPoint(transport, isSend, b, peer));
     }
 
     /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
@@ -873,19 +871,19 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
         userSeq = -1;
         p2pSeq = collectiveSequence() + 1;
-        p2p.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        transport.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
         remoteP2p = 0;
     }
 
     @Override
     protected void idleP2p(int iteration, int peer) {
         if (remoteP2p > 0) {
-            p2p.idle(iteration);
+            transport.idle(iteration);
             return;
         }
-        if (System.nanoTime() - p2p.call.deadline > 0) {
-            throw new CollectiveTimeoutException("rank " + rank + " of communicator " + id + ": send/recv with ranks of "
-                    + "this host did not progress within " + Duration.ofNanos(p2p.call.timeoutNanos), List.of());
+        if (System.nanoTime() - transport.call.deadline > 0) {
+            throw new CollectiveTimeoutException("rank " + rank() + " of communicator " + id + ": send/recv with ranks of "
+                    + "this host did not progress within " + Duration.ofNanos(transport.call.timeoutNanos), List.of());
         }
         LOCAL_P2P_IDLE.idle(iteration);
     }
@@ -895,7 +893,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void touchP2pBatch() {
-        p2p.call.touch();
+        transport.call.touch();
     }
 
     // ------------------------------------------------------------------ failure, close, split
@@ -903,7 +901,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
     @Override
     protected void propagate(JcclException e, int culprit) {
         // Everyone must stop: the ranks of this host (shared memory), the other hosts (leaders), the pairs.
-        p2p.fail(Frame.abortCode(e), e.getMessage(), culprit);
+        transport.fail(Frame.abortCode(e), e.getMessage(), culprit);
         if (leaders != null) {
             // The other leaders name the culprit when it is a leader (their rank: its host);
             // another host's other ranks have no rank there (the account in the store names them).
@@ -916,7 +914,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
             }
             leaders.failWith(e, c);
         }
-        if (local instanceof EngineCommunicator h) {
+        if (local instanceof EngineCommunicator<?> h) {
             h.failWith(e); // the host's ranks get the reason (it names the failed rank), not a bare abort
         } else {
             local.abort();
@@ -925,7 +923,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void abortLocally(String reason) {
-        p2p.abort(reason);
+        super.abortLocally(reason);
         if (leaders != null) {
             leaders.abort();
         }
@@ -934,7 +932,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
 
     @Override
     protected void closeResources() {
-        p2p.close();
+        super.closeResources();
         if (leaders != null) {
             leaders.close();
         }
@@ -950,17 +948,17 @@ public final class HierarchicalCommunicator extends EngineCommunicator {
         Placement p = Placement.of(ids);
         Liveness.Watch w = watch.sub(members);
         if (p.hosts() == 1) {
-            return factory.create(subId, newRank, members.length, sub, timeout, w);
+            return factory.create(subId, newRank, members.length, sub, timeout(), w);
         }
         if (p.maxLocal() == 1) {
-            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, ids, 0, w);
+            return TcpCommunicator.create(subId, newRank, members.length, sub, timeout(), token, cfg, storeHost, ids, 0, w);
         }
-        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, p, factory, w);
+        return create(subId, newRank, members.length, sub, timeout(), token, cfg, storeHost, p, factory, w);
     }
 
     @Override
     public String toString() {
-        return "HierarchicalCommunicator[" + id + ", rank " + rank + " of " + size + ", host " + myHost + " of "
+        return "HierarchicalCommunicator[" + id + ", rank " + rank() + " of " + size() + ", host " + myHost + " of "
                 + placement.hosts() + ", local rank " + localRank + "]";
     }
 }

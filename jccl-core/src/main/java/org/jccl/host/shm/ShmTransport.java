@@ -1,6 +1,8 @@
 package org.jccl.host.shm;
 
+import org.jccl.host.engine.CallInfo;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.Transport;
 import static org.jccl.host.shm.ShmSegmentDescriptor.*;
 
 import java.io.IOException;
@@ -37,7 +39,7 @@ import org.jccl.internal.Log;
  *
  * <p>Not thread-safe: the communicator serialises calls.
  */
-public final class ShmTransport implements AutoCloseable {
+public final class ShmTransport implements Transport {
     private static final Log LOG = Log.get(ShmTransport.class);
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -227,6 +229,7 @@ public final class ShmTransport implements AutoCloseable {
      * store's heartbeats declare a peer dead (checked with the other health checks, every 128 idle
      * rounds: one volatile read). Set before the first call.
      */
+    @Override
     public void watch(org.jccl.spi.Liveness.Watch w) {
         this.watch = w;
     }
@@ -629,6 +632,7 @@ public final class ShmTransport implements AutoCloseable {
     }
 
     /** Local abort: every wait of this rank ends; peers see it too. Any thread. */
+    @Override
     public void abort(String reason) {
         localAbort = reason;
         fail(ABORT_ABORTED, "rank " + rank + ": " + reason);
@@ -637,6 +641,11 @@ public final class ShmTransport implements AutoCloseable {
     /** The reason of a local abort, or null. */
     public String abortReason() {
         return localAbort;
+    }
+
+    @Override
+    public org.jccl.host.engine.P2p newP2p(boolean isSend, org.jccl.HostBuffer b, int peer) {
+        return new org.jccl.host.shm.algo.PointToPoint(this, isSend, b, peer);
     }
 
     @Override
@@ -654,50 +663,5 @@ public final class ShmTransport implements AutoCloseable {
             // unlinked during setup already
         }
         arena.close();
-    }
-
-    /**
-     * The call in progress: what it is (for fingerprints and messages) and its deadline.
-     * Mutable and reused so that calls allocate nothing.
-     */
-    public static final class CallInfo {
-        /** Collective sequence number (per communicator, same on every rank). */
-        public long seq;
-        /** Operation code (an {@link OpCode} constant). */
-        public int opcode;
-        /** DataType ordinal. */
-        public int dtype;
-        /** ReduceOp kind ordinal, or 15 for none. */
-        public int redop;
-        /** Root, or -1. */
-        public int root;
-        /** Element count as the call's fingerprint (per-rank count). */
-        public long count;
-        /** Deadline (System.nanoTime), or 0 until the first slow wait of the call sets it. */
-        public long deadline;
-        /** Timeout the deadline was computed from. */
-        public long timeoutNanos;
-
-        /** Sets the fields for a new call. */
-        public void set(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
-            this.seq = seq;
-            this.opcode = opcode;
-            this.dtype = dtype;
-            this.redop = redop;
-            this.root = root;
-            this.count = count;
-            this.timeoutNanos = timeoutNanos;
-            this.deadline = 0;
-        }
-
-        /** opcode, dtype, redop and root packed into one word. */
-        public long packed() {
-            return OpCode.pack(opcode, dtype, redop, root);
-        }
-
-        /** Human description of this call. */
-        public String describe() {
-            return OpCode.describe(packed(), count, seq);
-        }
     }
 }

@@ -11,7 +11,6 @@ import org.jccl.ReduceOp;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.engine.EngineCommunicator;
 import org.jccl.host.engine.OpCode;
-import org.jccl.host.engine.P2p;
 import org.jccl.host.tcp.algo.Barrier;
 import org.jccl.host.tcp.algo.ChainBroadcast;
 import org.jccl.host.tcp.algo.ChainReduce;
@@ -22,7 +21,6 @@ import org.jccl.host.tcp.algo.DirectReduceScatter;
 import org.jccl.host.tcp.algo.DirectScatter;
 import org.jccl.host.tcp.algo.OneShotAllReduce;
 import org.jccl.host.tcp.algo.PairwiseAllToAll;
-import org.jccl.host.tcp.algo.PointToPoint;
 import org.jccl.host.tcp.algo.RhdAllReduce;
 import org.jccl.host.tcp.algo.RingAllGather;
 import org.jccl.host.tcp.algo.RingAllReduce;
@@ -47,7 +45,7 @@ import org.jccl.spi.Liveness;
  * allocating after warm-up; async calls run in order on a worker thread; after a failure the
  * communicator is broken and later calls fail with the original cause.
  */
-public final class TcpCommunicator extends EngineCommunicator {
+public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
     /** Largest message broadcast through the binomial tree (larger: the pipelined chain). */
     static final long TREE_BCAST_MAX_BYTES = 256 << 10;
     /** Largest message reduced directly at the root (larger: the pipelined chain). */
@@ -57,7 +55,6 @@ public final class TcpCommunicator extends EngineCommunicator {
     /** Largest reduce-scatter input scattered directly (larger: the ring). */
     static final long DIRECT_RS_MAX_BYTES = 64 << 10;
 
-    private final TcpTransport t;
     private final String token;
     private final TcpConfig cfg;
     private final String storeHost;
@@ -68,9 +65,7 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     private TcpCommunicator(String id, int rank, int size, Duration timeout, TcpTransport t, Store store, String token,
                             TcpConfig cfg, String storeHost, String[] hostOf, Tuner tuner, Liveness.Watch watch) {
-        super(id, rank, size, timeout, store, watch);
-        t.watch(this.watch);
-        this.t = t;
+        super(id, rank, size, timeout, t, store, watch);
         this.token = token;
         this.cfg = cfg;
         this.storeHost = storeHost;
@@ -136,53 +131,51 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     /** The algorithm an all-reduce of {@code bytes} bytes runs with now. */
     public Tuner.AllReduceAlgo allReduceAlgorithm(long bytes) {
-        return tuner.tcpAllReduce(bytes, size, hosts);
+        return tuner.tcpAllReduce(bytes, size(), hosts);
     }
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
-        t.call.set(seq, opcode, type, op, root, count, timeoutNanos);
+        transport.call.set(seq, opcode, type, op, root, count, timeoutNanos);
     }
 
     @Override
     protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (!s.segment().isNative() || !r.segment().isNative()) {
-            // Heap arrays: reduce in native memory (see staged) and copy the result back.
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+        if (onHeap(s, r)) {
+            // Heap arrays: reduce in native memory (see Staging) and copy the result back.
+            HostBuffer w = staging.copyOf(s);
             allReduceNative(w, w, op);
-            MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+            copy(w, r);
             return;
         }
         allReduceNative(s, r, op);
     }
 
     private void allReduceNative(HostBuffer s, HostBuffer r, ReduceOp op) {
-        Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size, hosts);
+        Tuner.AllReduceAlgo a = s.count() == 0 ? Tuner.AllReduceAlgo.ONESHOT : tuner.tcpAllReduce(s.byteSize(), size(), hosts);
         switch (a) {
-            case RHD -> RhdAllReduce.run(t, s, r, op);
-            case RING, RSAG -> RingAllReduce.run(t, s, r, op);
-            default -> OneShotAllReduce.run(t, s, r, op);
+            case RHD -> RhdAllReduce.run(transport, s, r, op);
+            case RING, RSAG -> RingAllReduce.run(transport, s, r, op);
+            default -> OneShotAllReduce.run(transport, s, r, op);
         }
     }
 
     @Override
     protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
         if (r.byteSize() <= TREE_BCAST_MAX_BYTES) {
-            TreeBroadcast.run(t, s, r, root);
+            TreeBroadcast.run(transport, s, r, root);
         } else {
-            ChainBroadcast.run(t, s, r, root);
+            ChainBroadcast.run(transport, s, r, root);
         }
     }
 
     @Override
     protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
-        if (!s.segment().isNative() || r != null && !r.segment().isNative()) {
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
+        if (onHeap(s, r)) {
+            HostBuffer w = staging.copyOf(s);
             reduceNative(w, r == null ? null : w, op, root);
             if (r != null) {
-                MemorySegment.copy(w.segment(), 0, r.segment(), 0, r.byteSize());
+                copy(w, r);
             }
             return;
         }
@@ -191,34 +184,33 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     private void reduceNative(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
         if (s.byteSize() <= DIRECT_REDUCE_MAX_BYTES) {
-            DirectReduce.run(t, s, r, op, root);
+            DirectReduce.run(transport, s, r, op, root);
         } else {
-            ChainReduce.run(t, s, r, op, root);
+            ChainReduce.run(transport, s, r, op, root);
         }
     }
 
     @Override
     protected void doAllGather(HostBuffer s, HostBuffer r) {
         if (r.byteSize() <= DIRECT_ALLGATHER_MAX_BYTES) {
-            DirectAllGather.run(t, s, r);
+            DirectAllGather.run(transport, s, r);
         } else {
-            RingAllGather.run(t, s, r);
+            RingAllGather.run(transport, s, r);
         }
     }
 
     @Override
     protected void doGather(HostBuffer s, HostBuffer r, int root) {
-        DirectGather.run(t, s, r, root);
+        DirectGather.run(transport, s, r, root);
     }
 
     @Override
     protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
-        if (!s.segment().isNative() || !r.segment().isNative()) {
-            HostBuffer w = staging.whole(s.type(), s.count());
-            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
-            HostBuffer mine = staging.part(w, rank * r.count(), r.count());
+        if (onHeap(s, r)) {
+            HostBuffer w = staging.copyOf(s);
+            HostBuffer mine = staging.part(w, rank() * r.count(), r.count());
             reduceScatterNative(w, mine, op);
-            MemorySegment.copy(mine.segment(), 0, r.segment(), 0, r.byteSize());
+            copy(mine, r);
             return;
         }
         reduceScatterNative(s, r, op);
@@ -226,60 +218,45 @@ public final class TcpCommunicator extends EngineCommunicator {
 
     private void reduceScatterNative(HostBuffer s, HostBuffer r, ReduceOp op) {
         if (s.byteSize() <= DIRECT_RS_MAX_BYTES) {
-            DirectReduceScatter.run(t, s, r, op);
+            DirectReduceScatter.run(transport, s, r, op);
         } else {
-            RingReduceScatter.run(t, s, r, op);
+            RingReduceScatter.run(transport, s, r, op);
         }
     }
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
-        PairwiseAllToAll.run(t, s, r);
+        PairwiseAllToAll.run(transport, s, r);
     }
 
     @Override
     protected void doScatter(HostBuffer s, HostBuffer r, int root) {
-        DirectScatter.run(t, s, r, root);
+        DirectScatter.run(transport, s, r, root);
     }
 
     @Override
     protected void doBarrier() {
-        Barrier.run(t);
-    }
-
-    @Override
-    protected P2p newP2p(boolean isSend, HostBuffer b, int peer) {
-        return new PointToPoint(t, isSend, b, peer);
+        Barrier.run(transport);
     }
 
     @Override
     protected void beginP2p(int op, HostBuffer b, int peer, long timeoutNanos) {
-        t.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
+        transport.call.set(0, OpCode.SEND, DataType.INT8, null, -1, 0, timeoutNanos);
     }
 
     @Override
     protected void idleP2p(int iteration, int peer) {
-        t.idle(iteration);
+        transport.idle(iteration);
     }
 
     @Override
     protected void touchP2pBatch() {
-        t.call.touch();
+        transport.call.touch();
     }
 
     @Override
     protected void propagate(org.jccl.JcclException e, int culprit) {
-        t.fail(Frame.abortCode(e), e.getMessage(), culprit);
-    }
-
-    @Override
-    protected void abortLocally(String reason) {
-        t.abort(reason);
-    }
-
-    @Override
-    protected void closeResources() {
-        t.close();
+        transport.fail(Frame.abortCode(e), e.getMessage(), culprit);
     }
 
     @Override
@@ -288,12 +265,22 @@ public final class TcpCommunicator extends EngineCommunicator {
         for (int i = 0; i < members.length; i++) {
             h[i] = hostOf[members[i]];
         }
-        return create(subId, newRank, members.length, sub, timeout, token, cfg, storeHost, h, 0, watch.sub(members));
+        return create(subId, newRank, members.length, sub, timeout(), token, cfg, storeHost, h, 0, watch.sub(members));
     }
 
     @Override
     public String toString() {
-        return "TcpCommunicator[" + id + ", rank " + rank + " of " + size + "]";
+        return "TcpCommunicator[" + id + ", rank " + rank() + " of " + size() + "]";
+    }
+
+    /** Whether {@code s} or {@code r} (null: none) is a heap array, so that the reduction runs in {@link Staging}. */
+    private static boolean onHeap(HostBuffer s, HostBuffer r) {
+        return !s.segment().isNative() || r != null && !r.segment().isNative();
+    }
+
+    /** Copies {@code to}'s size of {@code from} into {@code to}. */
+    private static void copy(HostBuffer from, HostBuffer to) {
+        MemorySegment.copy(from.segment(), 0, to.segment(), 0, to.byteSize());
     }
 
     /**
@@ -325,6 +312,13 @@ public final class TcpCommunicator extends EngineCommunicator {
             wholes[next] = w;
             parts[next] = null;
             next = (next + 1) % VIEWS;
+            return w;
+        }
+
+        /** A {@link #whole} buffer holding a copy of {@code s}. */
+        HostBuffer copyOf(HostBuffer s) {
+            HostBuffer w = whole(s.type(), s.count());
+            MemorySegment.copy(s.segment(), 0, w.segment(), 0, s.byteSize());
             return w;
         }
 

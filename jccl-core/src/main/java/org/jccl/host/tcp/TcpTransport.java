@@ -20,6 +20,7 @@ import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.bootstrap.Store;
 import org.jccl.host.engine.OpCode;
+import org.jccl.host.engine.Transport;
 import org.jccl.internal.Log;
 import org.jccl.spi.TimedIdleStrategy;
 
@@ -52,7 +53,7 @@ import org.jccl.spi.TimedIdleStrategy;
  * TcpMesh} and {@code TcpAcceptor}, the failure paths (ABORT frames, broken connections,
  * mismatches) in {@code TcpFailures}.
  */
-public final class TcpTransport implements AutoCloseable {
+public final class TcpTransport implements Transport {
     static final Log LOG = Log.get(TcpTransport.class);
     /** Marks a connection the selector found ready (no allocation: it captures nothing). */
     private static final Consumer<SelectionKey> MARK = k -> ((TcpConnection) k.attachment()).ready = true;
@@ -571,6 +572,7 @@ public final class TcpTransport implements AutoCloseable {
      * store's heartbeats declare a peer dead (checked with the abort checks of a wait: one volatile
      * read). Set before the first call.
      */
+    @Override
     public void watch(org.jccl.spi.Liveness.Watch w) {
         this.watch = w;
     }
@@ -670,6 +672,7 @@ public final class TcpTransport implements AutoCloseable {
     }
 
     /** Ends every wait of this rank with an {@link AbortedException}; callable from any thread. */
+    @Override
     public void abort(String reason) {
         localAbort = reason;
         try {
@@ -687,6 +690,11 @@ public final class TcpTransport implements AutoCloseable {
     /** True once {@link #fail} ran. */
     public boolean isFailed() {
         return failed;
+    }
+
+    @Override
+    public org.jccl.host.engine.P2p newP2p(boolean isSend, org.jccl.HostBuffer b, int peer) {
+        return new org.jccl.host.tcp.algo.PointToPoint(this, isSend, b, peer);
     }
 
     /** Tells the peers this rank closes (CLOSE frames), then closes every socket. Idempotent. */

@@ -15,7 +15,6 @@ public final class DirectReduce {
 
     /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op, int root) {
-        int n = t.size();
         int r = t.rank();
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.DIRECT_REDUCE, 0, 0);
@@ -23,6 +22,7 @@ public final class DirectReduce {
             Parts.sendToRoot(t, send, root, tag);
             return;
         }
+        int n = t.size();
         MemorySegment in = t.scratch(0, bytes * n);
         for (int p = 0; p < n; p++) {
             if (p != r) {

@@ -16,14 +16,12 @@ public final class DirectReduceScatter {
 
     /** Runs the reduce-scatter (n >= 2). */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op) {
-        int n = t.size();
-        int r = t.rank();
         long bytes = recv.byteSize();
-        MemorySegment in = t.scratch(0, bytes * n);
+        MemorySegment in = t.scratch(0, bytes * t.size());
         long tag = Parts.tag(Parts.RING_RS, 0xffffff, 0);
         Parts.recvBlockFromEachBackwards(t, in, bytes, tag);
         Parts.sendToEach(t, send.segment(), bytes, bytes, tag);
         t.awaitAll();
-        Parts.reduceReceived(t, send.type(), op, send.segment(), r * bytes, in, bytes, recv.segment(), recv.count());
+        Parts.reduceReceived(t, send.type(), op, send.segment(), t.rank() * bytes, in, bytes, recv.segment(), recv.count());
     }
 }

@@ -15,7 +15,6 @@ public final class DirectScatter {
 
     /** Runs the scatter (n >= 2); {@code send} is used on the root only. */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, int root) {
-        int n = t.size();
         int r = t.rank();
         long bytes = recv.byteSize();
         long tag = Parts.tag(Parts.SCATTER, 0, 0);
@@ -28,6 +27,7 @@ public final class DirectScatter {
             return;
         }
         MemorySegment in = send.segment();
+        int n = t.size();
         for (int k = 1; k < n; k++) {
             int p = (r + k) % n;
             t.recv(p, none, 0, 0, hello);

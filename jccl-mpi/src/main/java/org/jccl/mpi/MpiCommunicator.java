@@ -54,8 +54,10 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     static final int TAG = 0x6a63;
     private static final AtomicInteger IDS = new AtomicInteger();
 
-    private final MpiRuntime rt;
-    private final String id;
+    /** The MPI library state this communicator runs on (its works read the type handles). */
+    final MpiRuntime rt;
+    /** This communicator's name in messages. */
+    final String id;
     private final MemorySegment comm;
     private final MemorySegment commCell;
     private final Store store;
@@ -206,15 +208,6 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
     /** The deadline of the call being made now: a view's, or the communicator's. */
     long callBudgetNanos() {
         return callNanos;
-    }
-
-    /** This communicator's name in messages. */
-    String id() {
-        return id;
-    }
-
-    MpiRuntime runtime() {
-        return rt;
     }
 
     // ------------------------------------------------------------------ validation

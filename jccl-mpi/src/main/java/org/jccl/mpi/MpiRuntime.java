@@ -280,7 +280,7 @@ final class MpiRuntime {
         long settle = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
         for (MpiCommunicator c : live) {
             if (!c.settledForExit(settle)) {
-                exitWarning("exiting with operations of " + c.id() + " still pending in MPI: skipping MPI_Finalize, "
+                exitWarning("exiting with operations of " + c.id + " still pending in MPI: skipping MPI_Finalize, "
                         + "so the MPI launcher ends the job");
                 return;
             }

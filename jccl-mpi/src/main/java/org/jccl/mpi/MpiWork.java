@@ -96,14 +96,15 @@ final class MpiWork implements Work {
 
     MpiWork reset(String name, DataType type, long count, ReduceOp op, int peer) {
         this.budgetNanos = comm.callBudgetNanos();
+        // what the last call staged is gone
+        divideSeg = null;
+        copyFrom = null;
+        copyTo = null;
         this.name = name;
         this.type = type;
         this.count = count;
         this.op = op;
         this.peer = peer;
-        divideSeg = null;
-        copyFrom = null;
-        copyTo = null;
         nStaged = 0;
         expectReceived = -1;
         reduces = op != null;
@@ -242,7 +243,7 @@ final class MpiWork implements Work {
 
     private void finish() {
         if (expectReceived >= 0) {
-            MpiRuntime.check(MpiLibrary.getCount(status, comm.runtime().type(type), countOut), "MPI_Get_count");
+            MpiRuntime.check(MpiLibrary.getCount(status, comm.rt.type(type), countOut), "MPI_Get_count");
             int got = countOut.get(JAVA_INT, 0);
             if (got != expectReceived) {
                 throw new CollectiveMismatchException(describe() + ": the message from rank " + peer + " held "
@@ -410,7 +411,7 @@ final class MpiWork implements Work {
         if (peer >= 0) {
             sb.append(name.startsWith("send") || name.startsWith("recv") ? " with rank " : " rooted at rank ").append(peer);
         }
-        return sb.append(" on rank ").append(comm.rank()).append(" of ").append(comm.id()).toString();
+        return sb.append(" on rank ").append(comm.rank()).append(" of ").append(comm.id).toString();
     }
 
     @Override

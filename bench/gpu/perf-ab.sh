@@ -7,7 +7,7 @@
 # .gpu/cli-base (base), and this script to .gpu/; then on the device: bash .gpu/perf-ab.sh
 # With .gpu/lib-base (bench/gpu/run-gpu.sh stage with JCCL_GPU_BASE=<commit>) it then runs the NCCL
 # backend's sweep (NcclBench: all-reduce and all-gather, 8 B to 1 GiB, every GPU) with the base
-# and the current jars, interleaved, twice; JCCL_AB_NCCL_OPS picks other collectives.
+# and the current jars, interleaved, twice (JCCL_AB_REPS: how many times each); JCCL_AB_NCCL_OPS picks other collectives.
 cd "$(dirname "$0")/.."
 chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 OUT=${OUT:-.gpu/out}; mkdir -p "$OUT"
@@ -18,7 +18,7 @@ run() { # run VARIANT RANKS LABEL ARGS...
     org.jccl.cli.Main perf allreduce --ranks "$n" "$@" > "$OUT/perf-$label-$v-r$n.log" 2>&1
   echo "[$label $v ranks $n] exit $?"
 }
-for rep in 1 2; do
+for rep in $(seq 1 "${JCCL_AB_REPS:-2}"); do
   for n in 2 4; do
     for v in cli-base cli; do
       run $v $n cold$rep -b 8 -e 16M -f 8
@@ -27,7 +27,7 @@ for rep in 1 2; do
   done
 done
 if [ -d .gpu/lib-base ]; then
-  for rep in 1 2; do
+  for rep in $(seq 1 "${JCCL_AB_REPS:-2}"); do
     for lib in lib-base lib; do # this tree's NcclBench (jccl-bench.jar) over each build's library jars
       timeout -k 10 150 .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector \
         -cp ".gpu/lib/jccl-bench.jar:.gpu/$lib/jccl-core.jar:.gpu/$lib/jccl-cuda.jar" org.jccl.cuda.bench.NcclBench \

@@ -29,16 +29,8 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     private volatile Thread caller;
     /** What {@link #caller} is doing, for the message (written after the claim, read racily). */
     private String callerDoing;
-    private static final java.lang.invoke.VarHandle CALLER;
-
-    static {
-        try {
-            CALLER = java.lang.invoke.MethodHandles.lookup().findVarHandle(AbstractCommunicator.class, "caller",
-                    Thread.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final java.lang.invoke.VarHandle CALLER = org.jccl.internal.VarHandles.field(
+            java.lang.invoke.MethodHandles.lookup(), "caller", Thread.class);
 
     /** A communicator of backend {@code backend} ("host"), rank {@code rank} of {@code size}, deadline {@code timeout}. */
     protected AbstractCommunicator(String backend, int rank, int size, Duration timeout) {

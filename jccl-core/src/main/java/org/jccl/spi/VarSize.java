@@ -125,13 +125,6 @@ public final class VarSize {
         Checks.sameType(send, "send", recv, "recv");
     }
 
-    private static void count(Buffer b, String name, long want, String what) {
-        if (b.count() != want) {
-            throw new IllegalArgumentException(name + " has " + b.count() + " elements but " + what + " is " + want
-                    + ": make them agree");
-        }
-    }
-
     /** One step rooted at each rank r with a non-empty block (counts[r] elements of {@code b} at d[r]). */
     private static List<Step> perRoot(long[] counts, long[] d, Buffer b,
                                       java.util.function.BiFunction<Integer, Buffer, Step> step) {
@@ -147,7 +140,7 @@ public final class VarSize {
     static Plan allGatherV(int rank, int size, Buffer send, Buffer recv, long[] counts, long[] displs) {
         sendAndRecv(send, recv);
         long[] d = layout(counts, "recvCounts", displs, "displs", size, recv, "recv");
-        count(send, "send", counts[rank], "recvCounts[" + rank + "] (this rank's block)");
+        Checks.count(send, "send", counts[rank], "recvCounts[" + rank + "], this rank's block");
         inPlaceOrApart(send, "send", recv, "recv", d[rank], counts[rank]);
         return new Plan("allGatherV", perRoot(counts, d, recv,
                 (r, block) -> new Step(Collective.BROADCAST, r == rank ? send : block, block, null, r, -1)));
@@ -161,8 +154,8 @@ public final class VarSize {
         for (long c : counts) {
             total += c;
         }
-        count(send, "send", total, "the sum of recvCounts");
-        count(recv, "recv", counts[rank], "recvCounts[" + rank + "]");
+        Checks.count(send, "send", total, "the sum of recvCounts");
+        Checks.count(recv, "recv", counts[rank], "recvCounts[" + rank + "]");
         inPlaceOrApart(recv, "recv", send, "send", d[rank], counts[rank]);
         return new Plan("reduceScatterV", perRoot(counts, d, send,
                 (r, block) -> new Step(Collective.REDUCE, block, r == rank ? recv : null, op, r, -1)));
@@ -230,7 +223,7 @@ public final class VarSize {
         Checks.buffer(all, an);
         Checks.sameType(mine, mn, all, an);
         long[] d = layout(counts, cn, displs, "displs", size, all, an);
-        count(mine, mn, counts[rank], cn + "[" + rank + "] (the root's own block)");
+        Checks.count(mine, mn, counts[rank], cn + "[" + rank + "], the root's own block");
         inPlaceOrApart(mine, mn, all, an, d[rank], counts[rank]);
         boolean inPlace = counts[rank] > 0 && mine.sameStart(all.slice(d[rank], counts[rank]));
         for (int r = 0; r < size; r++) {

@@ -63,8 +63,16 @@ public final class HostBackend implements Backend {
                 idBytes = store.get("host/id", options.timeout());
             }
             String id = options.jobId() + "-" + new String(idBytes, StandardCharsets.UTF_8);
-            return create(options, store, id, hostId(), TcpConfig.Transport.fromEnv(),
+            double warmup = JitWarmup.seconds();
+            Communicator comm = create(options, store, id, hostId(), TcpConfig.Transport.fromEnv(),
                     (liveness == null ? Liveness.NONE : liveness).watch(options.size()));
+            try {
+                JitWarmup.run(comm, warmup);
+            } catch (RuntimeException e) {
+                comm.close();
+                throw e;
+            }
+            return comm;
         } catch (RuntimeException e) {
             store.close();
             throw e;

@@ -7,8 +7,16 @@ package org.jccl.cli.perf;
  * @param algBw  algorithm bandwidth, GB/s
  * @param busBw  bus bandwidth, GB/s
  * @param wrong  wrong elements summed over ranks, or {@link #NOT_CHECKED}
+ * @param firstUs time of the first call of this size and placement in microseconds (the largest
+ *               of the ranks'), before any other call of it: what a cold library costs; NaN when
+ *               not measured (a run written before the field existed)
  */
-public record Measurement(double timeUs, double algBw, double busBw, long wrong) {
+public record Measurement(double timeUs, double algBw, double busBw, long wrong, double firstUs) {
+    /** A cell without a first-call time. */
+    public Measurement(double timeUs, double algBw, double busBw, long wrong) {
+        this(timeUs, algBw, busBw, wrong, Double.NaN);
+    }
+
     /** {@link #wrong()} when results were not checked (-c 0, or in-place send/recv). */
     public static final long NOT_CHECKED = -1;
 

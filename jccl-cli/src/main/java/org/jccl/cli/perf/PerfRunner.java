@@ -70,6 +70,10 @@ public final class PerfRunner {
     }
 
     private double settleSeconds;
+    /** Seconds of the first call of the size and placement {@link #time} timed last. */
+    private double firstSeconds;
+    /** Doubles each rank contributes per size: {time, wrong} out of place and in place, then the two first calls. */
+    private static final int STATS = 6;
 
     /**
      * Before timing each size and placement, runs it untimed until the JIT has compiled it, for at
@@ -152,8 +156,8 @@ public final class PerfRunner {
         Buffer stats = null;
         try (Arena arena = Arena.ofConfined()) {
             recv = mem.allocate(t, elems);
-            stats = mem.allocate(DataType.FLOAT64, 4L * (ranks + 1));
-            MemorySegment staging = arena.allocate(Math.max(elems * ts, 32L * ranks), 64);
+            stats = mem.allocate(DataType.FLOAT64, (long) STATS * (ranks + 1));
+            MemorySegment staging = arena.allocate(Math.max(elems * ts, 8L * STATS * ranks), 64);
             String what = c.cliName() + " " + t.shortName() + (op == null ? "" : " " + op.shortName())
                     + (root >= 0 ? " root " + root : "");
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
@@ -178,17 +182,18 @@ public final class PerfRunner {
                 awaitPending();
                 comm.barrier();
             }
-            gather(new double[4], stats, staging); // and the exchange of the results, once
+            gather(new double[STATS], stats, staging); // and the exchange of the results, once
             for (int i = 0; i < sizes.size(); i++) {
                 long bytes = sizes.get(i);
                 Collective.Counts k = c.counts(bytes, ts, ranks);
                 progress.update(what, i + 1, sizes.size(), doneWork, totalWork);
                 TestData data = cfg.check() ? new TestData(t, c.reduces() ? op : null, ranks, cfg.seed() + bytes) : null;
-                double[] mine = new double[4];
+                double[] mine = new double[STATS];
                 for (int placement = 0; placement < 2; placement++) {
                     boolean inPlace = placement == 1;
                     Launch launch = new Launch(c, k, inPlace, send, recv, op, root);
                     mine[placement * 2] = time(launch, data, staging, stats);
+                    mine[4 + placement] = firstSeconds;
                     mine[placement * 2 + 1] = data == null ? Measurement.NOT_CHECKED
                             : check(launch, data, staging);
                 }
@@ -216,12 +221,11 @@ public final class PerfRunner {
         if (data != null) {
             launch.initialize(data, staging);
         }
+        // The first call of a size and placement is timed on its own and reported (the "first
+        // call" columns): no untimed calls beyond -w hide a cold library.
+        long f0 = System.nanoTime();
         runOnce(launch);
-        // The JVM's JIT needs more than nccl-tests' few warm-up calls: small sizes get as many
-        // more as are timed (up to 2000), large ones none. Every rank computes the same count.
-        for (int i = jitWarmup(launch.bytes(), cfg.iters()); i > 0; i--) {
-            runOnce(launch);
-        }
+        firstSeconds = (System.nanoTime() - f0) / 1e9;
         settle(launch, stats, staging);
         comm.barrier();
         long t0 = System.nanoTime();
@@ -276,7 +280,7 @@ public final class PerfRunner {
         boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         long t0 = System.nanoTime();
         runOnce(launch);
-        double[] g = gather(new double[] {(System.nanoTime() - t0) / 1e9, 0, 0, 0}, stats, staging);
+        double[] g = gather(new double[] {(System.nanoTime() - t0) / 1e9, 0, 0, 0, 0, 0}, stats, staging);
         int block = (int) Math.max(1, Math.min(100_000, Math.ceil(SETTLE_BLOCK_SECONDS / Math.max(g[0], 1e-9))));
         long start = System.nanoTime();
         while (true) {
@@ -285,19 +289,11 @@ public final class PerfRunner {
                 runOnce(launch);
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
-            double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0}, stats, staging);
+            double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0, 0, 0}, stats, staging);
             if (r[1] == 0 && r[0] >= Math.min(minSeconds, settleSeconds) || r[0] > settleSeconds) {
                 return;
             }
         }
-    }
-
-    /**
-     * Extra untimed calls per size for the JIT: as many as the timed ones, at most 2000, and fewer
-     * for large sizes (none from 16 MiB).
-     */
-    static int jitWarmup(long bytes, int iters) {
-        return (int) Math.min(Math.min(2000, iters), (16L << 20) / Math.max(bytes, 1));
     }
 
     private long check(Launch launch, TestData data, MemorySegment staging) {
@@ -326,23 +322,28 @@ public final class PerfRunner {
     }
 
     /**
-     * Gathers every rank's {time, wrong} x 2 and returns {max time, sum wrong} x 2. {@code stats}
-     * holds 4 x (ranks + 1) doubles: this rank's 4, then everyone's.
+     * Gathers every rank's {time, wrong} x 2 and first-call times x 2, and returns {max time, sum
+     * wrong} x 2 and the largest first-call times. {@code stats} holds {@value #STATS} x (ranks + 1)
+     * doubles: this rank's, then everyone's.
      */
     private double[] gather(double[] mine, Buffer stats, MemorySegment staging) {
-        MemorySegment.copy(mine, 0, staging, ValueLayout.JAVA_DOUBLE, 0, 4);
-        Buffer one = stats.slice(0, 4);
-        Buffer all = stats.slice(4, 4L * ranks);
+        MemorySegment.copy(mine, 0, staging, ValueLayout.JAVA_DOUBLE, 0, STATS);
+        Buffer one = stats.slice(0, STATS);
+        Buffer all = stats.slice(STATS, (long) STATS * ranks);
         mem.upload(staging, one);
         comm.allGather(one, all);
         mem.download(all, staging);
-        double[] every = staging.asSlice(0, 32L * ranks).toArray(ValueLayout.JAVA_DOUBLE);
-        double[] result = {0, 0, 0, 0};
+        double[] every = staging.asSlice(0, 8L * STATS * ranks).toArray(ValueLayout.JAVA_DOUBLE);
+        double[] result = new double[STATS];
+        for (int r = 0; r < ranks; r++) {
+            result[4] = Math.max(result[4], every[r * STATS + 4]);
+            result[5] = Math.max(result[5], every[r * STATS + 5]);
+        }
         for (int p = 0; p < 2; p++) {
             boolean checked = true;
             for (int r = 0; r < ranks; r++) {
-                result[p * 2] = Math.max(result[p * 2], every[r * 4 + p * 2]);
-                double w = every[r * 4 + p * 2 + 1];
+                result[p * 2] = Math.max(result[p * 2], every[r * STATS + p * 2]);
+                double w = every[r * STATS + p * 2 + 1];
                 if (w < 0) {
                     checked = false;
                 } else {
@@ -361,7 +362,8 @@ public final class PerfRunner {
         Measurement[] m = new Measurement[2];
         for (int p = 0; p < 2; p++) {
             double sec = g[p * 2];
-            m[p] = new Measurement(sec * 1e6, c.algBw(k, ts, ranks, sec), c.busBw(k, ts, ranks, sec), (long) g[p * 2 + 1]);
+            m[p] = new Measurement(sec * 1e6, c.algBw(k, ts, ranks, sec), c.busBw(k, ts, ranks, sec), (long) g[p * 2 + 1],
+                    g[4 + p] * 1e6);
         }
         return new Row(c.cliName(), t.shortName(), op == null ? "none" : op.shortName(), root,
                 k.printedBytes(ts), k.param(), m[0], m[1]);

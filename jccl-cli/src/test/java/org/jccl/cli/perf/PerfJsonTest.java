@@ -63,14 +63,25 @@ class PerfJsonTest {
     }
 
     @Test
+    void theFirstCallTimeRoundTripsThroughJsonAndEndsTheCsvLine() {
+        RunInfo info = new RunInfo("h", 2, "host", 2, "0.1.0", "25", "jccl host 2 ranks");
+        Run run = new Run(info, List.of(new Row("allreduce", "float", "sum", -1, 8, 2,
+                new Measurement(1.5, 0.01, 0.01, 0, 850.5), new Measurement(1.25, 0.01, 0.01, 0, 4.75))));
+        String json = PerfJson.toJson(run);
+        assertTrue(json.contains("\"first_us\": 850.5") && json.contains("\"first_us\": 4.75"), json);
+        assertEquals(run.rows(), PerfJson.fromJson(json).getFirst().rows());
+        assertTrue(PerfJson.toCsv(run).split("\n")[1].endsWith(",850.5,4.75"), PerfJson.toCsv(run));
+    }
+
+    @Test
     void csvHasTheColumnsAndOneLinePerRow() {
         String csv = PerfJson.toCsv(sample("h"));
         String[] lines = csv.split("\n");
         assertEquals(3, lines.length);
         assertEquals(String.join(",", PerfJson.CSV_COLUMNS), lines[0]);
-        assertEquals("h,2,host,4,0.1.0,25.0.3+9,allreduce,float,sum,-1,1024,256,3.25,0.315,0.4725,0,3.5,0.2925,0.43875,",
+        assertEquals("h,2,host,4,0.1.0,25.0.3+9,allreduce,float,sum,-1,1024,256,3.25,0.315,0.4725,0,3.5,0.2925,0.43875,,,",
                 lines[1]);
-        assertEquals("h,2,host,4,0.1.0,25.0.3+9,broadcast,int8,none,2,8,8,1,0.008,0.008,5,,,,", lines[2]);
+        assertEquals("h,2,host,4,0.1.0,25.0.3+9,broadcast,int8,none,2,8,8,1,0.008,0.008,5,,,,,,", lines[2]);
     }
 
     @Test

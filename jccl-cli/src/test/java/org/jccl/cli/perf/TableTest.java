@@ -9,11 +9,15 @@ import org.junit.jupiter.api.Test;
 class TableTest {
     @Test
     void columnHeadersAreNcclTests() {
-        // The three lines nccl-tests' common.cu prints, with its printf widths.
+        // The three lines nccl-tests' common.cu prints, with its printf widths, then jccl's
+        // trailing "first call" columns.
         String nl = System.lineSeparator();
-        String want = "#                                                              out-of-place                       in-place          " + nl
-                + "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong" + nl
-                + "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       " + nl;
+        String want = "#                                                              out-of-place                       in-place          "
+                + " first call " + nl
+                + "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+                + "      oop       ip" + nl
+                + "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       "
+                + "     (us)     (us)" + nl;
         assertEquals(want, Table.columns());
     }
 
@@ -28,6 +32,12 @@ class TableTest {
         String line = Table.row(big);
         assertTrue(line.startsWith("  1073741824     134217728    double    none       3    12346   86.97   86.97      7"), line);
         assertTrue(line.endsWith("        -       -       -      -"), line);
+        // The first-call columns follow nccl-tests' columns, in its time format; "-" where not measured.
+        Row first = new Row("allreduce", "float", "sum", -1, 8, 2, new Measurement(1.5, 0, 0, 0, 812.2),
+                new Measurement(1.25, 0, 0, 0, 12345.6));
+        assertTrue(Table.row(first).endsWith("      0    812.2    12346"), Table.row(first));
+        Row half = new Row("allreduce", "float", "sum", -1, 8, 2, new Measurement(1.5, 0, 0, 0, 3.5), null);
+        assertTrue(Table.row(half).endsWith("      -     3.50        -"), Table.row(half));
         // nccl-tests' name for PreMulSum.
         assertTrue(Table.row(new Row("allreduce", "float", "premulsum", -1, 8, 2, null, null)).contains(" mulsum "));
     }

@@ -1,0 +1,174 @@
+package org.jccl.host;
+
+import java.lang.foreign.Arena;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
+import org.jccl.Communicator;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.jccl.internal.Log;
+import org.jccl.internal.Settings;
+
+/**
+ * Runs the host engine's hot paths at communicator creation until the JIT has compiled them, so
+ * that the caller's first collectives run compiled code (JCCL_WARMUP).
+ *
+ * <p>Why: before C2 has compiled them, the reduction kernels (Vector API code, which only C2
+ * turns into SIMD instructions) run hundreds of times slower, and a rank spinning in an
+ * interpreted wait competes with the compiler threads for the cores. A cold JVM's first
+ * collectives of each size took 10-100x their steady-state time (docs/BENCHMARKS.md, "From the
+ * first call"). Warming inside the library moves that cost to creation, once per JVM: a JVM whose
+ * code is already compiled leaves after the first block.
+ *
+ * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
+ * path, a large one through reduce-scatter + all-gather; out of place and in place; native and
+ * heap memory, so that the compiled kernels expect both), plus a small broadcast, all-gather,
+ * reduce-scatter and all-to-all. After each block the ranks agree, through one small all-reduce,
+ * whether any rank's JIT finished a compilation in the last 60 ms; the warm-up ends once none
+ * did, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
+ * calls, so the sequence numbers stay aligned. The calls go through the communicator's public
+ * methods: the flight recorder shows them as the communicator's first collectives.
+ */
+final class JitWarmup {
+    private static final Log LOG = Log.get(JitWarmup.class);
+
+    /** The default bound, in seconds. */
+    static final double DEFAULT_SECONDS = 3.0;
+    /** Blocks run at least this long before a quiet one may end the warm-up. */
+    private static final long MIN_NANOS = 50_000_000L;
+    /** The warm-up ends once no rank's JIT finished a compilation for this long. */
+    private static final long QUIET_NANOS = 60_000_000L;
+    private static final int SMALL = 16;
+    private static final int MID = 4096;
+    private static final int LARGE = 65536;
+
+    /** Warm-ups run in this JVM (one per rank), for tests. */
+    static final java.util.concurrent.atomic.AtomicInteger RUNS = new java.util.concurrent.atomic.AtomicInteger();
+
+    private JitWarmup() {
+    }
+
+    /** JCCL_WARMUP: seconds (0 or "off": none), default {@value #DEFAULT_SECONDS}. */
+    static double seconds() {
+        return seconds(Settings.get("JCCL_WARMUP"));
+    }
+
+    /** A JCCL_WARMUP value (null: unset) as seconds. */
+    static double seconds(String v) {
+        if (v == null || v.isBlank()) {
+            return DEFAULT_SECONDS;
+        }
+        String s = v.trim().toLowerCase(java.util.Locale.ROOT);
+        if (s.equals("off") || s.equals("false") || s.equals("no")) {
+            return 0;
+        }
+        if (s.equals("on") || s.equals("true") || s.equals("yes")) {
+            return DEFAULT_SECONDS;
+        }
+        try {
+            double d = Double.parseDouble(s);
+            if (d >= 0 && d <= 600) {
+                return d;
+            }
+        } catch (NumberFormatException e) {
+            // fall through
+        }
+        throw new IllegalArgumentException("JCCL_WARMUP=" + v + " is not a number of seconds between 0 and 600 "
+                + "(0 or off: no warm-up at communicator creation; unset: " + DEFAULT_SECONDS + ")");
+    }
+
+    /**
+     * Warms {@code comm}'s paths for at most {@code maxSeconds} (collective: every rank calls it
+     * with its new communicator). Returns the number of blocks run.
+     */
+    static int run(Communicator comm, double maxSeconds) {
+        int n = comm.size();
+        if (maxSeconds <= 0 || n < 2) {
+            return 0;
+        }
+        long t0 = System.nanoTime();
+        long limit = (long) (maxSeconds * 1e9);
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
+        int blocks = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            Buffers b = new Buffers(arena, n);
+            int[] vote = new int[2];
+            HostBuffer voteBuf = HostBuffer.of(vote);
+            long compiled = watch ? jit.getTotalCompilationTime() : 0;
+            long lastCompile = t0;
+            while (true) {
+                b.block(comm);
+                blocks++;
+                long now = System.nanoTime();
+                long total = watch ? jit.getTotalCompilationTime() : 0;
+                if (total != compiled) {
+                    compiled = total;
+                    lastCompile = now;
+                }
+                long elapsed = now - t0;
+                // A C2 compilation takes tens of milliseconds and is counted when it ends: only a
+                // quiet stretch that long says the queue is empty.
+                boolean busy = !watch || now - lastCompile < QUIET_NANOS || elapsed < MIN_NANOS;
+                vote[0] = busy ? 1 : 0;
+                vote[1] = elapsed >= limit ? 1 : 0;
+                comm.allReduce(voteBuf, voteBuf, ReduceOp.MAX);
+                if (vote[0] == 0 || vote[1] == 1) {
+                    break;
+                }
+            }
+        }
+        RUNS.incrementAndGet();
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        int r = comm.rank();
+        int k = blocks;
+        LOG.info(r, () -> "JIT warm-up: " + k + " blocks in " + ms + " ms (JCCL_WARMUP=0 turns it off)");
+        return blocks;
+    }
+
+    /** The buffers of one block, allocated once. */
+    private static final class Buffers {
+        final HostBuffer smallIn, smallOut, midIn, midOut, largeIn, largeOut;
+        final HostBuffer heapSmall, heapMid, heapLarge;
+        final HostBuffer blockIn, gathered, exchanged;
+
+        Buffers(Arena arena, int n) {
+            smallIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
+            smallOut = HostBuffer.allocate(DataType.FLOAT32, SMALL, arena);
+            midIn = fill(HostBuffer.allocate(DataType.FLOAT32, MID, arena));
+            midOut = HostBuffer.allocate(DataType.FLOAT32, MID, arena);
+            largeIn = fill(HostBuffer.allocate(DataType.FLOAT32, LARGE, arena));
+            largeOut = HostBuffer.allocate(DataType.FLOAT32, LARGE, arena);
+            heapSmall = HostBuffer.of(new float[SMALL]);
+            heapMid = HostBuffer.of(new float[MID]);
+            heapLarge = HostBuffer.of(new float[LARGE]);
+            blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
+            gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
+            exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
+        }
+
+        private static HostBuffer fill(HostBuffer b) {
+            for (long i = 0; i < b.count(); i++) {
+                b.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, 1f);
+            }
+            return b;
+        }
+
+        /** One block: about a millisecond of calls once compiled. */
+        void block(Communicator c) {
+            for (int i = 0; i < 8; i++) {
+                c.allReduce(smallIn, smallOut, ReduceOp.SUM);
+                c.allReduce(heapSmall, heapSmall, ReduceOp.SUM);
+                c.allReduce(midIn, midOut, ReduceOp.SUM);
+                c.allReduce(heapMid, heapMid, ReduceOp.SUM);
+            }
+            c.allReduce(largeIn, largeOut, ReduceOp.SUM);
+            c.allReduce(heapLarge, heapLarge, ReduceOp.SUM);
+            c.broadcast(smallIn, smallOut, 0);
+            c.allGather(blockIn, gathered);
+            c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
+            c.allToAll(gathered, exchanged);
+        }
+    }
+}

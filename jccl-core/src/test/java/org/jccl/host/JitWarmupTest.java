@@ -1,0 +1,81 @@
+package org.jccl.host;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link JitWarmup} (JCCL_WARMUP): creation runs it when asked, the ranks leave it together (the
+ * collectives after it match and are right, with any bound), and the setting is parsed strictly.
+ * The suite runs with JCCL_WARMUP=0 (pom.xml); these tests turn it on per communicator.
+ */
+class JitWarmupTest {
+    private static final Duration T = Duration.ofSeconds(60);
+
+    @Test
+    void creationWarmsUpWhenAskedAndTheRanksStayInStep() throws Exception {
+        int before = JitWarmup.RUNS.get();
+        List<String> out = ThreadRanks.run(3, T, Duration.ofSeconds(120), o -> o.withSetting("JCCL_WARMUP", "2"), comm -> {
+            float[] x = {comm.rank() + 1f, 10f * comm.rank()};
+            comm.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+            int[] b = {comm.rank() == 1 ? 7 : 0};
+            comm.broadcast(HostBuffer.of(b), HostBuffer.of(b), 1);
+            return x[0] + " " + x[1] + " " + b[0];
+        });
+        assertEquals(List.of("6.0 30.0 7", "6.0 30.0 7", "6.0 30.0 7"), out);
+        assertEquals(before + 3, JitWarmup.RUNS.get(), "every rank warms up once at creation");
+    }
+
+    @Test
+    void aTinyBoundEndsTheWarmUpOnEveryRankAfterTheSameBlock() throws Exception {
+        List<Integer> blocks = ThreadRanks.run(2, T, comm -> {
+            int n = JitWarmup.run(comm, 1e-6);
+            long[] y = {comm.rank() + 5L};
+            comm.allReduce(HostBuffer.of(y), ReduceOp.MAX);
+            assertEquals(6L, y[0]);
+            return n;
+        });
+        assertEquals(List.of(1, 1), blocks);
+    }
+
+    @Test
+    void aWarmUpRunsUntilTheJitIsQuietAndAtLeastItsMinimum() throws Exception {
+        long t0 = System.nanoTime();
+        List<Integer> blocks = ThreadRanks.run(2, T, comm -> JitWarmup.run(comm, 30));
+        assertEquals(blocks.get(0), blocks.get(1), "the ranks ran different numbers of blocks");
+        assertTrue(blocks.get(0) >= 2, "one block cannot cover the 50 ms minimum: " + blocks);
+        assertTrue(System.nanoTime() - t0 < 30_000_000_000L, "the warm-up did not end before its bound");
+    }
+
+    @Test
+    void noWarmUpWithZeroOrOneRank() throws Exception {
+        assertEquals(List.of(0, 0), ThreadRanks.run(2, T, comm -> JitWarmup.run(comm, 0)));
+        assertEquals(List.of(0), ThreadRanks.run(1, T, comm -> JitWarmup.run(comm, 5)));
+    }
+
+    @Test
+    void theSettingIsSecondsOrOffAndAnythingElseIsAnErrorNamingIt() throws Exception {
+        assertEquals(JitWarmup.DEFAULT_SECONDS, JitWarmup.seconds(null));
+        assertEquals(JitWarmup.DEFAULT_SECONDS, JitWarmup.seconds(" on "));
+        assertEquals(0.0, JitWarmup.seconds("off"));
+        assertEquals(0.0, JitWarmup.seconds("0"));
+        assertEquals(2.5, JitWarmup.seconds("2.5"));
+        for (String bad : new String[] {"-1", "601", "NaN", "soon"}) {
+            IllegalArgumentException x = assertThrows(IllegalArgumentException.class, () -> JitWarmup.seconds(bad));
+            assertTrue(x.getMessage().startsWith("JCCL_WARMUP=" + bad), x.getMessage());
+        }
+        Exception e = assertThrows(Exception.class, () -> ThreadRanks.run(2, T, Duration.ofSeconds(60),
+                o -> o.withSetting("JCCL_WARMUP", "soon"), comm -> "created"));
+        Throwable c = e;
+        while (!(c instanceof IllegalArgumentException) && c.getCause() != null) {
+            c = c.getCause();
+        }
+        assertTrue(c instanceof IllegalArgumentException && c.getMessage().contains("JCCL_WARMUP"), String.valueOf(c));
+    }
+}

@@ -22,6 +22,7 @@ import org.jccl.spi.Liveness;
  * Always available.
  */
 public final class HostBackend implements Backend {
+    private static final org.jccl.internal.Log LOG = org.jccl.internal.Log.get(HostBackend.class);
 
     /** For ServiceLoader. */
     public HostBackend() {
@@ -64,9 +65,13 @@ public final class HostBackend implements Backend {
             }
             String id = options.jobId() + "-" + new String(idBytes, StandardCharsets.UTF_8);
             double warmup = JitWarmup.seconds();
+            boolean pin = pinning();
             Communicator comm = create(options, store, id, hostId(), TcpConfig.Transport.fromEnv(),
                     (liveness == null ? Liveness.NONE : liveness).watch(options.size()));
             try {
+                if (pin) {
+                    pin(options.rank(), options.localRank(), options.localSize());
+                }
                 JitWarmup.run(comm, warmup);
             } catch (RuntimeException e) {
                 comm.close();
@@ -77,6 +82,45 @@ public final class HostBackend implements Backend {
             store.close();
             throw e;
         }
+    }
+
+    /** JCCL_AFFINITY: {@code auto} (the default) pins, {@code off} does not; anything else is an error. */
+    static boolean pinning() {
+        String v = org.jccl.internal.Settings.get("JCCL_AFFINITY");
+        if (v == null || v.isBlank() || v.trim().equalsIgnoreCase("auto")) {
+            return true;
+        }
+        if (v.trim().equalsIgnoreCase("off")) {
+            return false;
+        }
+        throw new IllegalArgumentException("JCCL_AFFINITY=" + v + " is not a choice: use auto (each local rank's "
+                + "thread on its own share of the CPUs) or off (leave the thread where it is)");
+    }
+
+    /**
+     * Restricts the calling thread (the rank's) to local rank {@code localRank}'s share of the CPUs
+     * it may use now, so that no two spinning ranks of this host ever share a core (see {@link
+     * org.jccl.internal.Affinity}). Nothing happens with one local rank, with more local ranks than
+     * CPUs, or where affinity cannot be set (logged). Returns the CPUs, or null.
+     */
+    static int[] pin(int rank, int localRank, int localSize) {
+        if (localSize < 2 || localRank < 0 || localRank >= localSize) {
+            return null;
+        }
+        if (!org.jccl.internal.Affinity.isAvailable()) {
+            LOG.info(rank, () -> "ranks not pinned to CPUs: " + org.jccl.internal.Affinity.unavailabilityCause());
+            return null;
+        }
+        int[] allowed = org.jccl.internal.Affinity.allowed();
+        int[] share = org.jccl.internal.Affinity.shareOf(allowed, localRank, localSize);
+        if (share == null) {
+            LOG.info(rank, () -> "ranks not pinned to CPUs: " + localSize + " local ranks share " + allowed.length + " CPUs");
+            return null;
+        }
+        org.jccl.internal.Affinity.set(share);
+        LOG.info(rank, () -> "local rank " + localRank + " of " + localSize + ": this thread runs on CPUs "
+                + org.jccl.internal.Affinity.format(share) + " (JCCL_AFFINITY=off leaves it where it was)");
+        return share;
     }
 
     /**

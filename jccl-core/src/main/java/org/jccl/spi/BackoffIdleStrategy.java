@@ -35,6 +35,16 @@ public final class BackoffIdleStrategy implements IdleStrategy {
         this.maxParkNanos = maxParkNanos;
     }
 
+    /**
+     * The host engine's waits for {@code localRanks} ranks on this machine: spin long when the
+     * ranks fit the cores, else yield early; parks of 1 to 200 us.
+     */
+    public static BackoffIdleStrategy forRanks(int localRanks) {
+        int cores = Runtime.getRuntime().availableProcessors();
+        return localRanks <= cores ? new BackoffIdleStrategy(20_000, 1_000, 1_000, 200_000)
+                : new BackoffIdleStrategy(50, 2_000, 1_000, 200_000);
+    }
+
     @Override
     public void idle(int iteration) {
         if (iteration < spins) {

@@ -31,26 +31,6 @@ public final class TimedIdleStrategy implements IdleStrategy {
         this.start = System.nanoTime();
     }
 
-    /**
-     * The shared-memory waits of {@code localRanks} ranks on this machine (one instance per
-     * transport: it holds the wait's start). While the ranks fit the cores: spin 50 us (a peer
-     * that runs answers within a few microseconds), yield until 200 us, then park 50 us at a time.
-     * More ranks than cores: spin 2 us only.
-     *
-     * <p>Why parks come after a fixed time rather than a number of polls, and stay short: a
-     * waiter that keeps its core keeps the scheduler from moving anything onto it. When a third
-     * runnable thread (a JIT compiler thread, the garbage collector, another process) shares the
-     * cores with two spinning ranks, Linux may leave both ranks on one core, where each waits out
-     * the other's time slice; on a 2-core VM an 8-byte all-reduce then took 1.2 ms on every other
-     * call for seconds (docs/BENCHMARKS.md, "From the first call"). A yield does not help there
-     * (the peer waits on the other core's queue); a park frees the core and lets the kernel move
-     * the peer onto it.
-     */
-    public static TimedIdleStrategy forRanks(int localRanks) {
-        int cores = Runtime.getRuntime().availableProcessors();
-        return new TimedIdleStrategy(localRanks <= cores ? 50_000 : 2_000, 200_000, 50_000);
-    }
-
     @Override
     public void idle(int iteration) {
         long waited = elapsed(iteration);

@@ -33,6 +33,24 @@ class JitWarmupTest {
     }
 
     @Test
+    void eachLocalRanksThreadGetsItsOwnShareOfTheCpusWhenAffinityIsAuto() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(org.jccl.internal.Affinity.isAvailable(),
+                () -> "affinity unavailable here: " + org.jccl.internal.Affinity.unavailabilityCause());
+        int cpus = org.jccl.internal.Affinity.allowed().length;
+        org.junit.jupiter.api.Assumptions.assumeTrue(cpus >= 2, "one CPU: nothing to share");
+        List<String> shares = ThreadRanks.run(2, T, Duration.ofSeconds(60), o -> o.withSetting("JCCL_AFFINITY", "auto"),
+                comm -> org.jccl.internal.Affinity.format(org.jccl.internal.Affinity.allowed()));
+        int[] all = org.jccl.internal.Affinity.allowed();
+        assertEquals(List.of(org.jccl.internal.Affinity.format(org.jccl.internal.Affinity.shareOf(all, 0, 2)),
+                org.jccl.internal.Affinity.format(org.jccl.internal.Affinity.shareOf(all, 1, 2))), shares);
+        List<String> off = ThreadRanks.run(2, T, comm -> org.jccl.internal.Affinity.format(org.jccl.internal.Affinity.allowed()));
+        assertEquals(List.of(org.jccl.internal.Affinity.format(all), org.jccl.internal.Affinity.format(all)), off,
+                "pinned although the suite sets JCCL_AFFINITY=off");
+        assertThrows(Exception.class, () -> ThreadRanks.run(2, T, Duration.ofSeconds(60),
+                o -> o.withSetting("JCCL_AFFINITY", "core"), comm -> "created"));
+    }
+
+    @Test
     void aTinyBoundEndsTheWarmUpOnEveryRankAfterTheSameBlock() throws Exception {
         List<Integer> blocks = ThreadRanks.run(2, T, comm -> {
             int n = JitWarmup.run(comm, 1e-6);

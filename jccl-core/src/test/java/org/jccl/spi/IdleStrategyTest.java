@@ -26,14 +26,13 @@ class IdleStrategyTest {
     }
 
     @Test
-    void sharedMemoryWaitsParkAfter200MicrosecondsWhateverTheRankCount() throws InterruptedException {
-        for (int ranks : new int[] {1, Integer.MAX_VALUE}) {
-            TimedIdleStrategy s = TimedIdleStrategy.forRanks(ranks);
-            s.idle(0);
-            assertFalse(s.isParking(1), ranks + " ranks: parking right after the wait began");
-            Thread.sleep(2);
-            assertTrue(s.isParking(2), ranks + " ranks: not parking 2 ms into a wait");
-        }
+    void backoffForRanksParksOnlyAfterSpinningAndYielding() {
+        BackoffIdleStrategy many = BackoffIdleStrategy.forRanks(Integer.MAX_VALUE);
+        BackoffIdleStrategy few = BackoffIdleStrategy.forRanks(1);
+        assertFalse(few.isParking(20_000));
+        assertTrue(few.isParking(21_000));
+        assertFalse(many.isParking(2_049));
+        assertTrue(many.isParking(2_050));
     }
 
     @Test

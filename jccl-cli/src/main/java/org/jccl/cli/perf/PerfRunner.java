@@ -222,7 +222,9 @@ public final class PerfRunner {
             launch.initialize(data, staging);
         }
         // The first call of a size and placement is timed on its own and reported (the "first
-        // call" columns): no untimed calls beyond -w hide a cold library.
+        // call" columns): no untimed calls beyond -w hide a cold library. The barrier keeps rank
+        // 0's printing of the last row out of the other ranks' first call.
+        comm.barrier();
         long f0 = System.nanoTime();
         runOnce(launch);
         firstSeconds = (System.nanoTime() - f0) / 1e9;

@@ -25,7 +25,7 @@ import org.jccl.CollectiveTimeoutException;
 import org.jccl.JcclException;
 import org.jccl.PeerFailureException;
 import org.jccl.bootstrap.Store;
-import org.jccl.spi.TimedIdleStrategy;
+import org.jccl.spi.BackoffIdleStrategy;
 import org.jccl.spi.IdleStrategy;
 import org.jccl.internal.Log;
 
@@ -138,7 +138,7 @@ public final class ShmTransport implements Transport {
             }
             store.get("shm/all-mapped", timeout);
             Files.deleteIfExists(file);
-            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, TimedIdleStrategy.forRanks(localRanks), file);
+            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file);
             ok = true;
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
                     + " bytes, slot " + geo.slotBytes() + " x " + geo.k());

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# jccl's host engine against Open MPI (default, and each of its other shared-memory configurations)
+# and Gloo, on the GPU machine's host CPUs, one run, every number written as perf JSON.
+#
+# Stage (here): bench/gpu/run-gpu.sh stage (it makes .gpu), then
+#   mvn -o -q -DskipTests package -pl jccl-core,jccl-cli && mkdir -p .gpu/cli &&
+#   cp jccl-cli/target/jccl-cli-*-SNAPSHOT.jar jccl-cli/target/lib/*.jar .gpu/cli/
+# (a -sources/-javadoc jar there is harmless), then on the device, from the repository root:
+#   HOSTCMP_PHASES=allreduce,twocore,others bash bench/gpu/host-vs-mpi.sh
+# with carry [".jre", ".gpu"]. Everything lands in $OUT/hostcmp.tgz (JSON per run + logs);
+# bench/host_report.py turns it into the tables of docs/BENCHMARKS.md.
+#
+# Phases (HOSTCMP_PHASES, comma separated; HOSTCMP_RANKS, default "2 4 8 16"):
+#   allreduce  all-reduce float sum, 16 B..64 MiB (x4): jccl cold (nccl-tests' -n 20 -w 5) and
+#              steady (-n 2000 -w 500 to 256 KiB, -n 40 -w 10 above); Open MPI cold (-n 20 -w 5) and
+#              adaptive (~0.1 s per size) in every configuration below; Gloo (2 and 8 ranks)
+#   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
+#   others     the other collectives, 16 B..64 MiB (x16): jccl steady and cold, Open MPI default and best
+#   registered all-reduce 1..64 MiB with buffers from comm.allocate (JCCL_PERF_REGISTERED=1) next to plain ones
+# Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
+# single_copy_mechanism cma); han (coll han preferred) when ompi_info lists it; xhc likewise.
+cd "$(dirname "$0")/../.."
+chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
+OUT=${OUT:-.gpu/out}
+R="$OUT/hostcmp"
+mkdir -p "$R"
+PHASES=",${HOSTCMP_PHASES:-allreduce,twocore},"
+RANKS=${HOSTCMP_RANKS:-2 4 8 16}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$R/run.log"; }
+{
+  echo "host $(hostname): $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+  echo "load at start: $(cat /proc/loadavg)"
+  lscpu | grep -E 'NUMA|Socket|Thread|L3' ; mpirun --version 2>&1 | head -1
+} | tee "$R/machine.txt"
+
+# ---- Open MPI driver and configurations ----
+MPIC=bench/mpi/mpi_coll
+if command -v mpicc >/dev/null; then
+  mpicc -O2 -o "$MPIC" bench/mpi/mpi_coll.c -lm 2>>"$R/run.log" || log "mpicc failed"
+fi
+[ -x "$MPIC" ] || { [ -x .gpu/mpi_coll ] && MPIC=.gpu/mpi_coll; }
+ompi_info --param btl vader --level 9 2>/dev/null | grep -i single_copy > "$R/ompi-vader.txt"
+ompi_info 2>/dev/null | grep -E "MCA coll" > "$R/ompi-coll.txt"
+CONFIGS="default cma"
+grep -q "coll: han" "$R/ompi-coll.txt" && CONFIGS="$CONFIGS han"
+grep -q "coll: xhc" "$R/ompi-coll.txt" && CONFIGS="$CONFIGS xhc"
+log "Open MPI configurations: $CONFIGS (driver $MPIC)"
+mpiflags() { # CONFIG -> mpirun flags
+  case $1 in
+    default) echo "" ;;
+    cma) echo "--mca btl_vader_single_copy_mechanism cma" ;;
+    han) echo "--mca coll_han_priority 100" ;;
+    xhc) echo "--mca coll_xhc_priority 100" ;;
+  esac
+}
+mpi() { # mpi N CONFIG LABEL COLLS ARGS... ; extra leading "taskset -c 0,1" via $PIN
+  local n=$1 cfg=$2 label=$3 colls=$4; shift 4
+  # shellcheck disable=SC2046
+  timeout 300 $PIN mpirun -np "$n" --bind-to none --oversubscribe $(mpiflags "$cfg") "$MPIC" "$colls" "$@" \
+    --label "Open MPI $cfg" --json "$R/mpi-$label-$cfg-r$n.json" > "$R/mpi-$label-$cfg-r$n.log" 2>&1
+  log "mpi $label $cfg ranks $n: exit $?"
+}
+jccl() { # jccl N LABEL COLL ARGS...
+  local n=$1 label=$2 coll=$3; shift 3
+  timeout 300 $PIN .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -cp ".gpu/cli/*" \
+    org.jccl.cli.Main perf "$coll" --ranks "$n" -z 1 -c 0 "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
+  log "jccl $label ranks $n: exit $? $(grep -m1 -o 'JIT warm-up.*ms' "$R/jccl-$label-r$n.log")"
+}
+PIN=""
+if [[ $PHASES == *,allreduce,* ]]; then
+  for n in $RANKS; do
+    jccl "$n" ar-cold allreduce -b 16 -e 64M -f 4
+    jccl "$n" ar-steady-small allreduce -b 16 -e 256K -f 4 -n 2000 -w 500
+    jccl "$n" ar-steady-large allreduce -b 1M -e 64M -f 4 -n 40 -w 10
+    mpi "$n" default ar-cold allreduce -b 16 -e 64M -f 4 -n 20 -w 5 -c 0
+    for cfg in $CONFIGS; do mpi "$n" "$cfg" ar allreduce -b 16 -e 64M -f 4 -T 0.1 -c 0; done
+    if [ "$n" = 2 ] || [ "$n" = 8 ]; then
+      timeout 300 python3 bench/gloo/gloo_bench.py allreduce --ranks "$n" -b 16 -e 64M -f 4 -T 0.1 -c 0 \
+        --json "$R/gloo-ar-r$n.json" > "$R/gloo-ar-r$n.log" 2>&1
+      log "gloo ar ranks $n: exit $?"
+    fi
+  done
+fi
+if [[ $PHASES == *,twocore,* ]]; then
+  PIN="taskset -c 0,1"
+  for rep in 1 2 3; do
+    jccl 2 twocore-cold$rep allreduce -b 8 -e 16M -f 8
+    mpi 2 default twocore-cold$rep allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+  done
+  PIN=""
+fi
+if [[ $PHASES == *,others,* ]]; then
+  for n in $RANKS; do
+    for c in allgather reducescatter broadcast reduce alltoall gather scatter; do
+      jccl "$n" "$c-steady" "$c" -b 16 -e 64M -f 16 -n 200 -w 20
+      jccl "$n" "$c-cold" "$c" -b 16 -e 64M -f 16
+    done
+    for cfg in $CONFIGS; do
+      mpi "$n" "$cfg" others allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter -b 16 -e 64M -f 16 -T 0.05 -c 0
+    done
+  done
+fi
+if [[ $PHASES == *,registered,* ]]; then
+  for n in ${HOSTCMP_REG_RANKS:-8 16}; do
+    jccl "$n" reg-plain allreduce -b 1M -e 64M -f 4 -n 40 -w 10
+    JCCL_PERF_REGISTERED=1 jccl "$n" reg-registered allreduce -b 1M -e 64M -f 4 -n 40 -w 10
+    for c in allgather broadcast reducescatter; do
+      jccl "$n" "reg-plain-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
+      JCCL_PERF_REGISTERED=1 jccl "$n" "reg-registered-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
+    done
+  done
+fi
+log "load at end: $(cat /proc/loadavg)"
+tar czf "$OUT/hostcmp.tgz" -C "$OUT" hostcmp
+# A short table last: all-reduce out-of-place times (us) per rank count.
+for n in $RANKS; do
+  for f in "$R/jccl-ar-cold-r$n.json" "$R/jccl-ar-steady-small-r$n.json" "$R/mpi-ar-default-r$n.json"; do
+    [ -f "$f" ] && python3 - "$f" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for run in d["runs"]:
+    cells = " ".join(f"{r['bytes']}:{(r.get('oop') or {}).get('time_us', float('nan')):.4g}" for r in run["rows"])
+    print(f"{sys.argv[1].split('/')[-1]}: {cells}")
+EOF
+  done
+done

@@ -1,0 +1,60 @@
+package org.jccl.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/** {@link Affinity}: the shares, and on Linux the calling thread's mask read and set (checked against /proc). */
+class AffinityTest {
+
+    @Test
+    void sharesAreConsecutiveEqualBlocksWithTheRemainderFirst() {
+        int[] cpus = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+        assertArrayEquals(new int[] {0, 1, 2, 3}, Affinity.shareOf(cpus, 0, 3));
+        assertArrayEquals(new int[] {4, 5, 6}, Affinity.shareOf(cpus, 1, 3));
+        assertArrayEquals(new int[] {7, 8, 9}, Affinity.shareOf(cpus, 2, 3));
+        assertArrayEquals(new int[] {1}, Affinity.shareOf(new int[] {0, 1}, 1, 2));
+        assertArrayEquals(new int[] {5}, Affinity.shareOf(new int[] {3, 5}, 1, 2));
+        assertNull(Affinity.shareOf(new int[] {0, 1}, 0, 3), "3 ranks cannot each have a CPU of 2");
+        assertThrows(IllegalArgumentException.class, () -> Affinity.shareOf(cpus, 3, 3));
+        assertEquals("0-3,8,10-11", Affinity.format(new int[] {0, 1, 2, 3, 8, 10, 11}));
+    }
+
+    @Test
+    void aThreadPinnedToOneCpuRunsThereOnly() throws Exception {
+        assumeTrue(Affinity.isAvailable(), () -> "affinity unavailable here: " + Affinity.unavailabilityCause());
+        int[] allowed = Affinity.allowed();
+        assertEquals(Runtime.getRuntime().availableProcessors(), allowed.length, "allowed CPUs vs the JVM's count");
+        int last = allowed[allowed.length - 1];
+        AtomicReference<Object> seen = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                Affinity.set(new int[] {last});
+                // the kernel's own view of this thread
+                String status = Files.readString(Path.of("/proc/thread-self/status"));
+                String list = status.lines().filter(l -> l.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow();
+                seen.set(new Object[] {Affinity.allowed(), list.substring(list.indexOf(':') + 1).trim()});
+            } catch (Throwable e) {
+                seen.set(e);
+            }
+        });
+        t.start();
+        t.join();
+        if (seen.get() instanceof Throwable e) {
+            throw new AssertionError(e);
+        }
+        Object[] r = (Object[]) seen.get();
+        assertArrayEquals(new int[] {last}, (int[]) r[0]);
+        assertEquals(Integer.toString(last), r[1]);
+        assertArrayEquals(allowed, Affinity.allowed(), "pinning another thread changed this one");
+        assertThrows(IllegalArgumentException.class, () -> Affinity.set(new int[] {}));
+        assertThrows(IllegalArgumentException.class, () -> Affinity.set(new int[] {5000}));
+    }
+}

@@ -94,6 +94,50 @@ class RegisteredConformanceTest {
         }
     }
 
+    /** Ranks as processes: each maps the others' region files (zero copy from one byte). */
+    @Test
+    void processesAsRanks() throws Exception {
+        int n = 2;
+        String label = "shm registered " + n + " processes";
+        try (org.jccl.bootstrap.TcpStoreServer server = org.jccl.bootstrap.TcpStoreServer.start(
+                new java.net.InetSocketAddress("127.0.0.1", 0), null)) {
+            List<org.jccl.bootstrap.Procs.Proc> procs = new ArrayList<>();
+            String job = "kitr" + Long.toHexString(System.nanoTime());
+            try {
+                for (int r = 0; r < n; r++) {
+                    java.util.Map<String, String> env = new java.util.HashMap<>();
+                    env.put("JCCL_RANK", Integer.toString(r));
+                    env.put("JCCL_WORLD_SIZE", Integer.toString(n));
+                    env.put("JCCL_STORE", "127.0.0.1:" + server.port());
+                    env.put("JCCL_STORE_SERVED", "1");
+                    env.put("JCCL_JOB_ID", job);
+                    env.put("JCCL_TIMEOUT", TIMEOUT.toSeconds() + "s");
+                    env.put("JCCL_SHM_ZERO_COPY_BYTES", "1");
+                    env.put("JCCL_KIT_SEED", Long.toString(SEED));
+                    String sel = System.getProperty("jccl.kit.cases");
+                    env.put("JCCL_KIT_CASES", sel != null ? sel : CASES.pattern());
+                    procs.add(org.jccl.bootstrap.Procs.start(KitMain.class, List.of(label, "quick", "registered"), env));
+                }
+                List<String> failures = new ArrayList<>();
+                for (int r = 0; r < n; r++) {
+                    org.jccl.bootstrap.Procs.Proc p = procs.get(r);
+                    assertTrue(p.process().waitFor(4, java.util.concurrent.TimeUnit.MINUTES),
+                            "rank " + r + " of " + label + " did not finish (hang):\n" + p.output());
+                    p.await(l -> l.startsWith("KIT-DONE"), 5_000);
+                    String out = p.output();
+                    assertTrue(out.contains("KIT-DONE"), "rank " + r + " ended without finishing the kit:\n" + out);
+                    failures.addAll(KitMain.failures(out));
+                    assertEquals(0, p.process().exitValue(), "rank " + r + " exit code:\n" + out);
+                }
+                ConformanceTest.assertNoFailures(label, failures);
+            } finally {
+                for (org.jccl.bootstrap.Procs.Proc p : procs) {
+                    p.process().destroyForcibly();
+                }
+            }
+        }
+    }
+
     /** allocate's arguments, isRegistered, slices, and the files: gone at close. */
     @Test
     void allocateAndIsRegistered() throws Exception {

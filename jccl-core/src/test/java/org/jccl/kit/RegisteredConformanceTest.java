@@ -138,6 +138,22 @@ class RegisteredConformanceTest {
         }
     }
 
+    /** A zero-copy-sized call with a rank missing ends at the deadline, naming it. */
+    @Test
+    void deadlineNamesTheMissingRank() throws Exception {
+        HostWorlds.run(HostWorlds.oneHost(2), "auto", TIMEOUT, Duration.ofMinutes(1), comm -> {
+            HostBuffer b = comm.allocate(DataType.FLOAT32, 1 << 20);
+            if (comm.rank() == 0) {
+                org.jccl.CollectiveTimeoutException e = assertThrows(org.jccl.CollectiveTimeoutException.class,
+                        () -> comm.withTimeout(Duration.ofMillis(300)).allReduce(b, ReduceOp.SUM));
+                assertEquals(List.of(1), e.missingRanks(), e.getMessage());
+            } else {
+                Thread.sleep(1500);
+            }
+            return null;
+        });
+    }
+
     /** allocate's arguments, isRegistered, slices, and the files: gone at close. */
     @Test
     void allocateAndIsRegistered() throws Exception {

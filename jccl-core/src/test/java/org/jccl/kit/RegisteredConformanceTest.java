@@ -43,6 +43,8 @@ class RegisteredConformanceTest {
     private static final Pattern CASES = Pattern.compile("^(allReduce|reduce|broadcast|allGather|reduceScatter|allToAll"
             + "|gather|scatter|bitwiseIdentity|allGatherV|reduceScatterV|allToAllV|gatherV|scatterV)$");
 
+    private static final Pattern HIER_CASES = Pattern.compile("^(allReduce|reduce|broadcast|allGather|reduceScatter)$");
+
     static Stream<Arguments> worlds() {
         IntPredicate all = r -> true;
         IntPredicate notLast = r -> r != 2;
@@ -66,12 +68,14 @@ class RegisteredConformanceTest {
                 + (zeroCopyBytes == null ? "" : " zero copy from " + zeroCopyBytes + " B");
         Traits traits = Traits.host(name.startsWith("hier") ? "hier" : "shm", false).named(label);
         Predicate<String> sel = Kit.selection();
+        // hierarchical: the collectives whose steps inside a host take registered buffers (time)
+        Pattern cases = name.startsWith("hier") ? HIER_CASES : CASES;
         String before = zeroCopyBytes == null ? null : System.setProperty("jccl.shm.zero.copy.bytes", zeroCopyBytes);
         try {
             List<Kit.Report> reports = HostWorlds.run(hosts, "auto", TIMEOUT, Duration.ofMinutes(4), comm -> {
                 Mem mem = Mem.registered(comm, registered);
                 try {
-                    return Kit.run(comm, () -> mem, traits, SEED, full, n -> CASES.matcher(n).find() && sel.test(n));
+                    return Kit.run(comm, () -> mem, traits, SEED, full, n -> cases.matcher(n).find() && sel.test(n));
                 } finally {
                     mem.close();
                 }

@@ -16,7 +16,10 @@
 #              adaptive (~0.1 s per size) in every configuration below; Gloo (2 and 8 ranks)
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
 #   others     the other collectives, 16 B..64 MiB (x16): jccl steady and cold, Open MPI default and best
-#   registered all-reduce 1..64 MiB with buffers from comm.allocate (JCCL_PERF_REGISTERED=1) next to plain ones
+#   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
+#              (-Djccl.perf.registered=true) next to plain ones (HOSTCMP_REG_RANKS, default "8 16")
+#   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
+#              and this one (.gpu/cli), interleaved, twice: the regression check
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
 # single_copy_mechanism cma); han (coll han preferred) when ompi_info lists it; xhc likewise.
 cd "$(dirname "$0")/../.."
@@ -63,7 +66,8 @@ mpi() { # mpi N CONFIG LABEL COLLS ARGS... ; extra leading "taskset -c 0,1" via 
 }
 jccl() { # jccl N LABEL COLL ARGS...
   local n=$1 label=$2 coll=$3; shift 3
-  timeout 300 $PIN .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -cp ".gpu/cli/*" \
+  # shellcheck disable=SC2086 # JOPTS: extra JVM flags
+  timeout 300 $PIN .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector ${JOPTS:-} -cp ".gpu/${CLI:-cli}/*" \
     org.jccl.cli.Main perf "$coll" --ranks "$n" -z 1 -c 0 "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
   log "jccl $label ranks $n: exit $? $(grep -m1 -o 'JIT warm-up.*ms' "$R/jccl-$label-r$n.log")"
 }
@@ -104,10 +108,20 @@ fi
 if [[ $PHASES == *,registered,* ]]; then
   for n in ${HOSTCMP_REG_RANKS:-8 16}; do
     jccl "$n" reg-plain allreduce -b 1M -e 64M -f 4 -n 40 -w 10
-    JCCL_PERF_REGISTERED=1 jccl "$n" reg-registered allreduce -b 1M -e 64M -f 4 -n 40 -w 10
+    JOPTS=-Djccl.perf.registered=true jccl "$n" reg-registered allreduce -b 1M -e 64M -f 4 -n 40 -w 10
     for c in allgather broadcast reducescatter; do
       jccl "$n" "reg-plain-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
-      JCCL_PERF_REGISTERED=1 jccl "$n" "reg-registered-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
+      JOPTS=-Djccl.perf.registered=true jccl "$n" "reg-registered-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
+    done
+  done
+fi
+if [[ $PHASES == *,ab,* ]]; then
+  for rep in 1 2; do
+    for n in 2 8; do
+      for v in cli-base cli; do
+        CLI=$v jccl "$n" "ab-small-$v-$rep" allreduce -b 16 -e 256K -f 4 -n 2000 -w 500
+        CLI=$v jccl "$n" "ab-large-$v-$rep" allreduce -b 1M -e 16M -f 4 -n 40 -w 10
+      done
     done
   done
 fi

@@ -60,6 +60,46 @@ public interface Communicator extends AutoCloseable {
                 + "Options.withTimeout)");
     }
 
+    // ---- registered memory ----
+
+    /**
+     * Host memory for collectives of this communicator, like {@code MPI_Alloc_mem} and {@code
+     * ncclMemAlloc}: {@code count} zeroed elements of {@code type}. On the host engine's shared
+     * memory (every rank of the communicator on one host, and the ranks of each host of a
+     * hierarchical one) the memory is <em>registered</em>: it lives in a shared-memory file the
+     * other ranks map, so a collective whose buffers are all registered on every rank reads the
+     * peers' data in place (one copy instead of copy-in and copy-out; see the user guide's
+     * "Registered buffers"). Slices of it ({@link HostBuffer#slice}, or {@link HostBuffer#of} over
+     * part of its segment) are registered too. Other backends (TCP, MPI, NCCL) return ordinary
+     * host memory, which works the same, only without the shortcut; so does memory from anywhere
+     * else ({@link HostBuffer#of}), on every backend.
+     *
+     * <p>Local, not collective: each rank allocates what it likes, when it likes, from any thread.
+     * The memory belongs to this communicator (not to its splits or to other communicators: a
+     * buffer allocated here is ordinary memory for them) and stays valid until the communicator is
+     * closed; there is no way to free it sooner, so allocate what you reuse (a gradient buffer,
+     * a pool) rather than per call. After {@link #close()} its segment can no longer be accessed
+     * (an {@link IllegalStateException}, never a crash).
+     *
+     * @param type  element type
+     * @param count number of elements, {@code >= 0}
+     * @return a buffer of {@code count} zeroed elements, 64-byte aligned (page aligned when registered)
+     * @throws IllegalArgumentException when {@code type} is null or {@code count} negative or too large
+     * @throws InvalidUsageException    when the communicator is closed
+     * @throws JcclException            when the shared memory cannot be created (out of space in /dev/shm)
+     */
+    HostBuffer allocate(DataType type, long count);
+
+    /**
+     * True when {@code buffer} lies entirely in memory {@link #allocate} registered with this
+     * communicator, so that collectives whose buffers are registered on every rank can take the
+     * zero-copy path. False for a null buffer, a device buffer, ordinary memory, and on backends
+     * without registration.
+     */
+    default boolean isRegistered(Buffer buffer) {
+        return false;
+    }
+
     // ---- all-reduce ----
 
     /** recv[i] = op over ranks of send[i]. send and recv have the same type and count. */

@@ -20,6 +20,12 @@ import org.jccl.host.shm.algo.ChunkedReduceScatter;
 import org.jccl.host.shm.algo.OneShotAllReduce;
 import org.jccl.host.shm.algo.ReduceScatterAllGather;
 import org.jccl.host.shm.algo.ShmBarrier;
+import org.jccl.host.shm.algo.ZeroCopyAllGather;
+import org.jccl.host.shm.algo.ZeroCopyAllReduce;
+import org.jccl.host.shm.algo.ZeroCopyAllToAll;
+import org.jccl.host.shm.algo.ZeroCopyBroadcast;
+import org.jccl.host.shm.algo.ZeroCopyReduce;
+import org.jccl.host.shm.algo.ZeroCopyReduceScatter;
 import org.jccl.host.tune.Tuner;
 
 /**
@@ -29,16 +35,65 @@ import org.jccl.host.tune.Tuner;
  * Tuner}); broadcast, reduce, all-gather, reduce-scatter, all-to-all, gather and scatter chunked
  * through each rank's slots; send/recv through per-pair mailboxes.
  *
+ * <p>Registered buffers ({@link #allocate}): a collective of at least {@code
+ * JCCL_SHM_ZERO_COPY_BYTES} per rank first exchanges where every rank's buffers lie ({@code
+ * shm.algo.ZeroCopy}); when every buffer the algorithm touches on a peer is registered, every rank
+ * reads the peers' buffers in place ({@code shm.algo.ZeroCopy*}), else every rank takes the copy
+ * path. Send/recv always copy through the mailboxes.
+ *
  * <p>After a failure (timeout, dead peer, mismatch, abort) the communicator is broken: later
  * calls fail at once with the original cause; create a new communicator to go on.
  */
 public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
+    /** Default of JCCL_SHM_ZERO_COPY_BYTES. */
+    static final long ZERO_COPY_BYTES = 256 << 10;
+
     private Tuner tuner;
+    /** Smallest per-rank message that tries the zero-copy path (JCCL_SHM_ZERO_COPY_BYTES; MAX_VALUE: off). */
+    private long zeroCopyBytes;
 
     HostCommunicator(String id, int rank, int size, Store store, ShmTransport t, Tuner tuner, Duration timeout,
                      org.jccl.spi.Liveness.Watch watch) {
         super(id, rank, size, timeout, t, store, watch);
         this.tuner = tuner;
+        this.zeroCopyBytes = zeroCopyBytes();
+    }
+
+    /** JCCL_SHM_ZERO_COPY_BYTES: bytes >= 1, or off. */
+    static long zeroCopyBytes() {
+        String v = org.jccl.internal.Settings.get("JCCL_SHM_ZERO_COPY_BYTES");
+        if (v != null && v.trim().equalsIgnoreCase("off")) {
+            return Long.MAX_VALUE;
+        }
+        return envLong("JCCL_SHM_ZERO_COPY_BYTES", ZERO_COPY_BYTES, 1, Long.MAX_VALUE);
+    }
+
+    /**
+     * Sets the smallest per-rank message that tries the zero-copy path on registered buffers
+     * (JCCL_SHM_ZERO_COPY_BYTES; {@code Long.MAX_VALUE}: never). Every rank must set the same. For
+     * tests and tools.
+     */
+    public void zeroCopyBytes(long bytes) {
+        if (bytes < 1) {
+            throw new IllegalArgumentException("bytes is " + bytes + ": give at least 1 (Long.MAX_VALUE: never)");
+        }
+        zeroCopyBytes = bytes;
+    }
+
+    /** Registered memory in a shared-memory file of this communicator (see {@link org.jccl.Communicator#allocate}). */
+    @Override
+    protected HostBuffer allocateMemory(DataType type, long count) {
+        return transport.regions().allocate(type, count);
+    }
+
+    @Override
+    protected boolean registered(HostBuffer buffer) {
+        return transport.regions().holds(buffer);
+    }
+
+    /** True when a call of {@code bytes} per rank tries the zero-copy path (the same on every rank). */
+    private boolean zeroCopy(long bytes) {
+        return bytes >= zeroCopyBytes;
     }
 
     /** Forces an all-reduce algorithm on this communicator (null: back to JCCL_ALGO / the tuner). For tests and tools. */
@@ -50,6 +105,9 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doAllReduce(HostBuffer s, HostBuffer r, ReduceOp op) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyAllReduce.tryRun(transport, s, r, op, true)) {
+            return;
+        }
         if (tuner.allReduce(s.byteSize(), size()) == Tuner.AllReduceAlgo.ONESHOT) {
             OneShotAllReduce.run(transport, s, r, op);
         } else {
@@ -59,36 +117,57 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
+        if (zeroCopy(r.byteSize()) && ZeroCopyBroadcast.tryRun(transport, s, r, root, true)) {
+            return;
+        }
         ChunkedBroadcast.run(transport, s, r, root);
     }
 
     @Override
     protected void doReduce(HostBuffer s, HostBuffer r, ReduceOp op, int root) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyReduce.tryRun(transport, s, r, op, root, true)) {
+            return;
+        }
         ChunkedReduce.run(transport, s, r, op, root);
     }
 
     @Override
     protected void doAllGather(HostBuffer s, HostBuffer r) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, -1, true)) {
+            return;
+        }
         ChunkedAllGather.run(transport, s, r, -1);
     }
 
     @Override
     protected void doGather(HostBuffer s, HostBuffer r, int root) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, root, true)) {
+            return;
+        }
         ChunkedAllGather.run(transport, s, r, root);
     }
 
     @Override
     protected void doReduceScatter(HostBuffer s, HostBuffer r, ReduceOp op) {
+        if (zeroCopy(r.byteSize()) && ZeroCopyReduceScatter.tryRun(transport, s, r, op, true)) {
+            return;
+        }
         ChunkedReduceScatter.run(transport, s, r, op);
     }
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
+        if (zeroCopy(s.byteSize() / size()) && ZeroCopyAllToAll.tryRun(transport, s, r, s.count() / size(), -1, true)) {
+            return;
+        }
         ChunkedAllToAll.run(transport, s, r, s.count() / size(), -1);
     }
 
     @Override
     protected void doScatter(HostBuffer s, HostBuffer r, int root) {
+        if (zeroCopy(r.byteSize()) && ZeroCopyAllToAll.tryRun(transport, s, r, r.count(), root, true)) {
+            return;
+        }
         ChunkedAllToAll.run(transport, s, r, r.count(), root);
     }
 

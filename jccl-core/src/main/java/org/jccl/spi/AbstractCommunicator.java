@@ -200,6 +200,54 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         }
     }
 
+    /**
+     * Checks the arguments, refuses a closed communicator ({@link #isClosed}), then hands out
+     * {@link #allocateMemory} of the communicator (a view's target).
+     */
+    @Override
+    public final org.jccl.HostBuffer allocate(org.jccl.DataType type, long count) {
+        if (type == null) {
+            throw new IllegalArgumentException("type is null: pass the element type, e.g. DataType.FLOAT32");
+        }
+        if (count < 0) {
+            throw new IllegalArgumentException("count is " + count + ": give a count >= 0");
+        }
+        if (count > Long.MAX_VALUE / 8 / type.byteSize()) {
+            throw new IllegalArgumentException("count is " + count + ": " + count + " x " + type
+                    + " does not fit in memory; give a smaller count");
+        }
+        AbstractCommunicator<W> owner = owner();
+        if (owner.isClosed()) {
+            throw new org.jccl.InvalidUsageException("communicator " + owner + " (rank " + rank + " of " + size + ", "
+                    + backend + ") is closed: allocate from an open communicator (create a new one with Jccl.init)");
+        }
+        return owner.allocateMemory(type, count);
+    }
+
+    @Override
+    public final boolean isRegistered(Buffer buffer) {
+        return buffer instanceof org.jccl.HostBuffer h && owner().registered(h);
+    }
+
+    /**
+     * The memory of {@link #allocate} (arguments checked, communicator open): ordinary zeroed host
+     * memory that lives as long as the buffer is reachable, so at least until the communicator is
+     * closed. A backend that registers memory overrides it (and {@link #registered}).
+     */
+    protected org.jccl.HostBuffer allocateMemory(org.jccl.DataType type, long count) {
+        return org.jccl.HostBuffer.allocate(type, count, java.lang.foreign.Arena.ofAuto());
+    }
+
+    /** True when {@code buffer} lies in memory this communicator registered ({@link #allocateMemory}); false here. */
+    protected boolean registered(org.jccl.HostBuffer buffer) {
+        return false;
+    }
+
+    /** True once the communicator is closed ({@link #allocate} refuses then); false unless a backend says so. */
+    protected boolean isClosed() {
+        return false;
+    }
+
     /** The communicator whose calls these are: this one, or a view's target. */
     AbstractCommunicator<W> owner() {
         return this;

@@ -7,7 +7,8 @@ import org.jccl.Jccl;
  * One rank of a process world: forms the communicator from the environment ({@code Jccl.init()}:
  * JCCL_*, torchrun, Slurm or Open MPI variables), runs the kit on host memory and prints one
  * {@code KIT-FAIL} line per failure, one {@code KIT-RAN} line per case and {@code KIT-DONE
- * failures=N} at the end; {@code KIT-CASE name} as each case starts (so a hang shows where). Arguments: the traits' name, then {@code full} or {@code quick}; the
+ * failures=N} at the end; {@code KIT-CASE name} as each case starts (so a hang shows where). Arguments: the traits' name, then {@code full} or {@code quick}, then optionally {@code registered}
+ * (buffers from {@code comm.allocate}); the
  * seed and selection come from {@code JCCL_KIT_SEED} / {@code JCCL_KIT_CASES}.
  */
 public final class KitMain {
@@ -21,7 +22,10 @@ public final class KitMain {
         long seed = Kit.seed();
         try (Communicator comm = Jccl.init()) {
             Traits traits = traitsOf(comm, name);
-            Kit.Report r = Kit.run(comm, Mem::host, traits, seed, full, announced(Kit.selection()));
+            // "registered": buffers from comm.allocate (registered memory on shared memory)
+            Mem registered = args.length > 2 && args[2].equals("registered") ? Mem.registered(comm, rank -> true) : null;
+            Kit.Report r = Kit.run(comm, registered != null ? () -> registered : Mem::host, traits, seed, full,
+                    announced(Kit.selection()));
             print(r, seed);
         }
         System.out.flush();

@@ -30,6 +30,79 @@ public interface Mem extends AutoCloseable {
         return new HostMem();
     }
 
+    /**
+     * Memory registered with {@code comm} ({@link org.jccl.Communicator#allocate}), on the ranks
+     * where {@code registered} holds, ordinary host memory on the others (a mixed world: every
+     * collective then takes the copy path). Registered memory lives until the communicator closes,
+     * so this Mem hands out pieces of a few regions it keeps and reuses them after {@link #close()}:
+     * pass the same instance to every case ({@code () -> mem}).
+     */
+    static Mem registered(org.jccl.Communicator comm, java.util.function.IntPredicate registered) {
+        return new RegisteredMem(comm, registered.test(comm.rank()));
+    }
+
+    /** {@link Mem#registered}: a bump allocator over registered regions, reset by {@link #close()}. */
+    final class RegisteredMem implements Mem {
+        private static final long REGION = 8 << 20;
+        private final org.jccl.Communicator comm;
+        private final boolean register;
+        private final java.util.List<MemorySegment> regions = new java.util.ArrayList<>();
+        private HostMem plainNow = null;
+        private int region;
+        private long used;
+
+        RegisteredMem(org.jccl.Communicator comm, boolean register) {
+            this.comm = comm;
+            this.register = register;
+        }
+
+        @Override
+        public synchronized Buffer allocate(DataType type, long count) {
+            if (!register) {
+                if (plainNow == null) {
+                    plainNow = new HostMem();
+                }
+                return plainNow.allocate(type, count);
+            }
+            long bytes = count * type.byteSize();
+            long need = (bytes + 63) & ~63L;
+            while (region < regions.size() && used + need > regions.get(region).byteSize()) {
+                region++;
+                used = 0;
+            }
+            if (region == regions.size()) {
+                HostBuffer r = comm.allocate(DataType.UINT8, Math.max(REGION, need));
+                regions.add(r.segment());
+                used = 0;
+            }
+            MemorySegment s = regions.get(region).asSlice(used, bytes);
+            used += need;
+            s.fill((byte) 0);
+            return HostBuffer.of(type, s, count);
+        }
+
+        @Override
+        public void write(Buffer b, MemorySegment src) {
+            MemorySegment.copy(src, 0, ((HostBuffer) b).segment(), 0, b.byteSize());
+        }
+
+        @Override
+        public MemorySegment read(Buffer b) {
+            return ((HostBuffer) b).segment();
+        }
+
+        /** Frees nothing: the next case reuses the regions from the start. */
+        @Override
+        public synchronized void close() {
+            region = 0;
+            used = 0;
+            if (plainNow != null) {
+                plainNow.close();
+                plainNow = null;
+            }
+        }
+    }
+
     /** {@link Mem#host()}. */
     final class HostMem implements Mem {
         private final Arena arena = Arena.ofShared();

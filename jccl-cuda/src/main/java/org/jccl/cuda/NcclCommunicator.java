@@ -511,6 +511,12 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     // ------------------------------------------------------------------ state; failure handling is in NcclHealth
 
+    /** True once closed ({@code allocate} refuses then; it returns ordinary host memory before). */
+    @Override
+    protected boolean isClosed() {
+        return state.get() == CLOSED;
+    }
+
     /**
      * Throws at once, without the lock, for a closed communicator: with several GPUs in one process
      * its teardown can hold the lock for as long as NCCL's finalize waits for other GPUs.

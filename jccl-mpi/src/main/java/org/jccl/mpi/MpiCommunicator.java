@@ -719,6 +719,12 @@ final class MpiCommunicator extends org.jccl.spi.AbstractCommunicator<Work> {
      * (MPI_Comm_free) and the staging memory, unless operations are still pending in MPI: then
      * both are kept (MPI may still write into the memory). Idempotent.
      */
+    /** True once closed ({@code allocate} refuses then; it returns ordinary host memory before). */
+    @Override
+    protected boolean isClosed() {
+        return closed;
+    }
+
     @Override
     public void close() {
         if (closed) {

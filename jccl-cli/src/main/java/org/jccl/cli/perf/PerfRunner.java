@@ -57,7 +57,7 @@ public final class PerfRunner {
      */
     public PerfRunner(Communicator comm, PerfMemory mem, PerfConfig cfg, PrintStream out, Progress progress) {
         this.comm = comm;
-        this.mem = mem;
+        this.mem = RegisteredMemory.ifRequested(comm, mem);
         this.cfg = cfg;
         this.out = out;
         this.progress = progress;

@@ -786,6 +786,12 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         }
     }
 
+    /** True once closed ({@link #allocate} refuses then). */
+    @Override
+    protected final boolean isClosed() {
+        return closed;
+    }
+
     /** True once the communicator failed or was aborted. */
     public final boolean isBroken() {
         return broken != null;

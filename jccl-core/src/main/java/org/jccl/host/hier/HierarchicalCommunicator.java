@@ -180,6 +180,21 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         }
     }
 
+    /**
+     * Memory registered with this host's shared-memory communicator: the steps inside the host
+     * read it in place when every rank of the host passes registered buffers; the steps between
+     * hosts (TCP) copy as always.
+     */
+    @Override
+    protected HostBuffer allocateMemory(org.jccl.DataType type, long count) {
+        return local.allocate(type, count);
+    }
+
+    @Override
+    protected boolean registered(HostBuffer buffer) {
+        return local.isRegistered(buffer);
+    }
+
     /** The placement of the ranks on hosts. */
     public Placement placement() {
         return placement;

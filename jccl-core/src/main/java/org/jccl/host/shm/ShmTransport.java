@@ -57,11 +57,21 @@ public final class ShmTransport implements Transport {
     private final long[] peerPids;
     private final IdleStrategy idle;
     private final Path file;
+    /** Registered memory: this rank's regions and the peers' it mapped. */
+    private final ShmRegions regions;
 
     /** Reused by the algorithms: one entry per rank, no allocation per call. */
     public final MemorySegment[] srcs;
     /** Reused by the algorithms: one offset per rank. */
     public final long[] srcOffsets;
+    /** The zero-copy path's view of every rank's send buffer (peers' registered regions), after the exchange. */
+    public final MemorySegment[] peerSend;
+    /** Byte offset of every rank's send buffer in {@link #peerSend}. */
+    public final long[] peerSendOffsets;
+    /** The zero-copy path's view of every rank's recv buffer, after the exchange. */
+    public final MemorySegment[] peerRecv;
+    /** Byte offset of every rank's recv buffer in {@link #peerRecv}. */
+    public final long[] peerRecvOffsets;
 
     private long chunkIds;
     /** The smallest done word seen at the last check (done words only grow). */
@@ -79,7 +89,7 @@ public final class ShmTransport implements Transport {
     public final CallInfo call = new CallInfo();
 
     private ShmTransport(int rank, int size, Geometry geo, Arena arena, MemorySegment[] segs, long[] pids,
-                         IdleStrategy idle, Path file) {
+                         IdleStrategy idle, Path file, String name) {
         this.rank = rank;
         this.size = size;
         this.geo = geo;
@@ -89,8 +99,13 @@ public final class ShmTransport implements Transport {
         this.peerPids = pids;
         this.idle = idle;
         this.file = file;
+        this.regions = new ShmRegions(name, rank, size, pids);
         this.srcs = new MemorySegment[size];
         this.srcOffsets = new long[size];
+        this.peerSend = new MemorySegment[size];
+        this.peerSendOffsets = new long[size];
+        this.peerRecv = new MemorySegment[size];
+        this.peerRecvOffsets = new long[size];
         this.sendChunks = new long[size];
         this.recvChunks = new long[size];
         this.sendMessages = new long[size];
@@ -138,7 +153,8 @@ public final class ShmTransport implements Transport {
             }
             store.get("shm/all-mapped", timeout);
             Files.deleteIfExists(file);
-            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file);
+            ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file,
+                    name);
             ok = true;
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
                     + " bytes, slot " + geo.slotBytes() + " x " + geo.k());
@@ -193,7 +209,10 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    /** Removes segment files whose owner process is gone (left by a job that crashed during setup). */
+    /**
+     * Removes segment files whose owner process is gone (left by a job that crashed during setup)
+     * and registered-memory regions ({@link ShmRegionDescriptor}) whose owner process is gone.
+     */
     public static int removeStaleFiles() {
         int removed = 0;
         Path dir = shmDirectory();
@@ -207,7 +226,7 @@ public final class ShmTransport implements Transport {
                     ch.read(b, 0);
                     long magic = b.getLong(0);
                     long pid = b.getLong((int) PID_OFFSET);
-                    if (magic == MAGIC && pid != PID && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) == false) {
+                    if ((magic == MAGIC || magic == ShmRegionDescriptor.MAGIC) && pid != PID && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) == false) {
                         Files.deleteIfExists(p);
                         removed++;
                         LOG.info(-1, () -> "removed stale shared memory file " + p + " of dead pid " + pid);
@@ -247,6 +266,16 @@ public final class ShmTransport implements Transport {
     /** Geometry of every segment. */
     public Geometry geometry() {
         return geo;
+    }
+
+    /** This rank's registered memory and the peers' regions it mapped. */
+    public ShmRegions regions() {
+        return regions;
+    }
+
+    /** True once closed. */
+    public boolean isClosed() {
+        return closed;
     }
 
     /** Segment of {@code r}. */
@@ -657,6 +686,7 @@ public final class ShmTransport implements Transport {
             LONG.setRelease(mine, ABORT_OFFSET, ABORT_CLOSED);
         }
         closed = true;
+        regions.close();
         try {
             Files.deleteIfExists(file);
         } catch (IOException ignored) {

@@ -1,0 +1,108 @@
+package org.jccl.host.shm.algo;
+
+import static org.jccl.host.shm.ShmRegionDescriptor.*;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.jccl.HostBuffer;
+import org.jccl.host.shm.ShmRegions;
+import org.jccl.host.shm.ShmTransport;
+
+/**
+ * The decision every zero-copy algorithm starts with (layout in {@link
+ * org.jccl.host.shm.ShmRegionDescriptor}): on the call's first chunk every rank publishes where
+ * its send and recv buffers lie in its registered memory (or that they do not), waits for every
+ * rank's (checking that all ranks are in the same call), and every rank takes the zero-copy path
+ * only when every buffer the algorithm touches on a peer is registered. The inputs are the same on
+ * every rank, so the decision is too; otherwise every rank goes on with the copy path.
+ *
+ * <p>On the zero-copy path the peers' buffers are then in the transport's {@code peerSend} /
+ * {@code peerRecv} (with their byte offsets; this rank's own buffers at offset 0), and the caller
+ * owns the exchange chunk: it ends it ({@code endChunk}) when done reading, and before returning
+ * waits until every peer is done with this rank's buffers ({@code awaitAllDone}) — the caller may
+ * overwrite them once the call returns.
+ */
+public final class ZeroCopy {
+    private ZeroCopy() {
+    }
+
+    /** Every rank's send buffer must be registered. */
+    public static final int SEND_ALL = 1;
+    /** Every rank's recv buffer must be registered. */
+    public static final int RECV_ALL = 2;
+    /** The root's send buffer must be registered. */
+    public static final int SEND_ROOT = 4;
+    /** The root's recv buffer must be registered. */
+    public static final int RECV_ROOT = 8;
+
+    /**
+     * Publishes this rank's descriptor and decides.
+     *
+     * @param send    this rank's send buffer (null where the collective has none on this rank)
+     * @param recv    this rank's recv buffer (null where it has none)
+     * @param sendOk  false when this rank's send buffer must not be read in place even if
+     *                registered (all-to-all in place: its blocks are overwritten while peers read)
+     * @param enabled false when zero copy is off on this rank (it publishes "not registered")
+     * @param needs   which buffers must be registered ({@link #SEND_ALL}, ...)
+     * @param root    the root for {@link #SEND_ROOT} / {@link #RECV_ROOT}
+     * @return the exchange chunk id when every rank takes the zero-copy path, else -1 (the
+     *         exchange chunk is then ended: go on with the copy path)
+     */
+    public static long exchange(ShmTransport t, HostBuffer send, HostBuffer recv, boolean sendOk, boolean enabled,
+                                int needs, int root) {
+        ShmRegions regions = t.regions();
+        int n = t.size();
+        int me = t.rank();
+        MemorySegment mine = t.segment(me);
+        long g = t.beginChunk();
+        long at = t.inData(g);
+        long sid = enabled && sendOk && send != null ? regions.find(send.segment()) : NONE;
+        long rid = enabled && recv != null ? regions.find(recv.segment()) : NONE;
+        mine.set(ValueLayout.JAVA_LONG, at + X_SEND_ID, sid);
+        mine.set(ValueLayout.JAVA_LONG, at + X_SEND_OFFSET, sid == NONE ? 0 : regions.offsetIn(sid, send.segment()));
+        mine.set(ValueLayout.JAVA_LONG, at + X_RECV_ID, rid);
+        mine.set(ValueLayout.JAVA_LONG, at + X_RECV_OFFSET, rid == NONE ? 0 : regions.offsetIn(rid, recv.segment()));
+        t.postIn(g, EXCHANGE_OFFSET);
+        t.awaitAllIn(g);
+        boolean all = true;
+        for (int p = 0; p < n && all; p++) {
+            MemorySegment s = t.segment(p);
+            boolean sendReg = s.get(ValueLayout.JAVA_LONG, at + X_SEND_ID) != NONE;
+            boolean recvReg = s.get(ValueLayout.JAVA_LONG, at + X_RECV_ID) != NONE;
+            all = ((needs & SEND_ALL) == 0 || sendReg) && ((needs & RECV_ALL) == 0 || recvReg)
+                    && ((needs & SEND_ROOT) == 0 || p != root || sendReg)
+                    && ((needs & RECV_ROOT) == 0 || p != root || recvReg);
+        }
+        if (!all) {
+            t.endChunk(g);
+            return -1;
+        }
+        for (int p = 0; p < n; p++) {
+            MemorySegment s = t.segment(p);
+            long ps = s.get(ValueLayout.JAVA_LONG, at + X_SEND_ID);
+            long pr = s.get(ValueLayout.JAVA_LONG, at + X_RECV_ID);
+            if (p == me) {
+                t.peerSend[p] = send == null ? null : send.segment();
+                t.peerSendOffsets[p] = 0;
+                t.peerRecv[p] = recv == null ? null : recv.segment();
+                t.peerRecvOffsets[p] = 0;
+                continue;
+            }
+            // Map only what the algorithm reads or writes: the peer's other buffer may be anything.
+            boolean wantSend = (needs & SEND_ALL) != 0 || ((needs & SEND_ROOT) != 0 && p == root);
+            boolean wantRecv = (needs & RECV_ALL) != 0 || ((needs & RECV_ROOT) != 0 && p == root);
+            t.peerSend[p] = wantSend && ps != NONE ? regions.peer(p, ps) : null;
+            t.peerSendOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_SEND_OFFSET);
+            t.peerRecv[p] = wantRecv && pr != NONE ? regions.peer(p, pr) : null;
+            t.peerRecvOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_RECV_OFFSET);
+        }
+        return g;
+    }
+
+    /** Copies {@code bytes} unless source and destination are the very same memory (in place). */
+    static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes > 0 && (src.address() + srcOffset != dst.address() + dstOffset || !src.isNative() || !dst.isNative())) {
+            MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes);
+        }
+    }
+}

@@ -125,6 +125,20 @@ if [[ $PHASES == *,ab,* ]]; then
     done
   done
 fi
+if [[ $PHASES == *,variants,* ]]; then
+  # What each of this build's changes costs: warm-up off, pinning off, both, against the base build.
+  for rep in 1 2; do
+    for n in ${HOSTCMP_VAR_RANKS:-2 8}; do
+      CLI=cli-base jccl "$n" "var-base-$rep" allreduce -b 16 -e 16M -f 4 -n 500 -w 100
+      jccl "$n" "var-new-$rep" allreduce -b 16 -e 16M -f 4 -n 500 -w 100
+      JCCL_WARMUP=0 jccl "$n" "var-nowarm-$rep" allreduce -b 16 -e 16M -f 4 -n 500 -w 100
+      if [ -z "${HOSTCMP_VAR_SHORT:-}" ]; then
+        JCCL_AFFINITY=off jccl "$n" "var-nopin-$rep" allreduce -b 16 -e 16M -f 4 -n 500 -w 100
+        JCCL_WARMUP=0 JCCL_AFFINITY=off jccl "$n" "var-neither-$rep" allreduce -b 16 -e 16M -f 4 -n 500 -w 100
+      fi
+    done
+  done
+fi
 log "load at end: $(cat /proc/loadavg)"
 tar czf "$OUT/hostcmp.tgz" -C "$OUT" hostcmp
 # A short table last: all-reduce out-of-place times (us) per rank count.

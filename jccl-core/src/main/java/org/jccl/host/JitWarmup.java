@@ -22,8 +22,7 @@ import org.jccl.internal.Settings;
  * code is already compiled leaves after the first block.
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
- * path, a large one through reduce-scatter + all-gather; out of place and in place; native and
- * heap memory, so that the compiled kernels expect both), plus a small broadcast, all-gather,
+ * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small broadcast, all-gather,
  * reduce-scatter and all-to-all. After each block the ranks agree, through one small all-reduce,
  * whether any rank's JIT finished a compilation in the last 60 ms; the warm-up ends once none
  * did, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
@@ -130,7 +129,6 @@ final class JitWarmup {
     /** The buffers of one block, allocated once. */
     private static final class Buffers {
         final HostBuffer smallIn, smallOut, midIn, midOut, largeIn, largeOut;
-        final HostBuffer heapSmall, heapMid, heapLarge;
         final HostBuffer blockIn, gathered, exchanged;
 
         Buffers(Arena arena, int n) {
@@ -140,10 +138,10 @@ final class JitWarmup {
             midOut = HostBuffer.allocate(DataType.FLOAT32, MID, arena);
             largeIn = fill(HostBuffer.allocate(DataType.FLOAT32, LARGE, arena));
             largeOut = HostBuffer.allocate(DataType.FLOAT32, LARGE, arena);
-            heapSmall = HostBuffer.of(new float[SMALL]);
-            heapMid = HostBuffer.of(new float[MID]);
-            heapLarge = HostBuffer.of(new float[LARGE]);
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
+            // Native memory only: kernels compiled after a warm-up that mixed heap arrays in ran
+            // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, "From the
+            // first call"); a heap array's first calls recompile them for both kinds.
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }
@@ -159,12 +157,12 @@ final class JitWarmup {
         void block(Communicator c) {
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
-                c.allReduce(heapSmall, heapSmall, ReduceOp.SUM);
+                c.allReduce(smallOut, smallOut, ReduceOp.SUM);
                 c.allReduce(midIn, midOut, ReduceOp.SUM);
-                c.allReduce(heapMid, heapMid, ReduceOp.SUM);
+                c.allReduce(midOut, midOut, ReduceOp.SUM);
             }
             c.allReduce(largeIn, largeOut, ReduceOp.SUM);
-            c.allReduce(heapLarge, heapLarge, ReduceOp.SUM);
+            c.allReduce(largeOut, largeOut, ReduceOp.SUM);
             c.broadcast(smallIn, smallOut, 0);
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);

@@ -282,6 +282,25 @@ for f in FLOATS:
         long end = count - count % {lanes};''')
         if sfx == "Avg":
             w(f"        {st} dv = divisor;")
+        # Two inputs (two ranks, and every accumulate step) get a loop of their own, without the
+        # inner loop over inputs: C2's profiled loop predicates on that one-iteration inner loop
+        # failed over and over (a deoptimize/recompile cycle that ran 2-rank all-reduces of
+        # 1-64 KiB at interpreter speed).
+        w(f'''        if (n == 2) {{
+            for (long i = 0; i < end; i += {lanes}) {{
+                long o = i * {size};''')
+        emit(f["load"]("acc", "a", "aOff + o"), 16)
+        if sfx == "Premul":
+            w("                acc = acc.mul(s);")
+        emit(f["load"]("x", "b", "bOff + o"), 16)
+        w(f"                acc = {body};")
+        if sfx == "Avg":
+            w("                acc = acc.div(dv);")
+        w(f"                acc = acc.blend({f['nan']}, acc.compare({VO}NE, acc));")
+        emit(f["store"]("acc", "d", "dOff + o"), 16)
+        w('''            }
+            return end;
+        }''')
         w(f'''        for (long i = 0; i < end; i += {lanes}) {{
             long o = i * {size};''')
         emit(f["load"]("acc", "a", "aOff + o"), 12)
@@ -352,6 +371,16 @@ for f in INTS:
             w("        // C2 has no unsigned 64-bit min/max here (UMIN/UMAX on longs box): flipping the sign")
             w("        // bit maps unsigned order onto signed order.")
         w(f'''        long end = count - count % {lanes};
+        if (n == 2) {{
+            for (long i = 0; i < end; i += {lanes}) {{
+                long o = i * {size};
+                {vec} acc = {vec}.fromMemorySegment({sp}, a, aOff + o, NO){pre};
+                {vec} x = {vec}.fromMemorySegment({sp}, b, bOff + o, NO){pre};
+                acc = {body};
+                acc{pre}.intoMemorySegment(d, dOff + o, NO);
+            }}
+            return end;
+        }}
         for (long i = 0; i < end; i += {lanes}) {{
             long o = i * {size};
             {vec} acc = {vec}.fromMemorySegment({sp}, a, aOff + o, NO){pre};

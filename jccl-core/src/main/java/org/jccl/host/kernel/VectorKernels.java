@@ -141,6 +141,17 @@ final class VectorKernels implements Kernels {
     private static long f32Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -159,6 +170,17 @@ final class VectorKernels implements Kernels {
     private static long f32Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.mul(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -177,6 +199,17 @@ final class VectorKernels implements Kernels {
     private static long f32Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.min(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -195,6 +228,17 @@ final class VectorKernels implements Kernels {
     private static long f32Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.max(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -214,6 +258,18 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
         float dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -233,6 +289,18 @@ final class VectorKernels implements Kernels {
     private static long f32Premul(float s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 4;
+                FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
+                acc = acc.mul(s);
+                FloatVector x = FloatVector.fromMemorySegment(F, b, bOff + o, NO);
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 4;
             FloatVector acc = FloatVector.fromMemorySegment(F, a, aOff + o, NO);
@@ -292,6 +360,17 @@ final class VectorKernels implements Kernels {
     private static long f64Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -310,6 +389,17 @@ final class VectorKernels implements Kernels {
     private static long f64Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.mul(x);
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -328,6 +418,17 @@ final class VectorKernels implements Kernels {
     private static long f64Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.min(x);
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -346,6 +447,17 @@ final class VectorKernels implements Kernels {
     private static long f64Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.max(x);
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -365,6 +477,18 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
         double dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -384,6 +508,18 @@ final class VectorKernels implements Kernels {
     private static long f64Premul(double s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % DN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += DN) {
+                long o = i * 8;
+                DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
+                acc = acc.mul(s);
+                DoubleVector x = DoubleVector.fromMemorySegment(D, b, bOff + o, NO);
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Double.NaN, acc.compare(VectorOperators.NE, acc));
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += DN) {
             long o = i * 8;
             DoubleVector acc = DoubleVector.fromMemorySegment(D, a, aOff + o, NO);
@@ -443,6 +579,26 @@ final class VectorKernels implements Kernels {
     private static long bf16Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -470,6 +626,26 @@ final class VectorKernels implements Kernels {
     private static long bf16Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.mul(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -497,6 +673,26 @@ final class VectorKernels implements Kernels {
     private static long bf16Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.min(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -524,6 +720,26 @@ final class VectorKernels implements Kernels {
     private static long bf16Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.max(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -552,6 +768,27 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
         float dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -580,6 +817,27 @@ final class VectorKernels implements Kernels {
     private static long bf16Premul(float s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector acc = accBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.mul(s);
+                IntVector xBits = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                FloatVector x = xBits.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oCode = oBits.add(0x7FFF).add(oBits.lanewise(VectorOperators.LSHR, 16).and(1))
+                        .lanewise(VectorOperators.LSHR, 16);
+                oCode = oCode.blend(oBits.lanewise(VectorOperators.LSHR, 16).or(0x0040),
+                        oBits.and(0x7FFF_FFFF).compare(VectorOperators.GT, 0x7F80_0000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accBits = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -662,6 +920,46 @@ final class VectorKernels implements Kernels {
     private static long fp16Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -709,6 +1007,46 @@ final class VectorKernels implements Kernels {
     private static long fp16Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.mul(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -756,6 +1094,46 @@ final class VectorKernels implements Kernels {
     private static long fp16Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.min(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -803,6 +1181,46 @@ final class VectorKernels implements Kernels {
     private static long fp16Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.max(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -851,6 +1269,47 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
         float dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -899,6 +1358,47 @@ final class VectorKernels implements Kernels {
     private static long fp16Premul(float s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 2;
+                IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector accMag = accCode.and(0x7FFF);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x400));
+                IntVector accPayload = accMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                accBits = accBits.blend(accPayload.or(0x7F80_0000), accMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(accPayload.or(0x7FC0_0000), accMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector acc = accBits.or(accCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.mul(s);
+                IntVector xCode = (IntVector) ShortVector.fromMemorySegment(H, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+                IntVector xMag = xCode.and(0x7FFF);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 13).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-24f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x400));
+                IntVector xPayload = xMag.and(0x3FF).lanewise(VectorOperators.LSHL, 13);
+                xBits = xBits.blend(xPayload.or(0x7F80_0000), xMag.compare(VectorOperators.EQ, 0x7C00))
+                        .blend(xPayload.or(0x7FC0_0000), xMag.compare(VectorOperators.GT, 0x7C00));
+                FloatVector x = xBits.or(xCode.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                        .reinterpretAsFloats();
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37FFF001).add(oAbs.lanewise(VectorOperators.LSHR, 13).and(1))
+                        .lanewise(VectorOperators.LSHR, 13);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p-1f).reinterpretAsInts().sub(0x3F000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C00, oCode.compare(VectorOperators.GT, 0x7BFF))
+                        .blend(0x7E00, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+                ((ShortVector) oCode.convertShape(VectorOperators.I2S, H, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 2;
             IntVector accCode = (IntVector) ShortVector.fromMemorySegment(H, a, aOff + o, NO)
@@ -1025,6 +1525,42 @@ final class VectorKernels implements Kernels {
     private static long e4m3Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1068,6 +1604,42 @@ final class VectorKernels implements Kernels {
     private static long e4m3Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.mul(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1111,6 +1683,42 @@ final class VectorKernels implements Kernels {
     private static long e4m3Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.min(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1154,6 +1762,42 @@ final class VectorKernels implements Kernels {
     private static long e4m3Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.max(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1198,6 +1842,43 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
         float dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1242,6 +1923,43 @@ final class VectorKernels implements Kernels {
     private static long e4m3Premul(float s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x8));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.mul(s);
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 20).add(0x3C000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-9f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x8));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.EQ, 0x7F));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x3BF80001).add(oAbs.lanewise(VectorOperators.LSHR, 20).and(1))
+                        .lanewise(VectorOperators.LSHR, 20);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p14f).reinterpretAsInts().sub(0x46800000),
+                        oAbs.compare(VectorOperators.LT, 0x3C800000));
+                oCode = oCode.blend(0x7E, oCode.compare(VectorOperators.GT, 0x7E))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1360,6 +2078,44 @@ final class VectorKernels implements Kernels {
     private static long e5m2Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1405,6 +2161,44 @@ final class VectorKernels implements Kernels {
     private static long e5m2Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.mul(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1450,6 +2244,44 @@ final class VectorKernels implements Kernels {
     private static long e5m2Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.min(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1495,6 +2327,44 @@ final class VectorKernels implements Kernels {
     private static long e5m2Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.max(x);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1541,6 +2411,45 @@ final class VectorKernels implements Kernels {
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
         float dv = divisor;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x);
+                acc = acc.div(dv);
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1587,6 +2496,45 @@ final class VectorKernels implements Kernels {
     private static long e5m2Premul(float s, MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % FN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += FN) {
+                long o = i * 1;
+                IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector accMag = accCode.and(0x7F);
+                IntVector accBits = accMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                accBits = accBits.blend(((FloatVector) accMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        accMag.compare(VectorOperators.LT, 0x4));
+                accBits = accBits.blend(0x7FC0_0000, accMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, accMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector acc = accBits.or(accCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.mul(s);
+                IntVector xCode = (IntVector) ByteVector.fromMemorySegment(Q, b, bOff + o, NO)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                IntVector xMag = xCode.and(0x7F);
+                IntVector xBits = xMag.lanewise(VectorOperators.LSHL, 21).add(0x38000000);
+                xBits = xBits.blend(((FloatVector) xMag.convert(VectorOperators.I2F, 0)).mul(0x1p-16f).reinterpretAsInts(),
+                        xMag.compare(VectorOperators.LT, 0x4));
+                xBits = xBits.blend(0x7FC0_0000, xMag.compare(VectorOperators.GT, 0x7C))
+                        .blend(0x7F80_0000, xMag.compare(VectorOperators.EQ, 0x7C));
+                FloatVector x = xBits.or(xCode.and(0x80).lanewise(VectorOperators.LSHL, 24))
+                        .reinterpretAsFloats();
+                acc = acc.add(x.mul(s));
+                acc = acc.blend(Float.NaN, acc.compare(VectorOperators.NE, acc));
+                IntVector oBits = acc.reinterpretAsInts();
+                IntVector oAbs = oBits.and(0x7FFF_FFFF);
+                IntVector oCode = oAbs.add(-0x37F00001).add(oAbs.lanewise(VectorOperators.LSHR, 21).and(1))
+                        .lanewise(VectorOperators.LSHR, 21);
+                oCode = oCode.blend(oAbs.reinterpretAsFloats().add(0x1p7f).reinterpretAsInts().sub(0x43000000),
+                        oAbs.compare(VectorOperators.LT, 0x38800000));
+                oCode = oCode.blend(0x7C, oCode.compare(VectorOperators.GT, 0x7B))
+                        .blend(0x7F, oAbs.compare(VectorOperators.GT, 0x7F80_0000))
+                        .or(oBits.lanewise(VectorOperators.LSHR, 24).and(0x80));
+                ((ByteVector) oCode.convertShape(VectorOperators.I2B, Q, 0)).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += FN) {
             long o = i * 1;
             IntVector accCode = (IntVector) ByteVector.fromMemorySegment(Q, a, aOff + o, NO)
@@ -1710,6 +2658,16 @@ final class VectorKernels implements Kernels {
     private static long i8Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1727,6 +2685,16 @@ final class VectorKernels implements Kernels {
     private static long i8Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.mul(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1744,6 +2712,16 @@ final class VectorKernels implements Kernels {
     private static long i8Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.min(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1761,6 +2739,16 @@ final class VectorKernels implements Kernels {
     private static long i8Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.max(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1778,6 +2766,16 @@ final class VectorKernels implements Kernels {
     private static long i8Umin(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.UMIN, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1795,6 +2793,16 @@ final class VectorKernels implements Kernels {
     private static long i8Umax(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.UMAX, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1812,6 +2820,16 @@ final class VectorKernels implements Kernels {
     private static long i8And(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.and(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1829,6 +2847,16 @@ final class VectorKernels implements Kernels {
     private static long i8Or(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.or(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1846,6 +2874,16 @@ final class VectorKernels implements Kernels {
     private static long i8Xor(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % BN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += BN) {
+                long o = i * 1;
+                ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
+                ByteVector x = ByteVector.fromMemorySegment(B, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.XOR, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += BN) {
             long o = i * 1;
             ByteVector acc = ByteVector.fromMemorySegment(B, a, aOff + o, NO);
@@ -1888,6 +2926,16 @@ final class VectorKernels implements Kernels {
     private static long i32Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1905,6 +2953,16 @@ final class VectorKernels implements Kernels {
     private static long i32Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.mul(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1922,6 +2980,16 @@ final class VectorKernels implements Kernels {
     private static long i32Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.min(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1939,6 +3007,16 @@ final class VectorKernels implements Kernels {
     private static long i32Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.max(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1956,6 +3034,16 @@ final class VectorKernels implements Kernels {
     private static long i32Umin(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.UMIN, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1973,6 +3061,16 @@ final class VectorKernels implements Kernels {
     private static long i32Umax(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.UMAX, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -1990,6 +3088,16 @@ final class VectorKernels implements Kernels {
     private static long i32And(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.and(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -2007,6 +3115,16 @@ final class VectorKernels implements Kernels {
     private static long i32Or(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.or(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -2024,6 +3142,16 @@ final class VectorKernels implements Kernels {
     private static long i32Xor(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % IN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += IN) {
+                long o = i * 4;
+                IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
+                IntVector x = IntVector.fromMemorySegment(I, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.XOR, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += IN) {
             long o = i * 4;
             IntVector acc = IntVector.fromMemorySegment(I, a, aOff + o, NO);
@@ -2066,6 +3194,16 @@ final class VectorKernels implements Kernels {
     private static long i64Add(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.add(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2083,6 +3221,16 @@ final class VectorKernels implements Kernels {
     private static long i64Mul(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.mul(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2100,6 +3248,16 @@ final class VectorKernels implements Kernels {
     private static long i64Min(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.min(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2117,6 +3275,16 @@ final class VectorKernels implements Kernels {
     private static long i64Max(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.max(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2136,6 +3304,16 @@ final class VectorKernels implements Kernels {
         // C2 has no unsigned 64-bit min/max here (UMIN/UMAX on longs box): flipping the sign
         // bit maps unsigned order onto signed order.
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
+                acc = acc.min(x);
+                acc.lanewise(VectorOperators.XOR, Long.MIN_VALUE).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
@@ -2155,6 +3333,16 @@ final class VectorKernels implements Kernels {
         // C2 has no unsigned 64-bit min/max here (UMIN/UMAX on longs box): flipping the sign
         // bit maps unsigned order onto signed order.
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
+                acc = acc.max(x);
+                acc.lanewise(VectorOperators.XOR, Long.MIN_VALUE).intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO).lanewise(VectorOperators.XOR, Long.MIN_VALUE);
@@ -2172,6 +3360,16 @@ final class VectorKernels implements Kernels {
     private static long i64And(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.and(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2189,6 +3387,16 @@ final class VectorKernels implements Kernels {
     private static long i64Or(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.or(x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
@@ -2206,6 +3414,16 @@ final class VectorKernels implements Kernels {
     private static long i64Xor(MemorySegment d, long dOff, MemorySegment a, long aOff, MemorySegment b, long bOff,
                                 MemorySegment[] rest, long[] ro, int n, long count) {
         long end = count - count % LN;
+        if (n == 2) {
+            for (long i = 0; i < end; i += LN) {
+                long o = i * 8;
+                LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);
+                LongVector x = LongVector.fromMemorySegment(L, b, bOff + o, NO);
+                acc = acc.lanewise(VectorOperators.XOR, x);
+                acc.intoMemorySegment(d, dOff + o, NO);
+            }
+            return end;
+        }
         for (long i = 0; i < end; i += LN) {
             long o = i * 8;
             LongVector acc = LongVector.fromMemorySegment(L, a, aOff + o, NO);

@@ -16,10 +16,10 @@ import org.jccl.internal.Settings;
  *
  * <p>Why: before C2 has compiled them, the reduction kernels (Vector API code, which only C2
  * turns into SIMD instructions) run hundreds of times slower, and a rank spinning in an
- * interpreted wait competes with the compiler threads for the cores. A cold JVM's first
- * collectives of each size took 10-100x their steady-state time (docs/BENCHMARKS.md, "From the
- * first call"). Warming inside the library moves that cost to creation, once per JVM: a JVM whose
- * code is already compiled leaves after the first block.
+ * interpreted wait competes with the compiler threads for the cores, so a cold JVM's first
+ * collectives of each size ran many times slower than later ones. Warming inside the library moves
+ * that cost to creation, once per JVM: a JVM whose code is already compiled leaves after the
+ * first quiet stretch.
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
  * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small broadcast, all-gather,
@@ -140,8 +140,8 @@ final class JitWarmup {
             largeOut = HostBuffer.allocate(DataType.FLOAT32, LARGE, arena);
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
             // Native memory only: kernels compiled after a warm-up that mixed heap arrays in ran
-            // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, "From the
-            // first call"); a heap array's first calls recompile them for both kinds.
+            // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, host engine on
+            // the 32-core host); a heap array's first calls recompile them for both kinds.
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }

@@ -17,7 +17,7 @@ import java.util.Locale;
  * <p>Why the host engine pins: two ranks that spin on shared memory must not share a core. Once the
  * scheduler has put both on one core (a JIT thread had the other when one of them woke up), each
  * waits out the other's time slice: on a 2-core VM an 8-byte all-reduce then took 1.2 ms on every
- * other call, for seconds, while the other core idled (docs/BENCHMARKS.md, "From the first call").
+ * other call, for seconds, while the other core idled.
  * Open MPI's launcher binds its ranks for the same reason.
  */
 public final class Affinity {

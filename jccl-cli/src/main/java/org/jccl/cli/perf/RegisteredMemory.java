@@ -22,6 +22,8 @@ public final class RegisteredMemory implements PerfMemory {
     public static final String PROPERTY = "jccl.perf.registered";
     private static final long REGION = 64L << 20;
 
+    /** Copies in and out of host buffers: HostMemory's (it allocates nothing for them). */
+    private static final HostMemory COPIES = new HostMemory();
     private final Communicator comm;
     private final List<MemorySegment> regions = new ArrayList<>();
     private final Map<Buffer, Boolean> live = new IdentityHashMap<>();
@@ -71,17 +73,17 @@ public final class RegisteredMemory implements PerfMemory {
 
     @Override
     public void upload(MemorySegment src, Buffer dst) {
-        MemorySegment.copy(src, 0, host(dst).segment(), 0, dst.byteSize());
+        COPIES.upload(src, dst);
     }
 
     @Override
     public void download(Buffer src, MemorySegment dst) {
-        MemorySegment.copy(host(src).segment(), 0, dst, 0, src.byteSize());
+        COPIES.download(src, dst);
     }
 
     @Override
     public void clear(Buffer dst) {
-        host(dst).segment().fill((byte) 0);
+        COPIES.clear(dst);
     }
 
     @Override
@@ -95,12 +97,5 @@ public final class RegisteredMemory implements PerfMemory {
         live.clear();
         region = 0;
         used = 0;
-    }
-
-    private static HostBuffer host(Buffer b) {
-        if (b instanceof HostBuffer h) {
-            return h;
-        }
-        throw new IllegalArgumentException("buffer " + b + " is not a host buffer");
     }
 }

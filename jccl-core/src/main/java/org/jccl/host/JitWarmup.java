@@ -22,9 +22,10 @@ import org.jccl.internal.Settings;
  * first quiet stretch.
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
- * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small broadcast, all-gather,
- * reduce-scatter and all-to-all. After each block the ranks agree, through one small all-reduce,
- * whether any rank's JIT finished a compilation in the last 60 ms; the warm-up ends once none
+ * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small
+ * broadcast, all-gather, reduce-scatter, all-to-all and a barrier. After each block the ranks
+ * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
+ * 60 ms; the warm-up ends once none
  * did, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
  * calls, so the sequence numbers stay aligned. The calls go through the communicator's public
  * methods: the flight recorder shows them as the communicator's first collectives.
@@ -38,9 +39,11 @@ final class JitWarmup {
     private static final long MIN_NANOS = 50_000_000L;
     /** The warm-up ends once no rank's JIT finished a compilation for this long. */
     private static final long QUIET_NANOS = 60_000_000L;
-    private static final int SMALL = 16;
-    private static final int MID = 4096;
-    private static final int LARGE = 65536;
+    // Counts that are no multiple of a vector (up to 16 floats): the kernels' vector loops and
+    // their scalar tails both run, so a later count of another remainder finds both compiled.
+    private static final int SMALL = 7;
+    private static final int MID = 4099;
+    private static final int LARGE = 65541;
 
     /** Warm-ups run in this JVM (one per rank), for tests. */
     static final java.util.concurrent.atomic.AtomicInteger RUNS = new java.util.concurrent.atomic.AtomicInteger();
@@ -167,6 +170,7 @@ final class JitWarmup {
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);
+            c.barrier();
         }
     }
 }

@@ -200,6 +200,14 @@ public final class FlightRecorder {
         return handle < 0 || handle < next - capacity ? -1 : (int) (handle % capacity);
     }
 
+    /**
+     * Forgets every entry, so that the next one is the first the dump shows. Only while no recorded
+     * operation is in flight (their handles would point at entries that are gone).
+     */
+    public void clear() {
+        next = 0;
+    }
+
     /** The JSON dump of the entries, oldest first. */
     public String toJson(String comm, int rank, int size, String reason) {
         StringBuilder b = new StringBuilder(256 + 200 * (int) Math.min(next, capacity));

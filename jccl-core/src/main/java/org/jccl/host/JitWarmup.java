@@ -27,8 +27,9 @@ import org.jccl.internal.Settings;
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
  * 60 ms; the warm-up ends once none
  * did, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
- * calls, so the sequence numbers stay aligned. The calls go through the communicator's public
- * methods: the flight recorder shows them as the communicator's first collectives.
+ * calls, so the sequence numbers stay aligned; at the end every rank restarts the numbering
+ * ({@link org.jccl.host.engine.EngineCommunicator#restartNumbering}), so error messages and the
+ * flight recorder count the caller's collectives from #1.
  */
 final class JitWarmup {
     private static final Log LOG = Log.get(JitWarmup.class);
@@ -120,6 +121,9 @@ final class JitWarmup {
                     break;
                 }
             }
+        }
+        if (comm instanceof org.jccl.host.engine.EngineCommunicator<?> e) {
+            e.restartNumbering();
         }
         RUNS.incrementAndGet();
         long ms = (System.nanoTime() - t0) / 1_000_000;

@@ -26,10 +26,31 @@ class JitWarmupTest {
             comm.allReduce(HostBuffer.of(x), ReduceOp.SUM);
             int[] b = {comm.rank() == 1 ? 7 : 0};
             comm.broadcast(HostBuffer.of(b), HostBuffer.of(b), 1);
-            return x[0] + " " + x[1] + " " + b[0];
+            // the warm-up is not counted: the flight recorder holds the caller's two collectives, #1 and #2
+            java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("jccl-warmup");
+            String trace = java.nio.file.Files.readString(comm.dumpFlightRecord(dir));
+            long ops = trace.lines().filter(l -> l.startsWith("{\"seq\":")).count();
+            String seqs = (trace.contains("{\"seq\":1,\"op\":\"allReduce\"") ? "1" : "-")
+                    + (trace.contains("{\"seq\":2,\"op\":\"broadcast\"") ? "2" : "-");
+            return x[0] + " " + x[1] + " " + b[0] + " " + ops + " " + seqs;
         });
-        assertEquals(List.of("6.0 30.0 7", "6.0 30.0 7", "6.0 30.0 7"), out);
+        assertEquals(List.of("6.0 30.0 7 2 12", "6.0 30.0 7 2 12", "6.0 30.0 7 2 12"), out);
         assertEquals(before + 3, JitWarmup.RUNS.get(), "every rank warms up once at creation");
+    }
+
+    @Test
+    void overTcpTheNumberingRestartsTooAndTheCallsAfterMatch() throws Exception {
+        List<String> out = ThreadRanks.run(2, T, Duration.ofSeconds(120),
+                o -> o.withSetting("JCCL_WARMUP", "0.5").withSetting("JCCL_TRANSPORT", "tcp"), comm -> {
+                    double[] x = {comm.rank() + 0.5};
+                    comm.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+                    long[] g = new long[2];
+                    comm.allGather(HostBuffer.of(new long[] {comm.rank() * 10L}), HostBuffer.of(g));
+                    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("jccl-warmup-tcp");
+                    String trace = java.nio.file.Files.readString(comm.dumpFlightRecord(dir));
+                    return x[0] + " " + g[0] + "," + g[1] + " " + trace.contains("{\"seq\":1,\"op\":\"allReduce\"");
+                });
+        assertEquals(List.of("2.0 0,10 true", "2.0 0,10 true"), out);
     }
 
     @Test

@@ -178,6 +178,28 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         return java.util.Set.of();
     }
 
+    /**
+     * Forgets the collectives run so far (collective: every rank at the same point, nothing in
+     * flight): the next one is #1 in error messages and the first entry of the flight recorder.
+     * For work the library does at creation (the JIT warm-up), so that what the caller reads counts
+     * the caller's collectives only. The transports match calls by number only between ranks, and
+     * every rank restarts together.
+     *
+     * @throws IllegalStateException when an async operation is pending
+     */
+    public final void restartNumbering() {
+        lock.lock();
+        try {
+            if (pending.get() != 0) {
+                throw new IllegalStateException("restartNumbering with " + pending.get() + " async operation(s) pending");
+            }
+            collSeq = 0;
+            recorder.clear();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The number of the last collective started (the same on every rank). */
     protected final long collectiveSequence() {
         return collSeq;

@@ -286,35 +286,39 @@ for f in FLOATS:
         # inner loop over inputs: C2's profiled loop predicates on that one-iteration inner loop
         # failed over and over (a deoptimize/recompile cycle that ran 2-rank all-reduces of
         # 1-64 KiB at interpreter speed).
+        def lane_group(ind, combine):
+            # One group of lanes, the same in both loops below: the first input, the others
+            # (combine), AVG's division, the NaN rule, the store.
+            emit(f["load"]("acc", "a", "aOff + o"), ind)
+            if sfx == "Premul":
+                emit(["acc = acc.mul(s);"], ind)
+            combine(ind)
+            if sfx == "Avg":
+                emit(["acc = acc.div(dv);"], ind)
+            emit([f"acc = acc.blend({f['nan']}, acc.compare({VO}NE, acc));"], ind)
+            emit(f["store"]("acc", "d", "dOff + o"), ind)
+
+        def second_input(ind):
+            emit(f["load"]("x", "b", "bOff + o"), ind)
+            emit([f"acc = {body};"], ind)
+
+        def every_input(ind):
+            emit(["for (int k = 1; k < n; k++) {"], ind)
+            emit(inner_src(), ind + 4)
+            emit(f["load"]("x", "src", "so"), ind + 4)
+            emit([f"acc = {body};"], ind + 4)
+            emit(["}"], ind)
+
         w(f'''        if (n == 2) {{
             for (long i = 0; i < end; i += {lanes}) {{
                 long o = i * {size};''')
-        emit(f["load"]("acc", "a", "aOff + o"), 16)
-        if sfx == "Premul":
-            w("                acc = acc.mul(s);")
-        emit(f["load"]("x", "b", "bOff + o"), 16)
-        w(f"                acc = {body};")
-        if sfx == "Avg":
-            w("                acc = acc.div(dv);")
-        w(f"                acc = acc.blend({f['nan']}, acc.compare({VO}NE, acc));")
-        emit(f["store"]("acc", "d", "dOff + o"), 16)
+        lane_group(16, second_input)
         w('''            }
             return end;
         }''')
         w(f'''        for (long i = 0; i < end; i += {lanes}) {{
             long o = i * {size};''')
-        emit(f["load"]("acc", "a", "aOff + o"), 12)
-        if sfx == "Premul":
-            w("            acc = acc.mul(s);")
-        w("            for (int k = 1; k < n; k++) {")
-        emit(inner_src(), 16)
-        emit(f["load"]("x", "src", "so"), 16)
-        w(f"                acc = {body};")
-        w("            }")
-        if sfx == "Avg":
-            w("            acc = acc.div(dv);")
-        w(f"            acc = acc.blend({f['nan']}, acc.compare({VO}NE, acc));")
-        emit(f["store"]("acc", "d", "dOff + o"), 12)
+        lane_group(12, every_input)
         w('''        }
         return end;
     }''')

@@ -83,12 +83,12 @@ public interface Mem extends AutoCloseable {
 
         @Override
         public void write(Buffer b, MemorySegment src) {
-            MemorySegment.copy(src, 0, ((HostBuffer) b).segment(), 0, b.byteSize());
+            HostMem.copyIn(b, src);
         }
 
         @Override
         public MemorySegment read(Buffer b) {
-            return ((HostBuffer) b).segment();
+            return HostMem.bytes(b);
         }
 
         /** Frees nothing: the next case reuses the regions from the start. */
@@ -114,17 +114,27 @@ public interface Mem extends AutoCloseable {
 
         @Override
         public void write(Buffer b, MemorySegment src) {
-            MemorySegment.copy(src, 0, ((HostBuffer) b).segment(), 0, b.byteSize());
+            copyIn(b, src);
         }
 
         @Override
         public MemorySegment read(Buffer b) {
-            return ((HostBuffer) b).segment();
+            return bytes(b);
         }
 
         @Override
         public void close() {
             arena.close();
+        }
+
+        /** {@link #write} for any host buffer (registered memory too). */
+        static void copyIn(Buffer b, MemorySegment src) {
+            MemorySegment.copy(src, 0, ((HostBuffer) b).segment(), 0, b.byteSize());
+        }
+
+        /** {@link #read} for any host buffer. */
+        static MemorySegment bytes(Buffer b) {
+            return ((HostBuffer) b).segment();
         }
     }
 }

@@ -101,26 +101,25 @@ public final class HostBackend implements Backend {
      * Restricts the calling thread (the rank's) to local rank {@code localRank}'s share of the CPUs
      * it may use now, so that no two spinning ranks of this host ever share a core (see {@link
      * org.jccl.internal.Affinity}). Nothing happens with one local rank, with more local ranks than
-     * CPUs, or where affinity cannot be set (logged). Returns the CPUs, or null.
+     * CPUs, or where affinity cannot be set (logged).
      */
-    static int[] pin(int rank, int localRank, int localSize) {
+    static void pin(int rank, int localRank, int localSize) {
         if (localSize < 2 || localRank < 0 || localRank >= localSize) {
-            return null;
+            return;
         }
         if (!org.jccl.internal.Affinity.isAvailable()) {
             LOG.info(rank, () -> "ranks not pinned to CPUs: " + org.jccl.internal.Affinity.unavailabilityCause());
-            return null;
+            return;
         }
         int[] allowed = org.jccl.internal.Affinity.allowed();
         int[] share = org.jccl.internal.Affinity.shareOf(allowed, localRank, localSize);
         if (share == null) {
             LOG.info(rank, () -> "ranks not pinned to CPUs: " + localSize + " local ranks share " + allowed.length + " CPUs");
-            return null;
+            return;
         }
         org.jccl.internal.Affinity.set(share);
         LOG.info(rank, () -> "local rank " + localRank + " of " + localSize + ": this thread runs on CPUs "
                 + org.jccl.internal.Affinity.format(share) + " (JCCL_AFFINITY=off leaves it where it was)");
-        return share;
     }
 
     /**

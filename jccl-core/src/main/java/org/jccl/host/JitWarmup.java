@@ -25,8 +25,8 @@ import org.jccl.internal.Settings;
  * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small
  * broadcast, all-gather, reduce-scatter, all-to-all and a barrier. After each block the ranks
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
- * 60 ms; the warm-up ends once none
- * did, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
+ * 60 ms; the warm-up ends once none did, or once {@code JCCL_WARMUP} seconds have passed on any
+ * rank. Every rank runs the same
  * calls, so the sequence numbers stay aligned; at the end every rank restarts the numbering
  * ({@link org.jccl.host.engine.EngineCommunicator#restartNumbering}), so error messages and the
  * flight recorder count the caller's collectives from #1.
@@ -36,9 +36,10 @@ final class JitWarmup {
 
     /** The default bound, in seconds. */
     static final double DEFAULT_SECONDS = 3.0;
-    /** Blocks run at least this long before a quiet one may end the warm-up. */
-    private static final long MIN_NANOS = 50_000_000L;
-    /** The warm-up ends once no rank's JIT finished a compilation for this long. */
+    /**
+     * The warm-up ends once no rank's JIT finished a compilation for this long (counted from the
+     * start, so it also is the shortest warm-up).
+     */
     private static final long QUIET_NANOS = 60_000_000L;
     // Counts that are no multiple of a vector (up to 16 floats): the kernels' vector loops and
     // their scalar tails both run, so a later count of another remainder finds both compiled.
@@ -113,7 +114,7 @@ final class JitWarmup {
                 long elapsed = now - t0;
                 // A C2 compilation takes tens of milliseconds and is counted when it ends: only a
                 // quiet stretch that long says the queue is empty.
-                boolean busy = !watch || now - lastCompile < QUIET_NANOS || elapsed < MIN_NANOS;
+                boolean busy = !watch || now - lastCompile < QUIET_NANOS;
                 vote[0] = busy ? 1 : 0;
                 vote[1] = elapsed >= limit ? 1 : 0;
                 comm.allReduce(voteBuf, voteBuf, ReduceOp.MAX);

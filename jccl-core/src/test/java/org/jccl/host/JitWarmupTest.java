@@ -88,7 +88,7 @@ class JitWarmupTest {
         long t0 = System.nanoTime();
         List<Integer> blocks = ThreadRanks.run(2, T, comm -> JitWarmup.run(comm, 30));
         assertEquals(blocks.get(0), blocks.get(1), "the ranks ran different numbers of blocks");
-        assertTrue(blocks.get(0) >= 2, "one block cannot cover the 50 ms minimum: " + blocks);
+        assertTrue(blocks.get(0) >= 2, "one block cannot cover the 60 ms quiet window: " + blocks);
         assertTrue(System.nanoTime() - t0 < 30_000_000_000L, "the warm-up did not end before its bound");
     }
 

@@ -282,7 +282,7 @@ public final class PerfRunner {
         boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         long t0 = System.nanoTime();
         runOnce(launch);
-        double[] g = gather(new double[] {(System.nanoTime() - t0) / 1e9, 0, 0, 0, 0, 0}, stats, staging);
+        double[] g = gather(stats((System.nanoTime() - t0) / 1e9, 0), stats, staging);
         int block = (int) Math.max(1, Math.min(100_000, Math.ceil(SETTLE_BLOCK_SECONDS / Math.max(g[0], 1e-9))));
         long start = System.nanoTime();
         while (true) {
@@ -291,7 +291,7 @@ public final class PerfRunner {
                 runOnce(launch);
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
-            double[] r = gather(new double[] {(System.nanoTime() - start) / 1e9, busy ? 1 : 0, 0, 0, 0, 0}, stats, staging);
+            double[] r = gather(stats((System.nanoTime() - start) / 1e9, busy ? 1 : 0), stats, staging);
             if (r[1] == 0 && r[0] >= Math.min(minSeconds, settleSeconds) || r[0] > settleSeconds) {
                 return;
             }
@@ -337,14 +337,11 @@ public final class PerfRunner {
         mem.download(all, staging);
         double[] every = staging.asSlice(0, 8L * STATS * ranks).toArray(ValueLayout.JAVA_DOUBLE);
         double[] result = new double[STATS];
-        for (int r = 0; r < ranks; r++) {
-            result[4] = Math.max(result[4], every[r * STATS + 4]);
-            result[5] = Math.max(result[5], every[r * STATS + 5]);
-        }
         for (int p = 0; p < 2; p++) {
             boolean checked = true;
             for (int r = 0; r < ranks; r++) {
                 result[p * 2] = Math.max(result[p * 2], every[r * STATS + p * 2]);
+                result[4 + p] = Math.max(result[4 + p], every[r * STATS + 4 + p]);
                 double w = every[r * STATS + p * 2 + 1];
                 if (w < 0) {
                     checked = false;
@@ -357,6 +354,14 @@ public final class PerfRunner {
             }
         }
         return result;
+    }
+
+    /** This rank's {@value #STATS} doubles for {@link #gather} with only the first two set. */
+    private static double[] stats(double first, double second) {
+        double[] v = new double[STATS];
+        v[0] = first;
+        v[1] = second;
+        return v;
     }
 
     private Row row(Collective c, DataType t, ReduceOp op, int root, Collective.Counts k, double[] g) {

@@ -23,7 +23,8 @@ import org.jccl.internal.Settings;
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
  * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small
- * broadcast, all-gather, reduce-scatter, all-to-all and a barrier. After each block the ranks
+ * broadcast, all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between
+ * buffers of a confined and of a shared arena, and the shared ones add a few asynchronous calls. After each block the ranks
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
  * 60 ms; the warm-up ends once none did, or once {@code JCCL_WARMUP} seconds have passed on any
  * rank. Every rank runs the same
@@ -96,14 +97,16 @@ final class JitWarmup {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         int blocks = 0;
-        try (Arena arena = Arena.ofConfined()) {
-            Buffers b = new Buffers(arena, n);
+        try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
+            // Both kinds of arena: a confined segment's accesses check the owner thread, a shared
+            // one's do not, and code profiled on one kind only traps and recompiles on the other.
+            Buffers[] sets = {new Buffers(confined, n), new Buffers(shared, n)};
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);
             long compiled = watch ? jit.getTotalCompilationTime() : 0;
             long lastCompile = t0;
             while (true) {
-                b.block(comm);
+                sets[blocks & 1].block(comm, (blocks & 1) == 1);
                 blocks++;
                 long now = System.nanoTime();
                 long total = watch ? jit.getTotalCompilationTime() : 0;
@@ -161,8 +164,11 @@ final class JitWarmup {
             return b;
         }
 
-        /** One block: about a millisecond of calls once compiled. */
-        void block(Communicator c) {
+        /**
+         * One block: about a millisecond of calls once compiled; {@code async} adds calls through
+         * the worker thread (Work-returning calls, which need buffers of a shared arena).
+         */
+        void block(Communicator c, boolean async) {
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallOut, ReduceOp.SUM);
@@ -176,6 +182,11 @@ final class JitWarmup {
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);
             c.barrier();
+            if (async) {
+                c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM).await();
+                c.allReduceAsync(midOut, ReduceOp.SUM).await();
+                c.broadcastAsync(smallOut, 0).await();
+            }
         }
     }
 }

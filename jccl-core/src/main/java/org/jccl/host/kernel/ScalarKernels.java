@@ -12,6 +12,10 @@ import org.jccl.DataType;
  * {@link VectorKernels} performs the same operations lane by lane, which is what makes the two
  * bitwise identical. The static methods take an element range [from, to) so the vector loops
  * can hand their tails over.
+ *
+ * <p>Two inputs (two ranks, or a pairwise step) get their own loop without the loop over the
+ * further inputs: C2 hoists that inner loop's checks above the element loop on the strength of
+ * its profile, and a call with other offsets then traps and recompiles the kernel again and again.
  */
 final class ScalarKernels implements Kernels {
     static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
@@ -109,6 +113,15 @@ final class ScalarKernels implements Kernels {
     private static void f32(Op op, float s, float dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
                             MemorySegment b, long bOff, MemorySegment[] rest, long[] ro, int n, long from, long to) {
         boolean premul = op == Op.PREMUL;
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                long o = i * 4;
+                float x = a.get(F32, aOff + o);
+                float acc = step(op, premul ? s * x : x, b.get(F32, bOff + o), s);
+                d.set(F32, dOff + o, canon(op == Op.AVG ? acc / dv : acc));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             long o = i * 4;
             float x = a.get(F32, aOff + o);
@@ -127,6 +140,15 @@ final class ScalarKernels implements Kernels {
     private static void f64(Op op, double s, double dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
                             MemorySegment b, long bOff, MemorySegment[] rest, long[] ro, int n, long from, long to) {
         boolean premul = op == Op.PREMUL;
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                long o = i * 8;
+                double x = a.get(F64, aOff + o);
+                double acc = step(op, premul ? s * x : x, b.get(F64, bOff + o), s);
+                d.set(F64, dOff + o, canon(op == Op.AVG ? acc / dv : acc));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             long o = i * 8;
             double x = a.get(F64, aOff + o);
@@ -146,6 +168,15 @@ final class ScalarKernels implements Kernels {
                             long to) {
         long size = fmt <= BF16 ? 2 : 1;
         boolean premul = op == Op.PREMUL;
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                long o = i * size;
+                float x = load(fmt, a, aOff + o);
+                float acc = step(op, premul ? s * x : x, load(fmt, b, bOff + o), s);
+                store(fmt, d, dOff + o, canon(op == Op.AVG ? acc / dv : acc));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             long o = i * size;
             float x = load(fmt, a, aOff + o);
@@ -220,6 +251,12 @@ final class ScalarKernels implements Kernels {
         // Unsigned bytes are zero-extended so that 32-bit MIN/MAX compare them correctly; sums
         // and products are right modulo 2^8 either way once narrowed.
         int mask = unsigned ? 0xFF : -1;
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                d.set(I8, dOff + i, (byte) step(op, false, a.get(I8, aOff + i) & mask, b.get(I8, bOff + i) & mask));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             int acc = step(op, false, a.get(I8, aOff + i) & mask, b.get(I8, bOff + i) & mask);
             for (int k = 2; k < n; k++) {
@@ -231,6 +268,13 @@ final class ScalarKernels implements Kernels {
 
     private static void i32(Op op, boolean unsigned, MemorySegment d, long dOff, MemorySegment a, long aOff,
                             MemorySegment b, long bOff, MemorySegment[] rest, long[] ro, int n, long from, long to) {
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                long o = i * 4;
+                d.set(I32, dOff + o, step(op, unsigned, a.get(I32, aOff + o), b.get(I32, bOff + o)));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             long o = i * 4;
             int acc = step(op, unsigned, a.get(I32, aOff + o), b.get(I32, bOff + o));
@@ -243,6 +287,13 @@ final class ScalarKernels implements Kernels {
 
     private static void i64(Op op, boolean unsigned, MemorySegment d, long dOff, MemorySegment a, long aOff,
                             MemorySegment b, long bOff, MemorySegment[] rest, long[] ro, int n, long from, long to) {
+        if (n == 2) {
+            for (long i = from; i < to; i++) {
+                long o = i * 8;
+                d.set(I64, dOff + o, step(op, unsigned, a.get(I64, aOff + o), b.get(I64, bOff + o)));
+            }
+            return;
+        }
         for (long i = from; i < to; i++) {
             long o = i * 8;
             long acc = step(op, unsigned, a.get(I64, aOff + o), b.get(I64, bOff + o));

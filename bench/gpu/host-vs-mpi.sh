@@ -18,6 +18,8 @@
 #   others     the other collectives, 16 B..64 MiB (x16): jccl steady and cold, Open MPI default and best
 #   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
 #              (-Djccl.perf.registered=true) next to plain ones (HOSTCMP_REG_RANKS, default "8 16")
+#   algo       steady all-reduce 256 B..256 KiB (x2) with each shared-memory algorithm forced
+#              (JCCL_ALGO=oneshot, rsag) at 4, 8 and 16 ranks: where the tuner should switch
 #   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
 #              and this one (.gpu/cli), interleaved, twice: the regression check
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
@@ -112,6 +114,13 @@ if [[ $PHASES == *,registered,* ]]; then
     for c in allgather broadcast reducescatter; do
       jccl "$n" "reg-plain-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
       JOPTS=-Djccl.perf.registered=true jccl "$n" "reg-registered-$c" "$c" -b 1M -e 64M -f 4 -n 40 -w 10
+    done
+  done
+fi
+if [[ $PHASES == *,algo,* ]]; then
+  for n in ${HOSTCMP_ALGO_RANKS:-4 8 16}; do
+    for a in oneshot rsag; do
+      JCCL_ALGO=$a jccl "$n" "algo-$a" allreduce -b 256 -e 256K -f 2 -n 1000 -w 200
     done
   done
 fi

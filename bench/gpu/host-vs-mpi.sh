@@ -19,7 +19,10 @@
 #   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
 #              (-Djccl.perf.registered=true) next to plain ones (HOSTCMP_REG_RANKS, default "8 16")
 #   algo       steady all-reduce 256 B..256 KiB (x2) with each shared-memory algorithm forced
-#              (JCCL_ALGO=oneshot, rsag) at 4, 8 and 16 ranks: where the tuner should switch
+#              (JCCL_ALGO=oneshot, rsag) at 2, 4, 8 and 16 ranks (HOSTCMP_ALGO_RANKS): where the tuner should switch
+#   probe      what makes small all-reduces slow: 16 ranks steady 16 B..4 KiB with pinning on and off
+#              (JCCL_AFFINITY), alternating, twice; 2 and 4 ranks 16 B alone at -n 2000 and -n 20000
+#              (is the first size of a sweep slow because it is first?)
 #   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
 #              and this one (.gpu/cli), interleaved, twice: the regression check
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
@@ -118,10 +121,20 @@ if [[ $PHASES == *,registered,* ]]; then
   done
 fi
 if [[ $PHASES == *,algo,* ]]; then
-  for n in ${HOSTCMP_ALGO_RANKS:-4 8 16}; do
+  for n in ${HOSTCMP_ALGO_RANKS:-2 4 8 16}; do
     for a in oneshot rsag; do
       JCCL_ALGO=$a jccl "$n" "algo-$a" allreduce -b 256 -e 256K -f 2 -n 1000 -w 200
     done
+  done
+fi
+if [[ $PHASES == *,probe,* ]]; then
+  for rep in 1 2; do
+    jccl 16 "probe-pin-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+    JCCL_AFFINITY=off jccl 16 "probe-nopin-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+  done
+  for n in 2 4; do
+    jccl "$n" probe-alone-2k allreduce -b 16 -e 16 -n 2000 -w 500
+    jccl "$n" probe-alone-20k allreduce -b 16 -e 16 -n 20000 -w 500
   done
 fi
 if [[ $PHASES == *,ab,* ]]; then

@@ -490,7 +490,7 @@ final class PerfCommand implements Callable<Integer> {
             String host = hostname();
             String devices = runner.devices(String.format(Locale.ROOT, "Pid %6d on %10s device %s",
                     ProcessHandle.current().pid(), host, mem.device()));
-            RunInfo info = new RunInfo(host, Runtime.getRuntime().availableProcessors(), comm.backend(), comm.size(),
+            RunInfo info = new RunInfo(host, org.jccl.internal.Affinity.cpus(), comm.backend(), comm.size(),
                     Jccl.VERSION, Runtime.version().toString(),
                     label != null ? label : RunInfo.defaultLabel("jccl", comm.backend(), comm.size()));
             if (reporting) {

@@ -111,7 +111,7 @@ public final class HostBackend implements Backend {
             LOG.info(rank, () -> "ranks not pinned to CPUs: " + org.jccl.internal.Affinity.unavailabilityCause());
             return;
         }
-        int[] allowed = org.jccl.internal.Affinity.allowed();
+        int[] allowed = org.jccl.internal.Affinity.unpinned();
         int[] share = org.jccl.internal.Affinity.shareOf(allowed, localRank, localSize);
         if (share == null) {
             LOG.info(rank, () -> "ranks not pinned to CPUs: " + localSize + " local ranks share " + allowed.length + " CPUs");

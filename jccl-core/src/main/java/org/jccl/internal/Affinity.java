@@ -54,7 +54,32 @@ public final class Affinity {
         CAUSE = cause;
     }
 
+    /** The mask each thread had before its first {@link #set}: later pins split that, not a share. */
+    private static final ThreadLocal<int[]> ORIGINAL = new ThreadLocal<>();
+    /** The most CPUs a thread of this process had before it was pinned; 0 until a pin. */
+    private static volatile int cpusBeforePinning;
+
     private Affinity() {
+    }
+
+    /**
+     * The CPUs of this machine that jccl counts with: as many as a thread of this process could use
+     * before jccl pinned it. {@link Runtime#availableProcessors()} counts the calling thread's
+     * CPUs, which on a pinned rank's thread is its share only (2 of 32 with 16 local ranks): a wait
+     * sized by that would yield and park as if the ranks outnumbered the cores.
+     */
+    public static int cpus() {
+        return Math.max(cpusBeforePinning, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * The CPUs the calling thread could run on before its first {@link #set} (what {@link
+     * #allowed()} says when it was never pinned), ascending: a second communicator created on the
+     * same thread splits these again rather than its first share.
+     */
+    public static int[] unpinned() {
+        int[] o = ORIGINAL.get();
+        return o != null ? o.clone() : allowed();
     }
 
     /** Whether this JVM can read and set thread affinity. */
@@ -96,6 +121,13 @@ public final class Affinity {
         check();
         if (cpus == null || cpus.length == 0) {
             throw new IllegalArgumentException("cpus is empty: pass at least one CPU number");
+        }
+        if (ORIGINAL.get() == null) {
+            int[] before = allowed();
+            ORIGINAL.set(before);
+            synchronized (Affinity.class) {
+                cpusBeforePinning = Math.max(cpusBeforePinning, before.length);
+            }
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(SET_BYTES, 8);

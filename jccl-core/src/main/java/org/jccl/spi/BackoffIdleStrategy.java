@@ -40,7 +40,7 @@ public final class BackoffIdleStrategy implements IdleStrategy {
      * ranks fit the cores, else yield early; parks of 1 to 200 us.
      */
     public static BackoffIdleStrategy forRanks(int localRanks) {
-        int cores = Runtime.getRuntime().availableProcessors();
+        int cores = org.jccl.internal.Affinity.cpus();
         return localRanks <= cores ? new BackoffIdleStrategy(20_000, 1_000, 1_000, 200_000)
                 : new BackoffIdleStrategy(50, 2_000, 1_000, 200_000);
     }

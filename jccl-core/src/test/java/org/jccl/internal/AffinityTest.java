@@ -57,4 +57,35 @@ class AffinityTest {
         assertThrows(IllegalArgumentException.class, () -> Affinity.set(new int[] {}));
         assertThrows(IllegalArgumentException.class, () -> Affinity.set(new int[] {5000}));
     }
+
+    @Test
+    void aPinnedThreadStillCountsTheCpusAndSplitsTheMaskItHadBeforeItsFirstPin() throws Exception {
+        assumeTrue(Affinity.isAvailable(), () -> "affinity unavailable here: " + Affinity.unavailabilityCause());
+        int[] allowed = Affinity.allowed();
+        assumeTrue(allowed.length >= 2, "needs 2 CPUs to pin a thread to fewer");
+        AtomicReference<Object> seen = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                Affinity.set(new int[] {allowed[0]});
+                int counted = Affinity.cpus();
+                int jvm = Runtime.getRuntime().availableProcessors();
+                int[] before = Affinity.unpinned();
+                // a second pin of the same thread (a second communicator) splits the original mask
+                Affinity.set(Affinity.shareOf(Affinity.unpinned(), 1, 2));
+                seen.set(new Object[] {counted, jvm, before, Affinity.allowed()});
+            } catch (Throwable e) {
+                seen.set(e);
+            }
+        });
+        t.start();
+        t.join();
+        if (seen.get() instanceof Throwable e) {
+            throw new AssertionError(e);
+        }
+        Object[] r = (Object[]) seen.get();
+        assertEquals(allowed.length, (int) r[0], "cpus() on a pinned thread counts the CPUs it had before");
+        assertEquals(1, (int) r[1], "the JVM's own count on that thread (why cpus() exists)");
+        assertArrayEquals(allowed, (int[]) r[2]);
+        assertArrayEquals(Affinity.shareOf(allowed, 1, 2), (int[]) r[3]);
+    }
 }

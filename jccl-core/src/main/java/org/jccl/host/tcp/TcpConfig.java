@@ -80,7 +80,7 @@ public record TcpConfig(String ifname, int socketsPerPeer, int chunkBytes, int b
         if (spinNanos >= 0) {
             return spinNanos;
         }
-        return localRanks <= Runtime.getRuntime().availableProcessors() ? 100_000_000 : 20_000;
+        return localRanks <= org.jccl.internal.Affinity.cpus() ? 100_000_000 : 20_000;
     }
 
     /** Copy with another number of sockets per peer. */

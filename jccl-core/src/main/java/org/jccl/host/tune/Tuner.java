@@ -4,8 +4,15 @@ import java.util.Locale;
 
 /**
  * Chooses the all-reduce algorithm by message size and rank count; {@code JCCL_ALGO} forces one.
- * The threshold comes from measurements on 2-16 ranks (docs/BENCHMARKS.md): one-shot reads n
- * times the data but synchronises once, so it wins while the message is small.
+ *
+ * <p>Over shared memory ({@link #allReduce}): one-shot (every rank reduces every slot) reads n
+ * times the data but synchronises once; reduce-scatter + all-gather reads about twice the data
+ * and synchronises twice. With 2 ranks the extra synchronisation costs more than the reading
+ * saves up to {@value #ONESHOT_MAX_BYTES_2} bytes; from 4 ranks reduce-scatter + all-gather wins
+ * from 1 KiB (measured on 4, 8 and 16 ranks of a 32-core host: at 4 KiB 4.2 / 4.9 / 6.2 us against
+ * one-shot's 7.6 / 9.4 / 16 us), so one-shot keeps {@value #ONESHOT_MAX_BYTES_MANY} bytes and
+ * less, and 3 ranks take {@value #ONESHOT_MAX_BYTES_3}. {@code JCCL_ONESHOT_MAX_BYTES} replaces
+ * these limits with one for every rank count.
  *
  * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes ({@value
  * #TCP_ONESHOT_MAX_BYTES_2} with 2 ranks: it sends no more than the others then), recursive halving-doubling up
@@ -27,6 +34,13 @@ public final class Tuner {
         RHD
     }
 
+    /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks. */
+    public static final long ONESHOT_MAX_BYTES_2 = 64 << 10;
+    /** Largest shared-memory all-reduce the tuner gives one-shot with 3 ranks. */
+    public static final long ONESHOT_MAX_BYTES_3 = 1 << 10;
+    /** Largest shared-memory all-reduce the tuner gives one-shot with 4 or more ranks. */
+    public static final long ONESHOT_MAX_BYTES_MANY = 512;
+
     /** Largest TCP all-reduce the tuner sends one-shot (more than 2 ranks). */
     public static final long TCP_ONESHOT_MAX_BYTES = 16 << 10;
     /**
@@ -42,7 +56,10 @@ public final class Tuner {
     private final AllReduceAlgo forced;
     private final long oneShotMaxBytes;
 
-    /** A tuner; {@code algo} is the JCCL_ALGO value or null. */
+    /**
+     * A tuner; {@code algo} is the JCCL_ALGO value or null, {@code oneShotMaxBytes} the largest
+     * shared-memory one-shot all-reduce at any rank count, or -1 for the measured limits.
+     */
     public Tuner(String algo, long oneShotMaxBytes) {
         this.forced = parse(algo);
         this.oneShotMaxBytes = oneShotMaxBytes;
@@ -51,12 +68,16 @@ public final class Tuner {
     /** Reads JCCL_ALGO and JCCL_ONESHOT_MAX_BYTES. */
     public static Tuner fromEnv() {
         String max = org.jccl.internal.Settings.get("JCCL_ONESHOT_MAX_BYTES");
-        long m = 32 << 10;
+        long m = -1;
         if (max != null && !max.isBlank()) {
             try {
                 m = Long.parseLong(max.trim());
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("JCCL_ONESHOT_MAX_BYTES=" + max + " is not a number of bytes");
+                m = -2;
+            }
+            if (m < 0) {
+                throw new IllegalArgumentException("JCCL_ONESHOT_MAX_BYTES=" + max + " is not a number of bytes >= 0 "
+                        + "(unset it for the measured limits by rank count)");
             }
         }
         return new Tuner(org.jccl.internal.Settings.get("JCCL_ALGO"), m);
@@ -82,7 +103,9 @@ public final class Tuner {
         if (forced != null) {
             return forced;
         }
-        return ranks <= 2 && bytes <= oneShotMaxBytes * 2 || bytes <= oneShotMaxBytes ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
+        long max = oneShotMaxBytes >= 0 ? oneShotMaxBytes
+                : ranks <= 2 ? ONESHOT_MAX_BYTES_2 : ranks == 3 ? ONESHOT_MAX_BYTES_3 : ONESHOT_MAX_BYTES_MANY;
+        return bytes <= max ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
     }
 
     /**

@@ -10,7 +10,8 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
+# Phases (JCCL_GPU_PHASES, comma separated): probe, graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
+# side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
@@ -28,6 +29,8 @@ if [ "$mode" = stage ]; then
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
   (cd "$src" && mvn -q -pl jccl-core,jccl-cuda,jccl-bench -am -DskipTests package 2>&1 | grep -v WARNING || true)
   (cd "$src" && mvn -q -pl jccl-core,jccl-cuda test-compile 2>&1 | grep -v WARNING || true)
+  # jccl perf (the graph phase): jccl-cli and its runtime dependencies (picocli, jccl-mpi)
+  (cd "$src" && mvn -q -pl jccl-core,jccl-cuda,jccl-mpi,jccl-cli -DskipTests package 2>&1 | grep -v WARNING || true)
   rm -rf "$dest/.gpu" && mkdir -p "$dest/.gpu/lib"
   cp "$src"/jccl-core/target/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-core.jar"
   # the conformance kit (org.jccl.kit) that NcclConformanceTest runs: jccl-core's test jar
@@ -36,6 +39,9 @@ if [ "$mode" = stage ]; then
   # NcclBench (module jccl-bench, outside the library jars)
   cp "$src"/jccl-bench/target/jccl-bench-*.jar "$dest/.gpu/lib/jccl-bench.jar"
   cp -r "$src/jccl-cuda/target/test-classes" "$dest/.gpu/test-classes"
+  mkdir -p "$dest/.gpu/cli-lib"
+  cp "$src"/jccl-cli/target/jccl-cli-*.jar "$dest/.gpu/cli-lib/jccl-cli.jar"
+  cp "$src"/jccl-cli/target/lib/picocli-*.jar "$src"/jccl-cli/target/lib/jccl-mpi-*.jar "$dest/.gpu/cli-lib/"
   (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
       -DoutputDirectory="$dest/.gpu/lib" 2>&1 | grep -v WARNING || true)
   mv "$dest"/.gpu/lib/junit-platform-console-standalone-*.jar "$dest/.gpu/lib/junit-console.jar"
@@ -121,11 +127,32 @@ fi
 if has tests; then
   junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest --select-class org.jccl.cuda.NcclStreamLifetimeTest \
+    --select-class org.jccl.cuda.CudaGraphTest \
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
     --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
     --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
+fi
+
+if has graph; then # CUDA graphs: CudaGraphTest (also nonblocking), jccl perf -G next to -G 0 and nccl-tests' -G
+  junit graph-tests 240 --select-class org.jccl.cuda.CudaGraphTest
+  JCCL_NCCL_NONBLOCKING=1 junit graph-tests-nb 150 --select-class org.jccl.cuda.CudaGraphTest
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf allreduce
+       --backend nccl -g "$NGPU" -b 8 -e 1G -f 8 -n 20 -w 5)
+  nt=$(command -v all_reduce_perf || find /opt /usr/local /root /workspace -name all_reduce_perf -type f 2>/dev/null | head -1)
+  for G in 0 10; do
+    timeout -k 10 120 "${cli[@]}" -G $G > "$OUT/perf-G$G.log" 2>&1
+    rc=$?; check "perf-G$G" $rc
+    echo "[jccl perf -G $G] exit $rc after $(( $(date +%s) - start )) s"; grep -v '^#  Rank' "$OUT/perf-G$G.log" | tail -14
+    if [ -n "$nt" ]; then
+      timeout -k 10 120 "$nt" -g "$NGPU" -b 8 -e 1G -f 8 -n 20 -w 5 -G $G > "$OUT/nccl-tests-G$G.log" 2>&1
+      rc=$?; check "nccl-tests-G$G" $rc
+      echo "[nccl-tests -G $G: $nt] exit $rc"; grep -E '^ +[0-9]' "$OUT/nccl-tests-G$G.log"
+    fi
+  done
+  [ -n "$nt" ] || echo "[graph] nccl-tests (all_reduce_perf) is not on this machine: no nccl-tests -G reference"
 fi
 
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log

@@ -21,6 +21,7 @@ import org.jccl.Options;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.TcpStoreServer;
 import org.jccl.cli.perf.Collective;
+import org.jccl.cli.perf.CudaGraphs;
 import org.jccl.cli.perf.CudaMemory;
 import org.jccl.cli.perf.HostMemory;
 import org.jccl.cli.perf.PerfConfig;
@@ -59,6 +60,7 @@ import picocli.CommandLine.Spec;
             + "sweeps by increments. The table prints premulsum as 'mulsum', as nccl-tests does.",
             "", "Examples:", "  jccl perf allreduce --ranks 4", "  jccl perf all --ranks 2 -b 1K -e 1M -d all -o all -n 5",
             "  jccl perf allgather --ranks 4 --json run.json --svg run.svg --compare mpi.json",
+            "  jccl perf allreduce --backend nccl -g 2 -G 10     (CUDA graphs, as nccl-tests -G)",
             "  mpirun -np 4 ./jccl perf allreduce --backend mpi      (Open MPI underneath; see docs/BENCHMARKS.md)",
             "", "Exit codes: 0 ok, 1 wrong results or a failure, 2 bad flags."})
 final class PerfCommand implements Callable<Integer> {
@@ -120,6 +122,12 @@ final class PerfCommand implements Callable<Integer> {
             description = "1: blocking calls, each completes before the next is issued (no barrier in between); 0: issue the iterations asynchronously "
                     + "(default: ${DEFAULT-VALUE}).")
     int blocking;
+
+    @Option(names = {"-G", "--cudagraph"}, paramLabel = "N", defaultValue = "0",
+            description = "CUDA graph launches, as nccl-tests' -G (--backend nccl): capture the -n timed iterations into "
+                    + "one graph and launch it N times; the time is per iteration (total / (n x N)). The check (-c 1) "
+                    + "runs through a graph too. 0: no graph (default: ${DEFAULT-VALUE}).")
+    int graphLaunches;
 
     @Option(names = "--settle", paramLabel = "SECONDS", defaultValue = "0",
             description = "Before timing each size and placement, run it untimed for at least 0.25 s (1.5 s from 1 MiB) and until the JIT has "
@@ -233,6 +241,17 @@ final class PerfCommand implements Callable<Integer> {
         if (gpus > 1 && !b.equals("nccl")) {
             throw bad("-g", Integer.toString(gpus), "GPUs per process apply to --backend nccl; the " + b + " backend takes -g 1");
         }
+        if (graphLaunches < 0) {
+            throw bad("-G", Integer.toString(graphLaunches), "give 0 (no CUDA graph) or a number of graph launches");
+        }
+        if (graphLaunches > 0 && !b.equals("nccl")) {
+            throw bad("-G", Integer.toString(graphLaunches), "CUDA graphs apply to --backend nccl; the " + b
+                    + " backend takes -G 0");
+        }
+        if (graphLaunches > 0 && blocking == 1) {
+            throw bad("-G", Integer.toString(graphLaunches), "blocking calls (-z 1) cannot be captured into a CUDA graph: "
+                    + "use -z 0 with -G");
+        }
         if (ranks != null && (ranks < 1 || ranks > Launcher.MAX_RANKS)) {
             throw bad("--ranks", Integer.toString(ranks), "give 1 to " + Launcher.MAX_RANKS + " ranks");
         }
@@ -242,7 +261,7 @@ final class PerfCommand implements Callable<Integer> {
                 throw usage("the sweep -b " + minBytes + " -e " + maxBytes + " has no size");
             }
             return new PerfConfig(colls, min, max, step, factor, iters, warmup, check == 1, ops, types, r,
-                    blocking == 1, seed == null ? DEFAULT_SEED : seed);
+                    blocking == 1, seed == null ? DEFAULT_SEED : seed, graphLaunches);
         } catch (IllegalArgumentException e) {
             throw usage(e.getMessage());
         }
@@ -487,6 +506,9 @@ final class PerfCommand implements Callable<Integer> {
             java.io.PrintStream out = reporting ? parent.out : null;
             Progress progress = new Progress(parent.err, reporting && Progress.stderrIsTerminal());
             PerfRunner runner = new PerfRunner(comm, mem, cfg, out, progress).settle(settle);
+            if (cfg.graphLaunches() > 0) {
+                runner.graphs(new CudaGraphs(comm));
+            }
             String host = hostname();
             String devices = runner.devices(String.format(Locale.ROOT, "Pid %6d on %10s device %s",
                     ProcessHandle.current().pid(), host, mem.device()));
@@ -536,9 +558,10 @@ final class PerfCommand implements Callable<Integer> {
                 .append(info.ranks() == 1 ? " rank" : " ranks").append(" | JDK ").append(info.jdk())
                 .append(" | ").append(info.hostname()).append(", ").append(info.cores()).append(" cores").append(nl);
         sb.append(String.format(Locale.ROOT, "# nRanks %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d "
-                        + "iters: %d validation: %d blocking: %d%n", info.ranks(), gpus, cfg.minBytes(), cfg.maxBytes(),
-                cfg.stepFactor() > 1 ? cfg.stepFactor() : cfg.stepBytes(), cfg.stepFactor() > 1 ? "factor" : "bytes",
-                cfg.warmup(), cfg.iters(), cfg.check() ? 1 : 0, cfg.blocking() ? 1 : 0));
+                        + "iters: %d validation: %d blocking: %d graph: %d%n", info.ranks(), gpus, cfg.minBytes(),
+                cfg.maxBytes(), cfg.stepFactor() > 1 ? cfg.stepFactor() : cfg.stepBytes(),
+                cfg.stepFactor() > 1 ? "factor" : "bytes", cfg.warmup(), cfg.iters(), cfg.check() ? 1 : 0,
+                cfg.blocking() ? 1 : 0, cfg.graphLaunches()));
         sb.append("#").append(nl).append("# Using devices").append(nl).append(devices).append("#").append(nl);
         return sb.toString();
     }

@@ -60,6 +60,15 @@ final class CudaDriver {
     /** CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED (all atomics over the link: NVLink). */
     static final int P2P_NATIVE_ATOMIC_SUPPORTED = 3;
 
+    /** CUstreamCaptureStatus: not capturing, capturing, capture invalidated by an unsupported call. */
+    static final int CAPTURE_NONE = 0, CAPTURE_ACTIVE = 1, CAPTURE_INVALIDATED = 2;
+    /** CUstreamCaptureMode values. */
+    static final int CAPTURE_MODE_GLOBAL = 0, CAPTURE_MODE_THREAD_LOCAL = 1, CAPTURE_MODE_RELAXED = 2;
+    /** CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. */
+    static final int STREAM_CAPTURE_INVALIDATED = 901;
+    /** CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, the special stream handles besides 0. */
+    static final long STREAM_LEGACY = 1, STREAM_PER_THREAD = 2;
+
     /** CU_STREAM_NON_BLOCKING. */
     static final int STREAM_NON_BLOCKING = 1;
     /** CU_EVENT_DISABLE_TIMING. */
@@ -192,6 +201,26 @@ final class CudaDriver {
     private static final MethodHandle cuLaunchKernel = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                     JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS), "cuLaunchKernel");
+
+    // Stream capture and graphs (CUDA 11.4+). Optional: a driver without them keeps everything else.
+    private static final MethodHandle cuStreamBeginCapture = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT), "cuStreamBeginCapture_v2");
+    private static final MethodHandle cuStreamEndCapture = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), "cuStreamEndCapture");
+    private static final MethodHandle cuStreamIsCapturing = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), "cuStreamIsCapturing");
+    private static final MethodHandle cuThreadExchangeStreamCaptureMode = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS), "cuThreadExchangeStreamCaptureMode");
+    private static final MethodHandle cuGraphInstantiateWithFlags = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), "cuGraphInstantiateWithFlags");
+    private static final MethodHandle cuGraphLaunch = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), "cuGraphLaunch");
+    private static final MethodHandle cuGraphExecDestroy = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuGraphExecDestroy");
+    private static final MethodHandle cuGraphDestroy = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuGraphDestroy");
+    private static final MethodHandle cuGraphGetNodes = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS), "cuGraphGetNodes");
 
     /** Null when usable, else why not (library missing, a symbol missing, or cuInit failed). */
     private static final String FAILURE;
@@ -725,6 +754,145 @@ final class CudaDriver {
             MemorySegment s = Scratch.get();
             check((int) cuEventElapsedTime.invokeExact(s, start, end), "cuEventElapsedTime");
             return s.get(JAVA_FLOAT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // ---- stream capture and graphs ----
+
+    /** Why graphs cannot be used with this driver, or null. */
+    static String graphsUnavailable() {
+        if (FAILURE != null) {
+            return FAILURE;
+        }
+        return cuStreamBeginCapture == null || cuStreamEndCapture == null || cuStreamIsCapturing == null
+                || cuGraphInstantiateWithFlags == null || cuGraphLaunch == null || cuGraphExecDestroy == null
+                || cuGraphDestroy == null || cuThreadExchangeStreamCaptureMode == null
+                ? "the CUDA driver " + loadedName() + " lacks stream capture (CUDA 11.4 or newer has it)" : null;
+    }
+
+    static void streamBeginCapture(long stream, int mode) {
+        try {
+            check((int) cuStreamBeginCapture.invokeExact(stream, mode), "cuStreamBeginCapture");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Ends the capture; returns the raw result and writes the CUgraph (0 when none) to {@code out[0]}. */
+    static int streamEndCapture(long stream, long[] out) {
+        try {
+            MemorySegment s = Scratch.get();
+            s.set(JAVA_LONG, 0, 0L);
+            int r = (int) cuStreamEndCapture.invokeExact(stream, s);
+            out[0] = s.get(JAVA_LONG, 0);
+            return r;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * CUstreamCaptureStatus of {@code stream}; capture-safe (it never invalidates a capture). The
+     * legacy stream cannot be captured, so it is answered without a call.
+     */
+    static int captureStatus(long stream) {
+        if (stream == 0 || stream == STREAM_LEGACY || cuStreamIsCapturing == null) {
+            return CAPTURE_NONE;
+        }
+        try {
+            MemorySegment s = Scratch.get();
+            check((int) cuStreamIsCapturing.invokeExact(stream, s), "cuStreamIsCapturing");
+            return s.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Sets this thread's capture interaction mode; returns the previous one. */
+    static int exchangeCaptureMode(int mode) {
+        try {
+            MemorySegment s = Scratch.get();
+            s.set(JAVA_INT, 0, mode);
+            check((int) cuThreadExchangeStreamCaptureMode.invokeExact(s), "cuThreadExchangeStreamCaptureMode");
+            return s.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Runs {@code body} with this thread's capture mode relaxed, so an allocation it makes neither
+     * fails nor invalidates a capture open on this thread (as NCCL does for its own allocations).
+     */
+    static <T> T relaxedCapture(java.util.function.Supplier<T> body) {
+        if (cuThreadExchangeStreamCaptureMode == null) {
+            return body.get();
+        }
+        int previous = exchangeCaptureMode(CAPTURE_MODE_RELAXED);
+        try {
+            return body.get();
+        } finally {
+            exchangeCaptureMode(previous);
+        }
+    }
+
+    /**
+     * Relaxes this thread's capture mode for good (a jccl-owned thread, e.g. the watchdog): its
+     * event queries then never fail or invalidate another thread's {@code GLOBAL}-mode capture.
+     * Does nothing on a driver without stream capture.
+     */
+    static void relaxCaptureModeOfThisThread() {
+        if (cuThreadExchangeStreamCaptureMode != null && FAILURE == null) {
+            exchangeCaptureMode(CAPTURE_MODE_RELAXED);
+        }
+    }
+
+    static long graphInstantiate(long graph) {
+        try {
+            MemorySegment s = Scratch.get();
+            check((int) cuGraphInstantiateWithFlags.invokeExact(s, graph, 0L), "cuGraphInstantiate");
+            return s.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void graphLaunch(long exec, long stream) {
+        try {
+            check((int) cuGraphLaunch.invokeExact(exec, stream), "cuGraphLaunch");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void graphExecDestroy(long exec) {
+        try {
+            check((int) cuGraphExecDestroy.invokeExact(exec), "cuGraphExecDestroy");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void graphDestroy(long graph) {
+        try {
+            check((int) cuGraphDestroy.invokeExact(graph), "cuGraphDestroy");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The number of nodes of {@code graph}, or -1 when the driver cannot tell. */
+    static long graphNodeCount(long graph) {
+        if (cuGraphGetNodes == null) {
+            return -1;
+        }
+        try {
+            MemorySegment s = Scratch.get();
+            s.set(JAVA_LONG, 0, 0L);
+            check((int) cuGraphGetNodes.invokeExact(graph, 0L, s), "cuGraphGetNodes");
+            return s.get(JAVA_LONG, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -3,6 +3,7 @@ package org.jccl.cuda;
 import java.time.Duration;
 import java.util.Objects;
 import org.jccl.CollectiveTimeoutException;
+import org.jccl.InvalidUsageException;
 
 /**
  * A CUDA stream: jccl's own ({@link CudaDevice#createStream()}, destroyed by {@link #close()}) or
@@ -46,20 +47,48 @@ public final class CudaStream extends CudaHandle implements AutoCloseable {
         event.record(this);
     }
 
-    /** True when every operation queued on this stream has finished. */
+    /**
+     * True when every operation queued on this stream has finished.
+     *
+     * @throws InvalidUsageException while the stream is being captured into a {@link CudaGraph}
+     *                               (a query would invalidate the capture)
+     */
     public boolean isIdle() {
         if (device != null) {
             device.makeCurrent();
         }
-        return CudaDriver.ready(CudaDriver.streamQuery(handle()), "cuStreamQuery");
+        long h = handle();
+        refuseWhileCapturing(h, "queried");
+        return CudaDriver.ready(CudaDriver.streamQuery(h), "cuStreamQuery");
+    }
+
+    /** Whether this stream is being captured into a CUDA graph now (by jccl or another library). */
+    public boolean isCapturing() {
+        if (device != null) {
+            device.makeCurrent();
+        }
+        return CudaDriver.captureStatus(handle()) != CudaDriver.CAPTURE_NONE;
+    }
+
+    private void refuseWhileCapturing(long h, String what) {
+        if (CudaDriver.captureStatus(h) != CudaDriver.CAPTURE_NONE) {
+            throw new InvalidUsageException(this + " is being captured into a CUDA graph and cannot be " + what
+                    + ": nothing on it runs until the graph is launched; end the capture and await the launch's work");
+        }
     }
 
     /**
      * Waits until the stream is idle, polling (never blocking in the driver) so the deadline holds.
      *
      * @throws CollectiveTimeoutException when work is still queued after {@code timeout}
+     * @throws InvalidUsageException      while the stream is being captured into a {@link CudaGraph}
      */
     public void synchronize(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (device != null) {
+            device.makeCurrent();
+        }
+        refuseWhileCapturing(handle(), "synchronized");
         long deadline = System.nanoTime() + timeout.toNanos();
         org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
         while (!isIdle()) {

@@ -499,7 +499,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         try {
             ensureOpen();
             if (barrierBuffer == null) {
-                barrierBuffer = device.allocate(DataType.INT32, 1);
+                // relaxed: a first barrier issued inside a CUDA graph capture may allocate
+                barrierBuffer = CudaDriver.relaxedCapture(() -> device.allocate(DataType.INT32, 1));
             }
             b = barrierBuffer;
         } finally {

@@ -50,7 +50,9 @@ final class NcclLaunch {
                     + "the group is launched: call " + opName(kind) + "Async and wait after closing the group");
         }
         c.ensureNotClosed();
-        if (group == null && !c.ring.hasRoom()) {
+        long sh = userStream == null ? c.streamHandle : userStream.handle();
+        boolean captured = capturing(c, kind, sh, send, recv, blocking);
+        if (group == null && !captured && !c.ring.hasRoom()) {
             makeRoom(c); // outside the lock
         }
         if (c.watch != null) {
@@ -58,17 +60,17 @@ final class NcclLaunch {
         }
         long sp = send == null ? 0 : send.rawPointer();
         long rp = recv == null ? 0 : recv.rawPointer();
-        long sh = userStream == null ? c.streamHandle : userStream.handle();
         NcclWork w;
         if (c.check != null && kind != SEND && kind != RECV) {
-            return launchChecked(c, kind, sp, rp, count, type, op, root, sh, blocking, group);
+            return launchChecked(c, kind, sp, rp, count, type, op, root, sh, blocking, group, captured);
         }
         c.lock.lock();
         try {
             c.ensureOpen();
             long s = ++c.seq;
             int r = callNative(c, kind, s, sp, rp, count, type, op, root, sh);
-            w = newWork(c, kind, s, type, count, sh, op, root, kind != SEND && kind != RECV ? ++c.collIssued : 0, blocking);
+            w = newWork(c, kind, s, type, count, sh, op, root, kind != SEND && kind != RECV ? ++c.collIssued : 0, blocking,
+                    captured);
             if (group != null) {
                 group.add(c, w);
                 return w;
@@ -78,6 +80,37 @@ final class NcclLaunch {
             c.lock.unlock();
         }
         return handOver(c, w, blocking);
+    }
+
+    /**
+     * Whether {@code sh} is being captured into a CUDA graph (one capture-safe query), so the
+     * operation is captured rather than run. Refuses, before any native call, what a capture
+     * cannot hold: a blocking call (it would wait for work that runs only at a launch), an
+     * in-place all-to-all (it stages through the communicator's scratch, which later calls reuse),
+     * and a stream whose capture an earlier call already invalidated.
+     */
+    private static boolean capturing(NcclCommunicator c, int kind, long sh, DeviceBuffer send, DeviceBuffer recv,
+                                     boolean blocking) {
+        int status = CudaDriver.captureStatus(sh);
+        if (status == CudaDriver.CAPTURE_NONE) {
+            return false;
+        }
+        String stream = "stream 0x" + Long.toHexString(sh);
+        if (status != CudaDriver.CAPTURE_ACTIVE) {
+            throw new InvalidUsageException(opName(kind) + " on " + stream + ", whose CUDA graph capture an earlier call "
+                    + "invalidated: end the capture (it reports the failure) and capture again");
+        }
+        if (blocking) {
+            throw new InvalidUsageException("blocking " + opName(kind) + " on " + stream + ", which is being captured into "
+                    + "a CUDA graph: it would wait for an operation that runs only when the graph is launched; call "
+                    + opName(kind) + "Async (its work is complete once captured) and await the graph launch's work");
+        }
+        if (kind == ALL_TO_ALL && send != null && send == recv && c.size() > 1) {
+            throw new InvalidUsageException("in-place allToAll on " + stream + ", which is being captured into a CUDA "
+                    + "graph: it stages its input in the communicator's scratch memory, which later calls reuse; give "
+                    + "separate send and recv buffers inside a capture");
+        }
+        return true;
     }
 
     /**
@@ -101,12 +134,15 @@ final class NcclLaunch {
      * recorder learns of it later, from the ring (see {@link #flushTrace}).
      */
     private static NcclWork newWork(NcclCommunicator c, int kind, long s, DataType type, long count, long sh,
-                                    ReduceOp op, int root, long collective, boolean blocking) {
+                                    ReduceOp op, int root, long collective, boolean blocking, boolean captured) {
         long budget = callBudgetNanos(c);
         long now = System.nanoTime(); // the one clock reading of a launch: deadline, trace, watchdog
         noteLaunch(c, now);
         NcclWork w = new NcclWork(c, kind, s, type, count, sh, now + budget, blocking,
-                op == null ? -1 : op.kind().ordinal());
+                op == null ? -1 : op.kind().ordinal(), captured);
+        if (captured) {
+            CudaGraph.noteCaptured(sh, c);
+        }
         w.budgetNanos = budget;
         w.peer = root;
         w.collective = collective;
@@ -128,6 +164,9 @@ final class NcclLaunch {
      * Under the lock, with the context current.
      */
     private static void armInRing(NcclCommunicator c, NcclWork w) {
+        if (w.captured) {
+            return; // an event recorded into a capture fires only in a launch: nothing to watch here
+        }
         if (!c.ring.hasRoom()) {
             c.ring.advanceHead();
             if (c.ring.blocker() != null) {
@@ -199,7 +238,7 @@ final class NcclLaunch {
 
     /** An asynchronous work is the watchdog's to watch; a blocking one is awaited by the caller. */
     private static NcclWork handOver(NcclCommunicator c, NcclWork w, boolean blocking) {
-        if (!blocking) {
+        if (!blocking && !w.captured) {
             Watchdog.wake();
         }
         return w;
@@ -211,7 +250,8 @@ final class NcclLaunch {
      * the group's close, which verifies every fingerprint first.
      */
     private static NcclWork launchChecked(NcclCommunicator c, int kind, long sp, long rp, long count, DataType type,
-                                          ReduceOp op, int root, long sh, boolean blocking, NcclGroup group) {
+                                          ReduceOp op, int root, long sh, boolean blocking, NcclGroup group,
+                                          boolean captured) {
         long cs;
         c.lock.lock();
         try {
@@ -230,7 +270,7 @@ final class NcclLaunch {
         try {
             c.ensureOpen();
             long s = ++c.seq;
-            w = newWork(c, kind, s, type, count, sh, op, root, cs, blocking);
+            w = newWork(c, kind, s, type, count, sh, op, root, cs, blocking, captured);
             if (group != null) {
                 group.addChecked(c, w, cs, fp, () -> deferredCall(c, w, kind, sp, rp, count, type, op, root, sh));
                 return w;

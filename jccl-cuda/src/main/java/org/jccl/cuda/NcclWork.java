@@ -24,6 +24,9 @@ import org.jccl.internal.VarHandles;
  * holds; past it, or on an NCCL asynchronous error, the communicator is aborted and the work
  * fails with a cause that names the operation, its sequence number and NCCL's error text.
  *
+ * <p>Issued on a stream that is being captured into a CUDA graph, the operation is captured, not
+ * run: see {@link #isCaptured()}.
+ *
  * <p>The event belongs to the communicator: once this work is observed complete it may be
  * recorded again for a later operation of the same communicator, so a stream that waits on it
  * after that waits at least as long as needed, never less.
@@ -60,9 +63,11 @@ public final class NcclWork implements Work {
     long ringIndex = -1;
     /** A blocking call's work: its caller waits for it, the watchdog leaves it alone. */
     final boolean blocking;
+    /** Captured into a CUDA graph: complete once captured, never armed, never watched. */
+    final boolean captured;
 
     NcclWork(NcclCommunicator comm, int kind, long sequence, DataType type, long count, long streamHandle,
-             long deadline, boolean blocking, int redop) {
+             long deadline, boolean blocking, int redop, boolean captured) {
         this.comm = comm;
         this.kind = kind;
         this.sequence = sequence;
@@ -72,6 +77,10 @@ public final class NcclWork implements Work {
         this.deadline = deadline;
         this.blocking = blocking;
         this.redop = (byte) redop;
+        this.captured = captured;
+        if (captured) {
+            STATE.setRelease(this, DONE); // a plain store on x86: eager launches pay no fence for it
+        }
     }
 
     /** Records {@code e} on this work's stream: from now on the work completes with it. */
@@ -110,13 +119,28 @@ public final class NcclWork implements Work {
     }
 
     /**
+     * Whether the operation was captured into a CUDA graph ({@link CudaGraph}) rather than run: such
+     * a work is complete at once ({@link #isDone()} is true, {@link #await()} returns without
+     * waiting) because the operation runs only when the graph is launched; wait for the
+     * {@link org.jccl.Work} that {@link CudaGraph#launch} returns instead.
+     */
+    public boolean isCaptured() {
+        return captured;
+    }
+
+    /**
      * The event that completes with this operation; a stream can wait on it with
      * {@link CudaStream#waitFor(CudaEvent)}.
      *
      * @throws InvalidUsageException inside an open {@link NcclGroup} (the operation is only
-     *                               launched when the group closes)
+     *                               launched when the group closes), or for a captured operation
+     *                               (order other captured work after it on the capturing stream)
      */
     public CudaEvent event() {
+        if (captured) {
+            throw new InvalidUsageException(describe() + " was captured into a CUDA graph: it has no event of its own; "
+                    + "order later captured work after it on the capturing stream, and wait for the graph's launch");
+        }
         CudaEvent e = event;
         if (e == null) {
             if (stateField == FAILED) {
@@ -285,7 +309,7 @@ public final class NcclWork implements Work {
     @Override
     public String toString() {
         String s = switch (stateField) {
-            case DONE -> "done";
+            case DONE -> captured ? "captured" : "done";
             case FAILED -> "failed";
             default -> "pending";
         };

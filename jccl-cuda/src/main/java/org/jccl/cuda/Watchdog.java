@@ -8,7 +8,9 @@ import java.util.concurrent.locks.LockSupport;
  * One daemon thread for every NCCL communicator of the process: polls the events of outstanding
  * asynchronous work and ncclCommGetAsyncError; past a work's deadline or on an asynchronous error
  * it aborts the communicator, which fails every pending work with the cause. It sleeps while no
- * work is outstanding, so an idle process pays nothing.
+ * work is outstanding, so an idle process pays nothing. Operations captured into a CUDA graph are
+ * never in its rings (their events would fire only in a launch); its thread runs in CUDA's relaxed
+ * capture mode so its queries cannot disturb another thread's capture.
  */
 final class Watchdog implements Runnable {
     private static final long POLL_NANOS = 500_000;
@@ -43,6 +45,13 @@ final class Watchdog implements Runnable {
 
     @Override
     public void run() {
+        try {
+            // Another thread may capture a stream in CUDA's GLOBAL mode (PyTorch's default): this
+            // thread's event queries must neither fail nor invalidate that capture.
+            CudaDriver.relaxCaptureModeOfThisThread();
+        } catch (RuntimeException e) {
+            // Without it, captures in GLOBAL mode may fail; everything else works as before.
+        }
         while (true) {
             boolean busy = false;
             for (NcclCommunicator c : comms) {

@@ -21,10 +21,12 @@ import org.jccl.ReduceOp;
  * @param root        root rank (-r), or {@link #ALL_ROOTS}
  * @param blocking    blocking calls one after another, no barrier between (-z 1), else issue all iterations asynchronously
  * @param seed        seed of the check data
+ * @param graphLaunches CUDA graph launches (-G): the {@code iters} timed iterations are captured into one
+ *                    graph, launched this many times, and the time is per iteration; 0: no graph
  */
 public record PerfConfig(List<Collective> collectives, long minBytes, long maxBytes, long stepBytes, long stepFactor,
                          int iters, int warmup, boolean check, List<ReduceOp> ops, List<DataType> types, int root,
-                         boolean blocking, long seed) {
+                         boolean blocking, long seed, int graphLaunches) {
 
     /** {@link #root()} meaning every rank in turn (-r all). */
     public static final int ALL_ROOTS = -1;
@@ -43,10 +45,25 @@ public record PerfConfig(List<Collective> collectives, long minBytes, long maxBy
         if (warmup < 0) {
             throw new IllegalArgumentException("-w is " + warmup + ": give 0 or more warm-up iterations");
         }
+        if (graphLaunches < 0) {
+            throw new IllegalArgumentException("-G is " + graphLaunches + ": give 0 (no CUDA graph) or more launches");
+        }
+        if (graphLaunches > 0 && blocking) {
+            throw new IllegalArgumentException("-G " + graphLaunches + " with -z 1: blocking calls cannot be captured "
+                    + "into a CUDA graph; use -z 0");
+        }
         if (root < ALL_ROOTS) {
             throw new IllegalArgumentException("-r is " + root + ": give a rank >= 0 or 'all'");
         }
         Sizes.sweep(minBytes, maxBytes, stepBytes, stepFactor);
+    }
+
+    /** Without CUDA graphs (-G 0). */
+    public PerfConfig(List<Collective> collectives, long minBytes, long maxBytes, long stepBytes, long stepFactor,
+                      int iters, int warmup, boolean check, List<ReduceOp> ops, List<DataType> types, int root,
+                      boolean blocking, long seed) {
+        this(collectives, minBytes, maxBytes, stepBytes, stepFactor, iters, warmup, check, ops, types, root, blocking,
+                seed, 0);
     }
 
     /** The sizes of the sweep. */

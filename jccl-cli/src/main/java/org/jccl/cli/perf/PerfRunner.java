@@ -69,6 +69,35 @@ public final class PerfRunner {
         }
     }
 
+    /** Captures a block of calls into a CUDA graph (jccl perf -G); null without graphs. */
+    private Graphs graphs;
+
+    /** A CUDA graph of captured iterations, launched as a whole. */
+    public interface Replay extends AutoCloseable {
+        /** Launches the graph {@code times} times back to back and waits until the last launch finished. */
+        void launch(int times);
+
+        /** Releases the graph. */
+        @Override
+        void close();
+    }
+
+    /** What -G needs from the backend: capture what {@code body} issues into a graph. */
+    public interface Graphs {
+        /** Captures the calls {@code body} makes (asynchronous ones; they complete once captured). */
+        Replay capture(Runnable body);
+    }
+
+    /**
+     * Times {@code -n} iterations captured into one CUDA graph and launched {@link
+     * PerfConfig#graphLaunches()} times (nccl-tests' -G), and checks through a graph too. Returns
+     * this runner.
+     */
+    public PerfRunner graphs(Graphs g) {
+        this.graphs = g;
+        return this;
+    }
+
     private double settleSeconds;
     /** Seconds of the first call of the size and placement {@link #time} timed last. */
     private double firstSeconds;
@@ -229,6 +258,9 @@ public final class PerfRunner {
         runOnce(launch);
         firstSeconds = (System.nanoTime() - f0) / 1e9;
         settle(launch, stats, staging);
+        if (graphs != null && cfg.graphLaunches() > 0) {
+            return timeGraph(launch);
+        }
         comm.barrier();
         long t0 = System.nanoTime();
         if (cfg.blocking()) {
@@ -244,6 +276,24 @@ public final class PerfRunner {
             awaitPending();
         }
         return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /**
+     * nccl-tests' -G: the {@code -n} iterations captured into one graph (not timed, nor is the
+     * instantiation), then the graph launched -G times from a barrier on; mean seconds per iteration.
+     */
+    private double timeGraph(Launch launch) {
+        try (Replay g = graphs.capture(() -> {
+            for (int i = 0; i < cfg.iters(); i++) {
+                launch.start(pending);
+            }
+        })) {
+            awaitPending(); // captured works are complete once captured
+            comm.barrier();
+            long t0 = System.nanoTime();
+            g.launch(cfg.graphLaunches());
+            return (System.nanoTime() - t0) / 1e9 / cfg.iters() / cfg.graphLaunches();
+        }
     }
 
     /**
@@ -303,7 +353,15 @@ public final class PerfRunner {
             return Measurement.NOT_CHECKED;
         }
         launch.initialize(data, staging);
-        runOnce(launch);
+        if (graphs != null && cfg.graphLaunches() > 0) {
+            // As nccl-tests: the checked call runs through a graph of its own, launched once.
+            try (Replay g = graphs.capture(() -> launch.start(pending))) {
+                awaitPending();
+                g.launch(1);
+            }
+        } else {
+            runOnce(launch);
+        }
         return launch.verify(data, staging);
     }
 

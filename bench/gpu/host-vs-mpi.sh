@@ -15,7 +15,9 @@
 #              steady (-n 2000 -w 500 to 256 KiB, -n 40 -w 10 above); Open MPI cold (-n 20 -w 5) and
 #              adaptive (~0.1 s per size) in every configuration below; Gloo (2 and 8 ranks)
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
-#   others     the other collectives, 16 B..64 MiB (x16): jccl steady and cold, Open MPI default and best
+#              (HOSTCMP_TWOCORE_REPS)
+#   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS): jccl steady
+#              and cold (HOSTCMP_OTHERS_COLD=0: steady only), Open MPI default and best
 #   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
 #              (-Djccl.perf.registered=true) next to plain ones (HOSTCMP_REG_RANKS, default "8 16")
 #   algo       steady all-reduce 256 B..256 KiB (x2) with each shared-memory algorithm forced
@@ -93,20 +95,21 @@ if [[ $PHASES == *,allreduce,* ]]; then
 fi
 if [[ $PHASES == *,twocore,* ]]; then
   PIN="taskset -c 0,1"
-  for rep in 1 2 3; do
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
     jccl 2 twocore-cold$rep allreduce -b 8 -e 16M -f 8
     mpi 2 default twocore-cold$rep allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
   done
   PIN=""
 fi
+OTHERS_MAX=${HOSTCMP_OTHERS_MAX:-64M}
 if [[ $PHASES == *,others,* ]]; then
-  for n in $RANKS; do
+  for n in ${HOSTCMP_OTHERS_RANKS:-$RANKS}; do
     for c in allgather reducescatter broadcast reduce alltoall gather scatter; do
-      jccl "$n" "$c-steady" "$c" -b 16 -e 64M -f 16 -n 200 -w 20
-      jccl "$n" "$c-cold" "$c" -b 16 -e 64M -f 16
+      jccl "$n" "$c-steady" "$c" -b 16 -e "$OTHERS_MAX" -f 16 -n 200 -w 20
+      [ "${HOSTCMP_OTHERS_COLD:-1}" = 0 ] || jccl "$n" "$c-cold" "$c" -b 16 -e "$OTHERS_MAX" -f 16
     done
     for cfg in $CONFIGS; do
-      mpi "$n" "$cfg" others allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter -b 16 -e 64M -f 16 -T 0.05 -c 0
+      mpi "$n" "$cfg" others allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter -b 16 -e "$OTHERS_MAX" -f 16 -T 0.05 -c 0
     done
   done
 fi

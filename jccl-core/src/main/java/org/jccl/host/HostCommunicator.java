@@ -18,6 +18,7 @@ import org.jccl.host.shm.algo.ChunkedBroadcast;
 import org.jccl.host.shm.algo.ChunkedReduce;
 import org.jccl.host.shm.algo.ChunkedReduceScatter;
 import org.jccl.host.shm.algo.OneShotAllReduce;
+import org.jccl.host.shm.algo.OneShotReduce;
 import org.jccl.host.shm.algo.ReduceScatterAllGather;
 import org.jccl.host.shm.algo.ShmBarrier;
 import org.jccl.host.shm.algo.ZeroCopyAllGather;
@@ -128,7 +129,11 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         if (zeroCopy(s.byteSize()) && ZeroCopyReduce.tryRun(transport, s, r, op, root, true)) {
             return;
         }
-        ChunkedReduce.run(transport, s, r, op, root);
+        if (tuner.reduceOneShot(s.byteSize(), size())) {
+            OneShotReduce.run(transport, s, r, op, root);
+        } else {
+            ChunkedReduce.run(transport, s, r, op, root);
+        }
     }
 
     @Override

@@ -23,11 +23,11 @@ import org.jccl.internal.Settings;
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
  * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small
- * broadcast, all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between
+ * broadcast, reduce, all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between
  * buffers of a confined and of a shared arena, and the shared ones add a few asynchronous calls. After each block the ranks
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
- * 60 ms; the warm-up ends once none did, or once {@code JCCL_WARMUP} seconds have passed on any
- * rank. Every rank runs the same
+ * 60 ms; the warm-up ends once none did and the warm-ups of this JVM made at least {@link #MIN_CALLS}
+ * collectives, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
  * calls, so the sequence numbers stay aligned; at the end every rank restarts the numbering
  * ({@link org.jccl.host.engine.EngineCommunicator#restartNumbering}), so error messages and the
  * flight recorder count the caller's collectives from #1.
@@ -47,6 +47,19 @@ final class JitWarmup {
     private static final int SMALL = 7;
     private static final int MID = 4099;
     private static final int LARGE = 65541;
+
+    /**
+     * Collectives the warm-ups of this JVM must have made before a quiet JIT may end one. A quiet
+     * JIT alone says little early on: C2 compiles a method only once it has run about 15 000 times
+     * in profiled C1 code (HotSpot's Tier4CompileThreshold), so for the first thousands of calls
+     * no compilation is due and the queue is empty. A warm-up that stopped at that quiet (after 22
+     * blocks on 2 cores) left the whole call path in C1 code, and C2 compiled it during the
+     * caller's first sizes. Counted per JVM: a second communicator's warm-up, whose code is
+     * compiled, leaves at the first quiet stretch.
+     */
+    static final long MIN_CALLS = 20_000;
+    /** Collectives the warm-ups of this JVM made (every thread rank counts its own). */
+    static final java.util.concurrent.atomic.AtomicLong CALLS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Warm-ups run in this JVM (one per rank), for tests. */
     static final java.util.concurrent.atomic.AtomicInteger RUNS = new java.util.concurrent.atomic.AtomicInteger();
@@ -117,7 +130,7 @@ final class JitWarmup {
                 long elapsed = now - t0;
                 // A C2 compilation takes tens of milliseconds and is counted when it ends: only a
                 // quiet stretch that long says the queue is empty.
-                boolean busy = !watch || now - lastCompile < QUIET_NANOS;
+                boolean busy = !watch || now - lastCompile < QUIET_NANOS || CALLS.get() < MIN_CALLS;
                 vote[0] = busy ? 1 : 0;
                 vote[1] = elapsed >= limit ? 1 : 0;
                 comm.allReduce(voteBuf, voteBuf, ReduceOp.MAX);
@@ -169,6 +182,7 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
+            CALLS.addAndGet(async ? 44 : 41); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallOut, ReduceOp.SUM);
@@ -178,6 +192,7 @@ final class JitWarmup {
             c.allReduce(largeIn, largeOut, ReduceOp.SUM);
             c.allReduce(largeOut, largeOut, ReduceOp.SUM);
             c.broadcast(smallIn, smallOut, 0);
+            c.reduce(smallIn, smallOut, ReduceOp.SUM, 0);
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);

@@ -10,16 +10,20 @@ import org.junit.jupiter.api.Test;
 class TunerTest {
     @Test
     void choosesOneShotForSmallAndReduceScatterAllGatherForLargeMessages() {
-        Tuner t = new Tuner(null, -1);
+        Tuner t = new Tuner(null, -1, 32);
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(8, 4));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(512, 16));
         assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(513, 4), "from 4 ranks the second synchronisation pays from 1 KiB");
         assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(4 << 10, 8));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(1 << 10, 3));
         assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(2 << 10, 3));
-        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(64 << 10, 2), "two ranks keep one-shot much longer");
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((64 << 10) + 4, 2));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(1 << 20, 2));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(512, 2));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(4 << 10, 2), "2 ranks with cores to spare");
+        Tuner twoCores = new Tuner(null, -1, 2);
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, twoCores.allReduce(64 << 10, 2), "2 ranks on 2 cores keep one-shot long");
+        assertEquals(Tuner.AllReduceAlgo.RSAG, twoCores.allReduce((64 << 10) + 4, 2));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, new Tuner(null, -1, 3).allReduce(64 << 10, 2));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, new Tuner(null, -1, 4).allReduce(4 << 10, 2));
     }
 
     @Test
@@ -39,5 +43,17 @@ class TunerTest {
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, new Tuner("OneShot", 0).allReduce(1 << 30, 8));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Tuner("bogus", 0));
         assertTrue(e.getMessage().contains("JCCL_ALGO=bogus") && e.getMessage().contains("oneshot, rsag"), e.getMessage());
+    }
+
+    @Test
+    void smallReducesGoOneShotWhileTheRootReadsAtMost64KiB() {
+        Tuner t = new Tuner(null, -1);
+        assertTrue(t.reduceOneShot(8, 16));
+        assertTrue(t.reduceOneShot(4 << 10, 16));
+        assertEquals(false, t.reduceOneShot((4 << 10) + 4, 16));
+        assertTrue(t.reduceOneShot(32 << 10, 2));
+        assertEquals(false, t.reduceOneShot(1 << 20, 2));
+        assertEquals(false, new Tuner("rsag", -1).reduceOneShot(8, 2), "JCCL_ALGO=rsag forces the reduce-scatter step");
+        assertTrue(new Tuner("oneshot", -1).reduceOneShot(1 << 20, 8));
     }
 }

@@ -29,6 +29,7 @@ final class ErrorCases {
                 KitCase.of("errors.mismatch.type", c -> mismatch(c, Traits.Mismatch.TYPE, ErrorCases::typeMismatch, "INT32", "FLOAT32")),
                 KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, Traits.Mismatch.ROOT_SMALL, rootMismatch(8), "root 0", "root 1")),
                 KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.reduceRoot", c -> mismatch(c, Traits.Mismatch.REDUCE_ROOT, ErrorCases::reduceRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.collective", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
                 KitCase.of("errors.mismatch.sendRecvSize", c -> mismatch(c, Traits.Mismatch.SEND_RECV_SIZE, ErrorCases::p2pMismatch, "44", "40")),
                 KitCase.of("errors.timeoutNamesTheMissingRank", ErrorCases::timeout));
@@ -149,6 +150,13 @@ final class ErrorCases {
             int root = ctx.rank() == 0 ? 0 : 1;
             c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 2, ctx.rank(), n), root);
         };
+    }
+
+    /** Rank 0 reduces 8 floats to root 0, every other rank to root 1 (with 2 ranks: each to itself). */
+    private static void reduceRootMismatch(Ctx ctx, Communicator c) {
+        int root = ctx.rank() == 0 ? 0 : 1;
+        Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 5, ctx.rank(), 8);
+        c.reduce(b, b, ReduceOp.SUM, root);
     }
 
     /** Rank 0 broadcasts a small buffer from itself; the others all-reduce one as large. */

@@ -7,11 +7,13 @@ import java.util.Locale;
  *
  * <p>Over shared memory ({@link #allReduce}): one-shot (every rank reduces every slot) reads n
  * times the data but synchronises once; reduce-scatter + all-gather reads about twice the data
- * and synchronises twice. With 2 ranks the extra synchronisation costs more than the reading
- * saves up to {@value #ONESHOT_MAX_BYTES_2} bytes; from 4 ranks reduce-scatter + all-gather wins
- * from 1 KiB (measured on 4, 8 and 16 ranks of a 32-core host: at 4 KiB 4.2 / 4.9 / 6.2 us against
- * one-shot's 7.6 / 9.4 / 16 us), so one-shot keeps {@value #ONESHOT_MAX_BYTES_MANY} bytes and
- * less, and 3 ranks take {@value #ONESHOT_MAX_BYTES_3}. {@code JCCL_ONESHOT_MAX_BYTES} replaces
+ * and synchronises twice. Reduce-scatter + all-gather wins from 1 KiB wherever the ranks have
+ * cores to spare (measured on a 32-core host: at 4 KiB 2.0 / 4.2 / 4.9 / 6.2 us on 2 / 4 / 8 / 16
+ * ranks against one-shot's 2.4 / 7.6 / 9.4 / 16 us), so one-shot keeps {@value
+ * #ONESHOT_MAX_BYTES_MANY} bytes and less ({@value #ONESHOT_MAX_BYTES_3} with 3 ranks). Two ranks
+ * with fewer than two CPUs each are the exception: on a 2-core machine the second
+ * synchronisation costs more than the reading saves, and one-shot wins up to {@value
+ * #ONESHOT_MAX_BYTES_2} bytes (64 KiB: 12 us against 26). {@code JCCL_ONESHOT_MAX_BYTES} replaces
  * these limits with one for every rank count.
  *
  * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes ({@value
@@ -34,7 +36,7 @@ public final class Tuner {
         RHD
     }
 
-    /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks. */
+    /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks on fewer than 4 CPUs. */
     public static final long ONESHOT_MAX_BYTES_2 = 64 << 10;
     /** Largest shared-memory all-reduce the tuner gives one-shot with 3 ranks. */
     public static final long ONESHOT_MAX_BYTES_3 = 1 << 10;
@@ -55,14 +57,21 @@ public final class Tuner {
 
     private final AllReduceAlgo forced;
     private final long oneShotMaxBytes;
+    private final int cpus;
 
     /**
      * A tuner; {@code algo} is the JCCL_ALGO value or null, {@code oneShotMaxBytes} the largest
      * shared-memory one-shot all-reduce at any rank count, or -1 for the measured limits.
      */
     public Tuner(String algo, long oneShotMaxBytes) {
+        this(algo, oneShotMaxBytes, org.jccl.internal.Affinity.cpus());
+    }
+
+    /** A tuner for a machine of {@code cpus} CPUs (the others count this JVM's). */
+    public Tuner(String algo, long oneShotMaxBytes, int cpus) {
         this.forced = parse(algo);
         this.oneShotMaxBytes = oneShotMaxBytes;
+        this.cpus = cpus;
     }
 
     /** Reads JCCL_ALGO and JCCL_ONESHOT_MAX_BYTES. */
@@ -104,8 +113,25 @@ public final class Tuner {
             return forced;
         }
         long max = oneShotMaxBytes >= 0 ? oneShotMaxBytes
-                : ranks <= 2 ? ONESHOT_MAX_BYTES_2 : ranks == 3 ? ONESHOT_MAX_BYTES_3 : ONESHOT_MAX_BYTES_MANY;
+                : ranks <= 2 && cpus < 2 * ranks ? ONESHOT_MAX_BYTES_2
+                : ranks == 3 ? ONESHOT_MAX_BYTES_3 : ONESHOT_MAX_BYTES_MANY;
         return bytes <= max ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
+    }
+
+    /** Largest total of the ranks' inputs (bytes x ranks) a shared-memory reduce gives one-shot. */
+    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES = 64 << 10;
+
+    /**
+     * Whether a shared-memory reduce of {@code bytes} per rank over {@code ranks} goes one-shot
+     * (the root reduces every rank's input alone; the others post and return) rather than through
+     * the reduce-scatter step: while the root reads at most {@value
+     * #REDUCE_ONESHOT_MAX_TOTAL_BYTES} bytes in all. JCCL_ALGO=oneshot or rsag forces either.
+     */
+    public boolean reduceOneShot(long bytes, int ranks) {
+        if (forced == AllReduceAlgo.ONESHOT || forced == AllReduceAlgo.RSAG) {
+            return forced == AllReduceAlgo.ONESHOT;
+        }
+        return bytes <= REDUCE_ONESHOT_MAX_TOTAL_BYTES / Math.max(1, ranks);
     }
 
     /**

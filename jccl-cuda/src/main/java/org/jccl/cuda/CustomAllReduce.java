@@ -86,6 +86,8 @@ final class CustomAllReduce {
     /** Every peer is another process: close() first fences with them (see {@link #quiesce}). */
     private boolean remotePeers;
     private boolean closed;
+    /** All-reduces this rank ran with the kernels (under the lock; read by tests). */
+    long launches;
 
     private CustomAllReduce(NcclCommunicator comm, int mode, long buffer, long hostWords) {
         this.comm = comm;
@@ -206,6 +208,7 @@ final class CustomAllReduce {
         checkStatus();
         long fn = type == DataType.FLOAT32 ? fnF32 : type == DataType.FLOAT16 ? fnF16 : fnBf16;
         launchKernel(fn, blocks(algo, size, count, type), sp, rp, count, algo == TWO_SHOT, stream);
+        launches++;
         return true;
     }
 
@@ -562,7 +565,10 @@ final class CustomAllReduce {
                 }
             }
             if (local != null) {
-                local.release();
+                local.release(); // may make another GPU's context current
+                if (!comm.device.isClosed()) {
+                    comm.device.makeCurrent();
+                }
             }
         } catch (RuntimeException e) {
             LOG.warn(rank, "freeing jccl's all-reduce buffers of " + comm.describe() + " failed: " + e);

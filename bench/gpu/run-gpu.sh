@@ -165,23 +165,25 @@ if has car; then # jccl's own all-reduce kernels (CustomAllReduce): correctness,
 fi
 
 if has carbench; then # all-reduce through jccl: NCCL vs jccl's kernels (JCCL_ALGO) in the same call; JCCL_CAR_GPUS="2 4"
+  tmp=$(mktemp -d)
   for g in ${JCCL_CAR_GPUS:-2}; do
     [ "$g" -le "$NGPU" ] || continue
-    for run in 1 2; do
+    for run in $(seq 1 "${JCCL_CAR_RUNS:-2}"); do
       for algo in nccl auto oneshot twoshot; do
         JCCL_ALGO=$algo timeout -k 5 60 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 1M -f 2 \
-          -g "$g" --no-overhead > "$OUT/carbench-g$g-$algo-$run.log" 2>&1
+          -w 100 -g "$g" --no-overhead > "$tmp/$algo.log" 2>&1
         rc=$?; check "carbench-g$g-$algo-$run" $rc
+        { echo "==== JCCL_ALGO=$algo, $g GPUs, run $run (exit $rc)"; cat "$tmp/$algo.log"; } >> "$OUT/carbench-g$g.log"
       done
       echo "== all-reduce float sum, $g GPUs (one thread each), run $run: time (us) per JCCL_ALGO and ratio to nccl"
       awk 'FNR==1 {f++} /^ +[0-9]+ +[0-9]+ +float/ {t[f, $1]=$5; if (f==1) sizes[++n]=$1}
            END {printf "%10s %9s %9s %9s %9s %8s %8s %8s\n", "bytes", "nccl", "auto", "oneshot", "twoshot", "auto/n", "1shot/n", "2shot/n";
                 for (i=1;i<=n;i++) {s=sizes[i]; printf "%10d %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f\n", s, t[1,s], t[2,s], t[3,s], t[4,s],
                   t[2,s]/t[1,s], t[3,s]/t[1,s], t[4,s]/t[1,s]}}' \
-        "$OUT/carbench-g$g-nccl-$run.log" "$OUT/carbench-g$g-auto-$run.log" "$OUT/carbench-g$g-oneshot-$run.log" \
-        "$OUT/carbench-g$g-twoshot-$run.log" | tee "$OUT/carbench-g$g-summary-$run.txt"
+        "$tmp/nccl.log" "$tmp/auto.log" "$tmp/oneshot.log" "$tmp/twoshot.log" | tee -a "$OUT/carbench-summary.txt"
     done
   done
+  rm -rf "$tmp"
 fi
 
 if has faults; then # the fault and JCCL_CHECK process tests alone

@@ -151,7 +151,11 @@ final class CustomAllReduce {
         return v != null ? v : org.jccl.internal.Settings.get("JCCL_ALGO");
     }
 
-    /** Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. */
+    /**
+     * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured on 2x H100
+     * (NV18, NCCL 2.28.3, bench/gpu/results/2026-11-27-custom-allreduce): one-shot beats NCCL up to
+     * 1 MiB and two-shot never does with 2 ranks.
+     */
     static long oneShotMax(int n) {
         return n <= 2 ? SLOT_BYTES : 256L << 10;
     }
@@ -474,7 +478,11 @@ final class CustomAllReduce {
         return ((long) boot.hashCode() << 32) ^ host.hashCode();
     }
 
-    /** Every rank's blob, by an all-gather on the communicator itself (NCCL: the custom path is not attached yet). */
+    /**
+     * Every rank's blob, by an ncclAllGather on the communicator's data communicator and stream, called
+     * directly: the set-up is not one of the user's collectives (no sequence number, no JCCL_CHECK
+     * fingerprint, no flight-recorder entry). Waited for with the communicator's deadline.
+     */
     private static byte[] exchange(NcclCommunicator c, byte[] mine) {
         int n = c.size();
         try (DeviceBuffer send = c.device.allocate(DataType.UINT8, BLOB);
@@ -484,20 +492,66 @@ final class CustomAllReduce {
             h.copyFrom(MemorySegment.ofArray(mine));
             c.device.makeCurrent();
             CudaDriver.memcpyHtoD(send.rawPointer(), h, BLOB);
-            c.allGather(send, recv);
-            c.device.makeCurrent();
+            raw(c, "ncclAllGather", () -> (int) NcclLibrary.ncclAllGather.invokeExact(send.rawPointer(), recv.rawPointer(),
+                    (long) BLOB, DataType.UINT8.ncclValue(), c.comm, c.streamHandle));
             CudaDriver.memcpyDtoH(h, recv.rawPointer(), (long) BLOB * n);
             return h.toArray(JAVA_BYTE);
         }
     }
 
+    /** Whether every rank passed {@code ok}: an ncclAllReduce MIN, called directly as in {@link #exchange}. */
     private static boolean agree(NcclCommunicator c, boolean ok) {
-        try (DeviceBuffer b = c.device.allocate(DataType.INT32, 1)) {
-            int[] v = {ok ? 1 : 0};
-            b.copyFrom(org.jccl.HostBuffer.of(v));
-            c.allReduce(b, ReduceOp.MIN);
-            b.copyTo(org.jccl.HostBuffer.of(v));
-            return v[0] == 1;
+        try (DeviceBuffer b = c.device.allocate(DataType.INT32, 1); Arena a = Arena.ofConfined()) {
+            MemorySegment h = a.allocate(JAVA_INT);
+            h.set(JAVA_INT, 0, ok ? 1 : 0);
+            c.device.makeCurrent();
+            CudaDriver.memcpyHtoD(b.rawPointer(), h, 4);
+            raw(c, "ncclAllReduce", () -> (int) NcclLibrary.ncclAllReduce.invokeExact(b.rawPointer(), b.rawPointer(), 1L,
+                    DataType.INT32.ncclValue(), ReduceOp.Kind.MIN.ncclValue(), c.comm, c.streamHandle));
+            CudaDriver.memcpyDtoH(h, b.rawPointer(), 4);
+            return h.get(JAVA_INT, 0) == 1;
+        }
+    }
+
+    private interface NcclCall {
+        int call() throws Throwable;
+    }
+
+    /** One NCCL call of the set-up on the communicator's stream, waited for until the communicator's deadline. */
+    private static void raw(NcclCommunicator c, String what, NcclCall call) {
+        long deadline = System.nanoTime() + c.timeout().toNanos();
+        String on = what + " of the set-up of jccl's all-reduce kernels on " + c.describe();
+        c.device.makeCurrent();
+        int r;
+        try {
+            r = call.call();
+        } catch (Throwable t) {
+            throw NcclInit.rethrow(t);
+        }
+        org.jccl.spi.TimedIdleStrategy idle = CudaDevice.gpuWait();
+        while (r == NcclLibrary.IN_PROGRESS) { // a nonblocking data communicator (JCCL_NCCL_NONBLOCKING=1)
+            r = NcclLibrary.asyncError(c.comm, c.lockedScratch);
+            if (r == NcclLibrary.IN_PROGRESS) {
+                timeoutCheck(c, deadline, on);
+                idle.idle();
+            }
+        }
+        if (r != NcclLibrary.SUCCESS) {
+            throw new NcclException(on, r, NcclLibrary.errorString(r), NcclLibrary.lastError(c.comm));
+        }
+        while ((r = CudaDriver.streamQuery(c.streamHandle)) != 0) {
+            if (r != NOT_READY) {
+                throw CudaDriver.error(r, "cuStreamQuery after " + on);
+            }
+            timeoutCheck(c, deadline, on);
+            idle.idle();
+        }
+    }
+
+    private static void timeoutCheck(NcclCommunicator c, long deadline, String on) {
+        if (System.nanoTime() - deadline > 0) {
+            throw new org.jccl.CollectiveTimeoutException(on + " did not complete within " + c.timeout()
+                    + " (a rank did not create the communicator, or JCCL_ALGO differs between ranks)", java.util.List.of());
         }
     }
 

@@ -152,17 +152,23 @@ final class CustomAllReduce {
     }
 
     /**
-     * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured on 2x H100
-     * (NV18, NCCL 2.28.3, bench/gpu/results/2026-11-27-custom-allreduce): one-shot beats NCCL up to
-     * 1 MiB and two-shot never does with 2 ranks.
+     * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured through jccl
+     * (NcclBench, one thread per GPU, float sum, NCCL 2.28.3 in the same device call; logs in
+     * bench/gpu/results/2026-11-27-custom-allreduce): on 2x H100 one-shot took 0.56-0.93x NCCL's time
+     * from 512 B to 1 MiB; on 4x H100 0.49-0.58x up to 64 KiB, 0.73x at 128 KiB, 0.88x at 256 KiB,
+     * 0.98x at 512 KiB and 1.12x at 1 MiB. More than 4 ranks is unmeasured: a cautious 64 KiB.
      */
     static long oneShotMax(int n) {
-        return n <= 2 ? SLOT_BYTES : 256L << 10;
+        return n <= 2 ? SLOT_BYTES : n <= 4 ? 256L << 10 : 64L << 10;
     }
 
-    /** Largest all-reduce (bytes) the tuner gives two-shot; above it, NCCL. */
+    /**
+     * Largest all-reduce (bytes) the tuner gives two-shot: none. Measured, it was slower than one-shot
+     * at every size up to a slot (1 MiB) on 2 and 4 H100s, and slower than NCCL from 128 KiB on 4;
+     * JCCL_ALGO=twoshot still runs it.
+     */
     static long twoShotMax(int n) {
-        return n <= 2 ? 0 : SLOT_BYTES;
+        return 0;
     }
 
     /**

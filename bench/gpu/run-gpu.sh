@@ -12,7 +12,8 @@
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
 # Phases (JCCL_GPU_PHASES, comma separated): probe, graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
 # side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
-# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request faults, overhead (jccl's host cost per call, and that
+# JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request car (CustomAllReduceTest), carbench (NCCL vs jccl's all-reduce
+# kernels, JCCL_ALGO each way, JCCL_CAR_GPUS="2 4"), faults, overhead (jccl's host cost per call, and that
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
@@ -157,6 +158,32 @@ fi
 
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log
   junit kit 540 --select-class org.jccl.cuda.NcclConformanceTest
+fi
+
+if has car; then # jccl's own all-reduce kernels (CustomAllReduce): correctness, graphs, a missing peer
+  junit car 150 --select-class org.jccl.cuda.CustomAllReduceTest
+fi
+
+if has carbench; then # all-reduce through jccl: NCCL vs jccl's kernels (JCCL_ALGO) in the same call; JCCL_CAR_GPUS="2 4"
+  tmp=$(mktemp -d)
+  for g in ${JCCL_CAR_GPUS:-2}; do
+    [ "$g" -le "$NGPU" ] || continue
+    for run in $(seq 1 "${JCCL_CAR_RUNS:-2}"); do
+      for algo in nccl auto oneshot twoshot; do
+        JCCL_ALGO=$algo timeout -k 5 60 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 1M -f 2 \
+          -w 100 -g "$g" --no-overhead > "$tmp/$algo.log" 2>&1
+        rc=$?; check "carbench-g$g-$algo-$run" $rc
+        { echo "==== JCCL_ALGO=$algo, $g GPUs, run $run (exit $rc)"; cat "$tmp/$algo.log"; } >> "$OUT/carbench-g$g.log"
+      done
+      echo "== all-reduce float sum, $g GPUs (one thread each), run $run: time (us) per JCCL_ALGO and ratio to nccl"
+      awk 'FNR==1 {f++} /^ +[0-9]+ +[0-9]+ +float/ {t[f, $1]=$5; if (f==1) sizes[++n]=$1}
+           END {printf "%10s %9s %9s %9s %9s %8s %8s %8s\n", "bytes", "nccl", "auto", "oneshot", "twoshot", "auto/n", "1shot/n", "2shot/n";
+                for (i=1;i<=n;i++) {s=sizes[i]; printf "%10d %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f\n", s, t[1,s], t[2,s], t[3,s], t[4,s],
+                  t[2,s]/t[1,s], t[3,s]/t[1,s], t[4,s]/t[1,s]}}' \
+        "$tmp/nccl.log" "$tmp/auto.log" "$tmp/oneshot.log" "$tmp/twoshot.log" | tee -a "$OUT/carbench-summary.txt"
+    done
+  done
+  rm -rf "$tmp"
 fi
 
 if has faults; then # the fault and JCCL_CHECK process tests alone

@@ -136,6 +136,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     volatile long lastLaunch = System.nanoTime() - (1L << 62);
     long seq;
     DeviceBuffer barrierBuffer;
+    /** jccl's own small-message all-reduce ({@link CustomAllReduce}), or null: every all-reduce on NCCL. */
+    volatile CustomAllReduce car;
     DeviceBuffer scratch;
     final List<DeviceBuffer> retiredScratch = new ArrayList<>();
     /** Tests set this to run AlltoAll/Gather/Scatter through grouped send/recv even on NCCL 2.28+. */

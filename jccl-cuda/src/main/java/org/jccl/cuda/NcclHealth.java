@@ -217,6 +217,10 @@ final class NcclHealth {
         boolean wasOpen = c.state.compareAndSet(OPEN, ABORTED);
         LOG.info(c.rank(), () -> "aborting " + c.describe() + ": " + cause.getMessage()); // its works fail with cause
         if (wasOpen) {
+            CustomAllReduce car = c.car;
+            if (car != null) {
+                car.abort(); // its kernels waiting at a barrier return now
+            }
             autoDump(c, cause.getMessage());
         }
         if (post && c.jobStore != null && wasOpen) {

@@ -46,8 +46,10 @@ final class NcclInit {
         Objects.requireNonNull(device, "device");
         NcclArgs.checkCreateArgs(rank, size, uniqueId, timeout);
         device.ensureOpen();
+        CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
         Arena arena = Arena.ofShared();
         Making m = null;
+        NcclCommunicator c;
         try {
             String what = "ncclCommInitRankConfig (rank " + rank + " of " + size + " on GPU " + device.ordinal() + ")";
             m = new Making(device, arena, rank, size, what, what, null);
@@ -56,7 +58,7 @@ final class NcclInit {
             make(new Making[] {m}, false,
                     (r, out, cfg) -> (int) NcclLibrary.ncclCommInitRankConfig.invokeExact(out, size, uid, r, cfg),
                     null, timeout);
-            return new NcclCommunicator(device, ownsDevice, m.ctl, m.data, rank, size, timeout, m.name, arena,
+            c = new NcclCommunicator(device, ownsDevice, m.ctl, m.data, rank, size, timeout, m.name, arena,
                     store == null ? null : new SharedStore(store), jobStore, scope);
         } catch (RuntimeException | Error e) {
             // Abort before the arena goes: NCCL may still write into it while a call is in progress.
@@ -66,6 +68,14 @@ final class NcclInit {
             arena.close();
             throw e;
         }
+        try {
+            CustomAllReduce.attach(c); // collective: every rank of the new communicator runs it
+        } catch (RuntimeException | Error e) {
+            c.abort();
+            c.close();
+            throw e;
+        }
+        return c;
     }
 
     /** {@link NcclCommunicator#initAll}: a communicator per device, initialised together in one NCCL group. */
@@ -87,6 +97,7 @@ final class NcclInit {
             }
         }
         int n = devices.size();
+        CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
         byte[] uniqueId = Nccl.newUniqueId();
         NcclArgs.checkCreateArgs(0, n, uniqueId, timeout);
         Arena[] arenas = new Arena[n];
@@ -111,6 +122,7 @@ final class NcclInit {
                 result.add(new NcclCommunicator(devices.get(i), false, ms[i].ctl, ms[i].data, i, n, timeout, ms[i].name,
                         arenas[i], null, local, "nccl"));
             }
+            CustomAllReduce.attachAll(result);
             ok = true;
             return result;
         } finally {

@@ -320,7 +320,10 @@ final class NcclLaunch {
         int dt = type.ncclValue();
         try {
             return switch (kind) {
-                case ALL_REDUCE, BARRIER -> (int) NcclLibrary.ncclAllReduce.invokeExact(sp, rp, count, dt, red, c.comm, sh);
+                // The one dispatch point of jccl's own all-reduce kernels: the tuner there picks them or NCCL.
+                case ALL_REDUCE -> c.car != null && c.car.launch(sp, rp, count, type, red, sh) ? NcclLibrary.SUCCESS
+                        : (int) NcclLibrary.ncclAllReduce.invokeExact(sp, rp, count, dt, red, c.comm, sh);
+                case BARRIER -> (int) NcclLibrary.ncclAllReduce.invokeExact(sp, rp, count, dt, red, c.comm, sh);
                 case BROADCAST -> (int) NcclLibrary.ncclBroadcast.invokeExact(sp, rp, count, dt, root, c.comm, sh);
                 case REDUCE -> (int) NcclLibrary.ncclReduce.invokeExact(sp, rp, count, dt, red, root, c.comm, sh);
                 case ALL_GATHER -> (int) NcclLibrary.ncclAllGather.invokeExact(sp, rp, count, dt, c.comm, sh);

@@ -55,6 +55,9 @@ final class NcclTeardown {
                         c.failure.compareAndSet(null, new CollectiveTimeoutException(c.describe() + " still had work running "
                                 + c.timeout() + " after close(): aborted instead of finalized", List.of()));
                     } else {
+                        if (c.car != null) {
+                            c.car.quiesce(deadline); // no peer may still read this rank's buffer when it is freed
+                        }
                         nativeTeardown = () -> {
                             c.lock.lock();
                             try {
@@ -232,6 +235,9 @@ final class NcclTeardown {
 
     /** The communicator's stream, events and device buffers: only once NCCL's teardown is over. */
     private static void releaseCudaResources(NcclCommunicator c) {
+        if (c.car != null) {
+            c.car.close();
+        }
         List<AutoCloseable> toClose = new ArrayList<>();
         if (c.barrierBuffer != null) {
             toClose.add(c.barrierBuffer);

@@ -1,0 +1,319 @@
+// jccl's own all-reduce for small messages over NVLink (org.jccl.cuda.CustomAllReduce).
+//
+// Built by gen-custom-allreduce.sh into custom_allreduce.fatbin (sm_80 + sm_90 SASS, compute_80 PTX), which is
+// checked in beside the SHA-256 of this file; CustomAllReduceSourceTest fails when the two drift apart.
+// Do not edit the fatbin by hand: edit this file and run jccl-cuda/src/main/cuda/gen-custom-allreduce.sh.
+//
+// Design (facts from vLLM's custom_all_reduce.cuh and TensorRT-LLM's customAllReduceKernels.cu; code is ours):
+// every rank owns one device buffer that every other rank maps (CUDA IPC across processes, peer access in one
+// process). Layout of that buffer:
+//   [PEERS_OFF, +64)   this rank's view of every rank's buffer (char* [MAX_RANKS]), written once at set-up
+//   [CTL_OFF,   +8)    epoch (calls so far) and done (blocks of the current call that finished); this rank only
+//   [FLAGS_OFF, ...)   flags[block][peer]: the last barrier value peer's block `block` reached; written by peers
+//   [DATA_OFF, ...)    two data slots of slotBytes each; call e uses slot e & 1
+//
+// A call copies its input into its own slot, meets the other ranks at a flag barrier, and reads the others' slots:
+//   one-shot: every rank reduces every element from every rank's slot (one barrier);
+//   two-shot: rank r reduces partition r into its own slot (reduce-scatter), a second barrier, then every rank
+//             copies partition q from rank q's slot (all-gather).
+// The barrier is per block: block b of rank r waits only for block b of the other ranks, because block b reads
+// exactly the elements that block b of every rank copied (the element -> block mapping depends only on count,
+// the rank count and the grid, never on a rank's own pointers). Flags hold 2 * epoch + phase + 1 and are
+// compared as serial numbers (>=), so a rank that ran ahead into the next barrier cannot be missed.
+// Two slots make one barrier per call enough: a rank writes slot e & 1 again in call e + 2 only after its call
+// e + 1 passed a barrier with every rank, i.e. every rank had finished call e.
+// The epoch lives in device memory and is advanced by the last block of each call, so the kernel is the same in
+// every call: a CUDA graph that captured it can be replayed any number of times.
+//
+// Reduction: sum, accumulated in fp32 in rank order 0, 1, ..., n-1 (acc = x0; acc = acc + x1; ...; each addition
+// rounded to nearest even, no FMA), then rounded once to the element type (round to nearest even). Every rank
+// computes every element this way, so the result is bitwise the same on every rank and in every run.
+//
+// Failure: a barrier spins on its flag with a bound. Every 256 spins it reads the host-pinned abort word (set by
+// the host when the communicator is aborted, e.g. by the watchdog on a deadline) and the global timer; on abort
+// or after spinLimitNs it writes 2 (aborted) or 1 (timed out) into the host-pinned status word and the whole call
+// returns without writing its output. No instruction here traps, and no NVLink multicast is used.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace {
+
+constexpr int MAX_RANKS = 8;
+constexpr int MAX_BLOCKS = 32;
+constexpr int THREADS = 512;
+constexpr long long PEERS_OFF = 0;
+constexpr long long CTL_OFF = 64;
+constexpr long long FLAGS_OFF = 128;
+constexpr long long DATA_OFF = 4096;
+static_assert(FLAGS_OFF + 4LL * MAX_BLOCKS * MAX_RANKS <= DATA_OFF, "flags overlap the data slots");
+
+struct Ctl {
+    unsigned int epoch;
+    unsigned int done;
+};
+
+__device__ __forceinline__ unsigned int* flag_at(char* base, int block, int peer) {
+    return reinterpret_cast<unsigned int*>(base + FLAGS_OFF) + block * MAX_RANKS + peer;
+}
+
+__device__ __forceinline__ void st_release_sys(unsigned int* p, unsigned int v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned int ld_acquire_sys(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ unsigned long long global_timer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+struct Args {
+    char* self;                   // this rank's buffer
+    char* const* peers;           // this rank's view of every rank's buffer (in self)
+    int rank;
+    int nranks;
+    const volatile int* abort_word;  // host pinned
+    volatile int* status;            // host pinned
+    unsigned long long spin_limit_ns;
+};
+
+// Every thread of the block calls it. Returns false (in every thread) when the call was aborted or timed out.
+__device__ bool barrier(const Args& a, unsigned int value) {
+    __shared__ int s_fail;
+    if (threadIdx.x == 0) {
+        s_fail = 0;
+    }
+    __syncthreads();  // this block's writes to its slot come before the release below
+    int t = threadIdx.x;
+    if (t < a.nranks) {
+        st_release_sys(flag_at(a.peers[t], blockIdx.x, a.rank), value);
+        const unsigned int* mine = flag_at(a.self, blockIdx.x, t);
+        unsigned long long start = 0;
+        unsigned int spins = 0;
+        while ((int)(ld_acquire_sys(mine) - value) < 0) {
+            if ((++spins & 255) == 0) {
+                if (*a.abort_word != 0) {
+                    *a.status = 2;
+                    s_fail = 1;
+                    break;
+                }
+                unsigned long long now = global_timer();
+                if (start == 0) {
+                    start = now;
+                } else if (now - start > a.spin_limit_ns) {
+                    *a.status = 1;
+                    s_fail = 1;
+                    break;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    return s_fail == 0;
+}
+
+template <typename T> struct Conv;
+template <> struct Conv<float> {
+    static __device__ __forceinline__ float to(float x) { return x; }
+    static __device__ __forceinline__ float from(float x) { return x; }
+};
+template <> struct Conv<__half> {
+    static __device__ __forceinline__ float to(__half x) { return __half2float(x); }
+    static __device__ __forceinline__ __half from(float x) { return __float2half_rn(x); }
+};
+template <> struct Conv<__nv_bfloat16> {
+    static __device__ __forceinline__ float to(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __forceinline__ __nv_bfloat16 from(float x) { return __float2bfloat16_rn(x); }
+};
+
+template <typename T> union Pack {
+    static constexpr int N = 16 / sizeof(T);
+    uint4 v;
+    T e[N];
+};
+
+// A pack of the user's buffer: one 16-byte access when aligned, else element by element.
+template <typename T> __device__ __forceinline__ uint4 load_user(const T* in, long long i, bool aligned) {
+    if (aligned) {
+        return reinterpret_cast<const uint4*>(in)[i];
+    }
+    Pack<T> p;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::N; k++) {
+        p.e[k] = in[i * Pack<T>::N + k];
+    }
+    return p.v;
+}
+
+template <typename T> __device__ __forceinline__ void store_user(T* out, long long i, uint4 v, bool aligned) {
+    if (aligned) {
+        reinterpret_cast<uint4*>(out)[i] = v;
+        return;
+    }
+    Pack<T> p;
+    p.v = v;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::N; k++) {
+        out[i * Pack<T>::N + k] = p.e[k];
+    }
+}
+
+// Pack i of every rank's slot, summed in rank order in fp32.
+template <typename T> __device__ __forceinline__ uint4 reduce_pack(char* const* slots, int n, long long i) {
+    uint4 v[MAX_RANKS];
+#pragma unroll
+    for (int p = 0; p < MAX_RANKS; p++) {
+        if (p < n) {
+            v[p] = __ldcg(reinterpret_cast<const uint4*>(slots[p]) + i);
+        }
+    }
+    Pack<T> in;
+    in.v = v[0];
+    float acc[Pack<T>::N];
+#pragma unroll
+    for (int k = 0; k < Pack<T>::N; k++) {
+        acc[k] = Conv<T>::to(in.e[k]);
+    }
+#pragma unroll
+    for (int p = 1; p < MAX_RANKS; p++) {
+        if (p < n) {
+            in.v = v[p];
+#pragma unroll
+            for (int k = 0; k < Pack<T>::N; k++) {
+                acc[k] = __fadd_rn(acc[k], Conv<T>::to(in.e[k]));
+            }
+        }
+    }
+    Pack<T> out;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::N; k++) {
+        out.e[k] = Conv<T>::from(acc[k]);
+    }
+    return out.v;
+}
+
+// Element j (of the tail past the last whole pack) of every rank's slot, summed in rank order in fp32.
+template <typename T> __device__ __forceinline__ T reduce_elem(char* const* slots, int n, long long j) {
+    float acc = Conv<T>::to(__ldcg(reinterpret_cast<const T*>(slots[0]) + j));
+    for (int p = 1; p < n; p++) {
+        acc = __fadd_rn(acc, Conv<T>::to(__ldcg(reinterpret_cast<const T*>(slots[p]) + j)));
+    }
+    return Conv<T>::from(acc);
+}
+
+template <typename T>
+__device__ void all_reduce(char* self, const T* in, T* out, long long count, int rank, int nranks, int two_shot,
+                           long long slot_bytes, const volatile int* abort_word, volatile int* status,
+                           unsigned long long spin_limit_ns) {
+    constexpr int N = Pack<T>::N;
+    Args a{self, reinterpret_cast<char* const*>(self + PEERS_OFF), rank, nranks, abort_word, status, spin_limit_ns};
+    Ctl* ctl = reinterpret_cast<Ctl*>(self + CTL_OFF);
+    __shared__ unsigned int s_epoch;
+    if (threadIdx.x == 0) {
+        s_epoch = ctl->epoch;
+    }
+    __syncthreads();
+    const unsigned int epoch = s_epoch;
+    const long long slot_off = DATA_OFF + (long long)(epoch & 1) * slot_bytes;
+    char* slots[MAX_RANKS];
+#pragma unroll
+    for (int p = 0; p < MAX_RANKS; p++) {
+        slots[p] = p < nranks ? a.peers[p] + slot_off : nullptr;
+    }
+    uint4* mine = reinterpret_cast<uint4*>(self + slot_off);
+    const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
+    const long long packs = count / N;
+    const long long tail0 = packs * N;
+    const int tail = (int)(count - tail0);
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool tail_thread = blockIdx.x == 0 && threadIdx.x < tail;
+    bool ok;
+
+    if (!two_shot) {
+        for (long long i = gid; i < packs; i += stride) {
+            mine[i] = load_user(in, i, aligned);
+        }
+        if (tail_thread) {
+            reinterpret_cast<T*>(mine)[tail0 + threadIdx.x] = in[tail0 + threadIdx.x];
+        }
+        ok = barrier(a, 2u * epoch + 1u);
+        if (ok) {
+            for (long long i = gid; i < packs; i += stride) {
+                store_user(out, i, reduce_pack<T>(slots, nranks, i), aligned);
+            }
+            if (tail_thread) {
+                out[tail0 + threadIdx.x] = reduce_elem<T>(slots, nranks, tail0 + threadIdx.x);
+            }
+        }
+    } else {
+        const long long part = (packs + nranks - 1) / nranks;
+        for (int q = 0; q < nranks; q++) {
+            long long lo = q * part, hi = min(packs, lo + part);
+            for (long long i = lo + gid; i < hi; i += stride) {
+                mine[i] = load_user(in, i, aligned);
+            }
+        }
+        if (tail_thread) {
+            reinterpret_cast<T*>(mine)[tail0 + threadIdx.x] = in[tail0 + threadIdx.x];
+        }
+        ok = barrier(a, 2u * epoch + 1u);
+        if (ok) {
+            long long lo = rank * part, hi = min(packs, lo + part);
+            for (long long i = lo + gid; i < hi; i += stride) {
+                uint4 r = reduce_pack<T>(slots, nranks, i);
+                mine[i] = r;  // only this rank reads partition `rank` of its slot in the first phase
+                store_user(out, i, r, aligned);
+            }
+            if (tail_thread) {
+                out[tail0 + threadIdx.x] = reduce_elem<T>(slots, nranks, tail0 + threadIdx.x);
+            }
+            ok = barrier(a, 2u * epoch + 2u);
+        }
+        if (ok) {
+            for (int q = 0; q < nranks; q++) {
+                if (q == rank) {
+                    continue;
+                }
+                long long lo = q * part, hi = min(packs, lo + part);
+                const uint4* theirs = reinterpret_cast<const uint4*>(slots[q]);
+                for (long long i = lo + gid; i < hi; i += stride) {
+                    store_user(out, i, __ldcg(theirs + i), aligned);
+                }
+            }
+        }
+    }
+    // The last block of the call advances the epoch; the next call (a later kernel on any stream of this
+    // communicator, ordered after this one by the host) reads it.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int prev = atomicAdd(&ctl->done, 1u);
+        if (prev == gridDim.x - 1) {
+            ctl->done = 0;
+            ctl->epoch = epoch + 1;
+            __threadfence();
+        }
+    }
+}
+
+}  // namespace
+
+#define JCCL_CAR_KERNEL(NAME, T)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(THREADS)                                                           \
+        NAME(char* self, const void* in, void* out, long long count, int rank, int nranks, int two_shot,          \
+             long long slot_bytes, const volatile int* abort_word, volatile int* status,                            \
+             unsigned long long spin_limit_ns) {                                                                    \
+        all_reduce<T>(self, static_cast<const T*>(in), static_cast<T*>(out), count, rank, nranks, two_shot,       \
+                      slot_bytes, abort_word, status, spin_limit_ns);                                               \
+    }
+
+JCCL_CAR_KERNEL(jccl_car_f32, float)
+JCCL_CAR_KERNEL(jccl_car_f16, __half)
+JCCL_CAR_KERNEL(jccl_car_bf16, __nv_bfloat16)

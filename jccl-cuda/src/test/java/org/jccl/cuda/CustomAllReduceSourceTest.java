@@ -1,0 +1,90 @@
+package org.jccl.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import org.jccl.DataType;
+import org.jccl.ReduceOp;
+import org.junit.jupiter.api.Test;
+
+/** The checked-in fatbin of jccl's all-reduce kernels, JCCL_ALGO's values and the tuner; no GPU needed. */
+class CustomAllReduceSourceTest {
+    private static final int SUM = ReduceOp.Kind.SUM.ncclValue();
+
+    @Test
+    void theCheckedInFatbinWasBuiltFromTheCheckedInSource() throws Exception {
+        Path cu = Path.of("src/main/cuda/custom_allreduce.cu");
+        byte[] digest = MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(cu));
+        String recorded;
+        try (var in = CustomAllReduce.class.getResourceAsStream("custom_allreduce.sha256")) {
+            recorded = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim();
+        }
+        assertEquals(recorded, HexFormat.of().formatHex(digest),
+                "custom_allreduce.cu changed since the fatbin was built: run jccl-cuda/src/main/cuda/gen-custom-allreduce.sh");
+        byte[] image = CustomAllReduce.image();
+        // a fatbin starts with its magic 0xBA55ED50 (little endian)
+        assertArrayEquals(new byte[] {0x50, (byte) 0xED, 0x55, (byte) 0xBA}, java.util.Arrays.copyOf(image, 4));
+        String text = new String(image, StandardCharsets.ISO_8859_1);
+        for (String k : new String[] {"jccl_car_f32", "jccl_car_f16", "jccl_car_bf16"}) {
+            assertTrue(text.contains(k), k + " is not in the fatbin");
+        }
+        assertTrue(!text.contains("multimem") && !text.contains("cuMulticast"), "the kernels must not use NVLink multicast");
+    }
+
+    @Test
+    void jcclAlgoTakesTheGpuNamesAndRejectsOthersNamingThem() {
+        assertEquals(CustomAllReduce.AUTO, CustomAllReduce.mode(null));
+        assertEquals(CustomAllReduce.AUTO, CustomAllReduce.mode(" "));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.mode("NCCL"));
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.mode("oneshot"));
+        assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.mode("twoshot"));
+        assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.mode("rsag"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CustomAllReduce.mode("ring"));
+        assertTrue(e.getMessage().contains("'ring'") && e.getMessage().contains("nccl, oneshot, twoshot"), e.getMessage());
+    }
+
+    @Test
+    void theTunerGivesTheKernelsOnlyWhatTheyCanRun() {
+        int auto = CustomAllReduce.AUTO;
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 0, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 16, DataType.FLOAT32,
+                ReduceOp.Kind.MAX.ncclValue()));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 16, DataType.FLOAT64, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 16, DataType.INT32, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 1, 16, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 9, 16, DataType.FLOAT32, SUM));
+        long slotFloats = CustomAllReduce.SLOT_BYTES / 4;
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.ONE_SHOT, 2, slotFloats + 1,
+                DataType.FLOAT32, SUM), "more than a slot never goes to the kernels, even forced");
+        assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.choose(CustomAllReduce.TWO_SHOT, 2, slotFloats,
+                DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.NCCL, 2, 2, DataType.FLOAT32, SUM));
+        // every size the tuner gives the kernels fits a slot; above the tuner's limits NCCL runs
+        for (int n = 2; n <= 8; n++) {
+            for (long bytes = 4; bytes <= 4 * CustomAllReduce.SLOT_BYTES; bytes *= 2) {
+                int a = CustomAllReduce.choose(auto, n, bytes / 4, DataType.FLOAT32, SUM);
+                long limit = Math.max(CustomAllReduce.oneShotMax(n), CustomAllReduce.twoShotMax(n));
+                assertEquals(bytes <= limit, a != CustomAllReduce.NCCL, n + " ranks, " + bytes + " B");
+            }
+        }
+    }
+
+    @Test
+    void blocksFollowTheWorkOfOneRankWithinTheFlagArea() {
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1, DataType.FLOAT32));
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2048, DataType.FLOAT32));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2052, DataType.FLOAT32));
+        assertEquals(CustomAllReduce.MAX_BLOCKS, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1 << 20,
+                DataType.FLOAT32));
+        assertEquals(4, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
+    }
+}

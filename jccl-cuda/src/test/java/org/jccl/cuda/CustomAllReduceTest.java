@@ -1,0 +1,355 @@
+package org.jccl.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.JcclException;
+import org.jccl.ReduceOp;
+import org.junit.jupiter.api.Test;
+
+/**
+ * jccl's own all-reduce kernels ({@link CustomAllReduce}) on 2 or more GPUs of one process: every
+ * result is compared bit for bit with a host reference that sums in fp32 in rank order 0..n-1 and
+ * rounds once (the order the kernels document). Counts 1, small, prime, large; in place, out of
+ * place and unaligned; pipelined calls of changing sizes; a CUDA graph replayed; a missing peer.
+ * The ranks are threads of one process ({@link NcclCommunicator#initAll}: peer access); the
+ * processes case (CUDA IPC) runs in the conformance kit ({@link NcclConformanceTest}) and the fault
+ * tests of {@link NcclProcessTest}, where the tuner gives small float sums to the kernels.
+ */
+class CustomAllReduceTest {
+    private static final Duration LIMIT = Duration.ofSeconds(120);
+    private static final long[] COUNTS = {1, 2, 3, 7, 8, 9, 1009, 65537, 262139};
+    private static final DataType[] TYPES = {DataType.FLOAT32, DataType.FLOAT16, DataType.BFLOAT16};
+
+    private static int gpus() {
+        Gpu.assume(2);
+        return Math.min(CudaDevice.count(), 8);
+    }
+
+    private static List<NcclCommunicator> comms(List<CudaDevice> devs, String algo, Duration timeout) {
+        return org.jccl.internal.Settings.with(Map.of("JCCL_ALGO", algo),
+                () -> NcclCommunicator.initAll(devs, timeout));
+    }
+
+    @Test
+    void oneShotAndTwoShotEqualTheRankOrderSumBitwiseForEveryTypeAndCount() throws Exception {
+        int n = gpus();
+        for (String algo : new String[] {"oneshot", "twoshot"}) {
+            List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+            List<NcclCommunicator> comms = null;
+            try {
+                comms = comms(devs, algo, Duration.ofSeconds(60));
+                for (NcclCommunicator c : comms) {
+                    assertTrue(c.car != null, "the kernels are attached on rank " + c.rank());
+                }
+                Gpu.assertEachOk(comms, LIMIT, c -> {
+                    for (DataType t : TYPES) {
+                        for (long count : COUNTS) {
+                            for (int shape = 0; shape < 3; shape++) { // out of place, in place, unaligned
+                                String r = check(c, t, count, shape, 7 * count + t.ordinal());
+                                if (!r.equals("ok")) {
+                                    return algo + " " + t + " x " + count + " shape " + shape + ": " + r;
+                                }
+                            }
+                        }
+                    }
+                    long expected = 3L * TYPES.length * COUNTS.length;
+                    return c.car.launches == expected ? "ok" : "rank " + c.rank() + " ran " + c.car.launches
+                            + " kernels, expected " + expected;
+                });
+            } finally {
+                Gpu.closeAll(comms, devs);
+            }
+        }
+    }
+
+    @Test
+    void pipelinedCallsOfChangingSizesAndNcclFallbacksStayCorrect() throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, "auto", Duration.ofSeconds(60));
+            Gpu.assertEachOk(comms, LIMIT, c -> {
+                SplittableRandom sizes = new SplittableRandom(42);
+                int calls = 96;
+                List<DeviceBuffer> bufs = new ArrayList<>();
+                List<float[]> expect = new ArrayList<>();
+                List<NcclWork> works = new ArrayList<>();
+                try {
+                    for (int i = 0; i < calls; i++) {
+                        long count = i % 16 == 5 ? 0 : 1 + sizes.nextInt(i % 3 == 0 ? 200_000 : 3000);
+                        ReduceOp op = i % 11 == 3 ? ReduceOp.MAX : ReduceOp.SUM;
+                        float[][] in = inputs(c.size(), (int) count, 1000 + i);
+                        DeviceBuffer b = c.device().allocate(DataType.FLOAT32, count);
+                        b.copyFrom(HostBuffer.of(in[c.rank()]));
+                        bufs.add(b);
+                        expect.add(op == ReduceOp.SUM ? sumF32(in) : maxF32(in));
+                        works.add(c.allReduceAsync(b, op));
+                    }
+                    for (NcclWork w : works) {
+                        w.await();
+                    }
+                    for (int i = 0; i < calls; i++) {
+                        float[] got = new float[(int) bufs.get(i).count()];
+                        bufs.get(i).copyTo(HostBuffer.of(got));
+                        String d = firstDiff(expect.get(i), got);
+                        if (d != null) {
+                            return "call " + i + " (" + got.length + " floats): " + d;
+                        }
+                    }
+                    return c.car.launches > calls / 2 ? "ok" : "only " + c.car.launches + " calls ran the kernels";
+                } finally {
+                    bufs.forEach(DeviceBuffer::close);
+                }
+            });
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
+    @Test
+    void aCapturedGraphReplaysCorrectlyBetweenOrdinaryCalls() throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, "auto", Duration.ofSeconds(60));
+            Gpu.assertEachOk(comms, LIMIT, c -> {
+                int count = 4099;
+                try (DeviceBuffer in = c.device().allocate(DataType.FLOAT32, count);
+                     DeviceBuffer out = c.device().allocate(DataType.FLOAT32, count);
+                     CudaStream s = c.device().createStream();
+                     Arena a = Arena.ofConfined()) {
+                    MemorySegment slot = a.allocate(8, 8);
+                    c.device().makeCurrent();
+                    Graphs.check((int) Graphs.BEGIN.invokeExact(s.handle(), 2 /* relaxed */), "cuStreamBeginCapture");
+                    for (int algo : new int[] {CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT}) {
+                        c.car.launchForTest(in, out, algo, s);
+                    }
+                    Graphs.check((int) Graphs.END.invokeExact(s.handle(), slot), "cuStreamEndCapture");
+                    long graph = slot.get(JAVA_LONG, 0);
+                    Graphs.check((int) Graphs.INSTANTIATE.invokeExact(slot, graph, 0L), "cuGraphInstantiateWithFlags");
+                    long exec = slot.get(JAVA_LONG, 0);
+                    try {
+                        for (int replay = 0; replay < 4; replay++) {
+                            float[][] x = inputs(c.size(), count, 500 + replay);
+                            in.copyFrom(HostBuffer.of(x[c.rank()]));
+                            c.device().makeCurrent();
+                            Graphs.check((int) Graphs.LAUNCH.invokeExact(exec, s.handle()), "cuGraphLaunch");
+                            s.synchronize(Duration.ofSeconds(30));
+                            float[] got = new float[count];
+                            out.copyTo(HostBuffer.of(got));
+                            String d = firstDiff(sumF32(x), got);
+                            if (d != null) {
+                                return "replay " + replay + ": " + d;
+                            }
+                            // an ordinary call between replays: the epoch on the device carries over
+                            String r = check(c, DataType.FLOAT32, 333, 0, 900 + replay);
+                            if (!r.equals("ok")) {
+                                return "call after replay " + replay + ": " + r;
+                            }
+                        }
+                    } finally {
+                        c.device().makeCurrent();
+                        Graphs.check((int) Graphs.EXEC_DESTROY.invokeExact(exec), "cuGraphExecDestroy");
+                        Graphs.check((int) Graphs.DESTROY.invokeExact(graph), "cuGraphDestroy");
+                    }
+                    return "ok";
+                } catch (Throwable t) {
+                    return "failed: " + t;
+                }
+            });
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
+    @Test
+    void aPeerThatNeverCallsFailsTheCallByTheDeadlineAndTheSpinningKernelReturns() throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, "oneshot", Duration.ofSeconds(3));
+            NcclCommunicator c = comms.get(0);
+            try (DeviceBuffer b = c.device().allocate(DataType.FLOAT32, 1000)) {
+                b.clear();
+                long t0 = System.nanoTime();
+                try {
+                    c.allReduce(b, ReduceOp.SUM); // rank 1.. never call
+                    fail("the all-reduce completed without its peers");
+                } catch (JcclException e) {
+                    double s = (System.nanoTime() - t0) / 1e9;
+                    assertTrue(s >= 2.5 && s < 15, "failed after " + s + " s: " + e);
+                }
+                assertTrue(c.car.aborted(), "the abort word is set");
+                long t1 = System.nanoTime();
+                c.stream().synchronize(Duration.ofSeconds(10)); // the kernel saw the abort word and returned
+                double s = (System.nanoTime() - t1) / 1e9;
+                assertTrue(s < 2, "the stream was still busy " + s + " s after the abort");
+            }
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
+    // ------------------------------------------------------------------ reference
+
+    /** One all-reduce of {@code count} elements of {@code t}; shape 0 out of place, 1 in place, 2 unaligned slices. */
+    static String check(NcclCommunicator c, DataType t, long count, int shape, long seed) {
+        int n = c.size();
+        int cnt = (int) count;
+        float[][] x = inputs(n, cnt, seed);
+        int off = shape == 2 ? 1 : 0;
+        try (DeviceBuffer sb = c.device().allocate(t, cnt + off);
+             DeviceBuffer rb = c.device().allocate(t, cnt + off)) {
+            DeviceBuffer send = sb.slice(off, cnt);
+            DeviceBuffer recv = shape == 1 ? send : rb.slice(off, cnt);
+            if (t == DataType.FLOAT32) {
+                send.copyFrom(HostBuffer.of(x[c.rank()]));
+            } else {
+                send.copyFrom(HostBuffer.of(t, toBits(t, x[c.rank()])));
+            }
+            c.allReduce(send, recv, ReduceOp.SUM);
+            if (t == DataType.FLOAT32) {
+                float[] got = new float[cnt];
+                recv.copyTo(HostBuffer.of(got));
+                String d = firstDiff(sumF32(x), got);
+                return d == null ? "ok" : d;
+            }
+            short[] got = new short[cnt];
+            recv.copyTo(HostBuffer.of(t, got));
+            short[] want = sumBits(t, x);
+            for (int i = 0; i < cnt; i++) {
+                if (got[i] != want[i]) {
+                    return "element " + i + ": got 0x" + Integer.toHexString(got[i] & 0xffff) + ", want 0x"
+                            + Integer.toHexString(want[i] & 0xffff);
+                }
+            }
+            return "ok";
+        }
+    }
+
+    /** Rank r's input: values of mixed magnitudes and signs, so that the order of the sum shows in the bits. */
+    static float[][] inputs(int n, int count, long seed) {
+        float[][] x = new float[n][count];
+        for (int r = 0; r < n; r++) {
+            SplittableRandom g = new SplittableRandom(seed * 31 + r);
+            for (int i = 0; i < count; i++) {
+                x[r][i] = (float) ((g.nextDouble() * 2 - 1) * Math.scalb(1.0, g.nextInt(-8, 8)));
+            }
+        }
+        return x;
+    }
+
+    /** The documented order: acc = x0; acc = acc + x1; ... in fp32 (Java's float addition rounds to nearest even). */
+    static float[] sumF32(float[][] x) {
+        float[] s = x[0].clone();
+        for (int r = 1; r < x.length; r++) {
+            for (int i = 0; i < s.length; i++) {
+                s[i] = s[i] + x[r][i];
+            }
+        }
+        return s;
+    }
+
+    static float[] maxF32(float[][] x) {
+        float[] s = x[0].clone();
+        for (int r = 1; r < x.length; r++) {
+            for (int i = 0; i < s.length; i++) {
+                s[i] = Math.max(s[i], x[r][i]);
+            }
+        }
+        return s;
+    }
+
+    /** The 16-bit inputs (x rounded to the type), summed in fp32 in rank order, rounded once. */
+    static short[] sumBits(DataType t, float[][] x) {
+        short[][] b = new short[x.length][];
+        for (int r = 0; r < x.length; r++) {
+            b[r] = toBits(t, x[r]);
+        }
+        short[] out = new short[x[0].length];
+        for (int i = 0; i < out.length; i++) {
+            float acc = fromBits(t, b[0][i]);
+            for (int r = 1; r < x.length; r++) {
+                acc = acc + fromBits(t, b[r][i]);
+            }
+            out[i] = toBits(t, acc);
+        }
+        return out;
+    }
+
+    static short[] toBits(DataType t, float[] v) {
+        short[] s = new short[v.length];
+        for (int i = 0; i < v.length; i++) {
+            s[i] = toBits(t, v[i]);
+        }
+        return s;
+    }
+
+    static short toBits(DataType t, float f) {
+        if (t == DataType.FLOAT16) {
+            return Float.floatToFloat16(f);
+        }
+        int bits = Float.floatToRawIntBits(f);
+        if (Float.isNaN(f)) {
+            return (short) 0x7fc0;
+        }
+        return (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16); // round to nearest even
+    }
+
+    static float fromBits(DataType t, short s) {
+        return t == DataType.FLOAT16 ? Float.float16ToFloat(s) : Float.intBitsToFloat((s & 0xffff) << 16);
+    }
+
+    static String firstDiff(float[] want, float[] got) {
+        for (int i = 0; i < want.length; i++) {
+            if (Float.floatToRawIntBits(want[i]) != Float.floatToRawIntBits(got[i])) {
+                return "element " + i + " of " + want.length + ": got " + got[i] + ", want " + want[i];
+            }
+        }
+        return null;
+    }
+
+    /** The CUDA graph calls this test needs, bound here (jccl-cuda has no graph API of its own yet). */
+    @SuppressWarnings("restricted")
+    private static final class Graphs {
+        private static final SymbolLookup CU = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
+        static final MethodHandle BEGIN = bind("cuStreamBeginCapture_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
+        static final MethodHandle END = bind("cuStreamEndCapture", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        static final MethodHandle INSTANTIATE = bind("cuGraphInstantiateWithFlags",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG));
+        static final MethodHandle LAUNCH = bind("cuGraphLaunch", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        static final MethodHandle EXEC_DESTROY = bind("cuGraphExecDestroy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        static final MethodHandle DESTROY = bind("cuGraphDestroy", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+
+        private static MethodHandle bind(String name, FunctionDescriptor fd) {
+            return Linker.nativeLinker().downcallHandle(CU.find(name).orElseThrow(), fd);
+        }
+
+        static void check(int r, String call) {
+            if (r != 0) {
+                throw new IllegalStateException(call + " returned CUresult " + r);
+            }
+        }
+    }
+}

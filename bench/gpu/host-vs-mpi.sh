@@ -17,7 +17,8 @@
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
 #              (HOSTCMP_TWOCORE_REPS)
 #   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS): jccl steady
-#              and cold (HOSTCMP_OTHERS_COLD=0: steady only), Open MPI default and best
+#              (HOSTCMP_OTHERS_ITERS, default "-n 200 -w 20") and cold (HOSTCMP_OTHERS_COLD=0: steady only),
+#              Open MPI default and best
 #   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
 #              (-Djccl.perf.registered=true) next to plain ones (HOSTCMP_REG_RANKS, default "8 16")
 #   algo       steady all-reduce 256 B..256 KiB (x2) with each shared-memory algorithm forced
@@ -105,7 +106,8 @@ OTHERS_MAX=${HOSTCMP_OTHERS_MAX:-64M}
 if [[ $PHASES == *,others,* ]]; then
   for n in ${HOSTCMP_OTHERS_RANKS:-$RANKS}; do
     for c in allgather reducescatter broadcast reduce alltoall gather scatter; do
-      jccl "$n" "$c-steady" "$c" -b 16 -e "$OTHERS_MAX" -f 16 -n 200 -w 20
+      # shellcheck disable=SC2086 # HOSTCMP_OTHERS_ITERS: the steady runs' -n/-w
+      jccl "$n" "$c-steady" "$c" -b 16 -e "$OTHERS_MAX" -f 16 ${HOSTCMP_OTHERS_ITERS:--n 200 -w 20}
       [ "${HOSTCMP_OTHERS_COLD:-1}" = 0 ] || jccl "$n" "$c-cold" "$c" -b 16 -e "$OTHERS_MAX" -f 16
     done
     for cfg in $CONFIGS; do

@@ -180,6 +180,34 @@ public final class CudaDevice implements Device, AutoCloseable {
         return DeviceBuffer.owned(this, ptr, type, count);
     }
 
+    /**
+     * Allocates {@code count} elements of {@code type} with NCCL's allocator ({@code ncclMemAlloc}:
+     * CUDA virtual memory that NCCL can map into its peers), uninitialised, for symmetric windows:
+     * {@link NcclCommunicator#register} it on every rank, and NCCL's symmetric kernels can run on it.
+     * Usable like any {@link DeviceBuffer}; {@link DeviceBuffer#close()} gives it back with
+     * {@code ncclMemFree}. Allocations are rounded up to NCCL's granularity (2 MiB or more on Hopper):
+     * allocate a few large buffers and slice them.
+     *
+     * @throws InvalidUsageException    when symmetric memory is unavailable (the message says why:
+     *                                  {@link Nccl#symmetricMemoryUnavailableCause()})
+     * @throws IllegalArgumentException when {@code count} is negative
+     */
+    public DeviceBuffer allocateSymmetric(DataType type, long count) {
+        Objects.requireNonNull(type, "type");
+        if (count < 0) {
+            throw new IllegalArgumentException("count is " + count + ": give a count >= 0");
+        }
+        String why = Nccl.symmetricMemoryUnavailableCause();
+        if (why != null) {
+            throw new InvalidUsageException("allocateSymmetric: NCCL symmetric memory is not available: " + why
+                    + "; allocate(type, count) gives ordinary device memory, which every collective takes too");
+        }
+        long bytes = Math.multiplyExact(count, (long) type.byteSize());
+        makeCurrent();
+        long ptr = NcclSymmetric.memAlloc(Math.max(bytes, 1));
+        return DeviceBuffer.symmetric(this, ptr, type, count);
+    }
+
     /** A new stream of this device (non-blocking with respect to the legacy default stream). */
     public CudaStream createStream() {
         makeCurrent();

@@ -8,24 +8,33 @@ import org.jccl.HostBuffer;
 
 /**
  * A typed view of GPU memory: a device pointer on one {@link CudaDevice}, a {@link DataType} and
- * a count. Made by {@link CudaDevice#allocate} (owned: {@link #close()} frees it) or by
- * {@link #wrap} around memory another library allocated (not owned: {@link #close()} frees
- * nothing). Slices share the allocation.
+ * a count. Made by {@link CudaDevice#allocate} (owned: {@link #close()} frees it),
+ * {@link CudaDevice#allocateSymmetric} (NCCL's allocator, for symmetric windows: see
+ * {@link NcclCommunicator#register}) or by {@link #wrap} around memory another library allocated
+ * (not owned: {@link #close()} frees nothing). Slices share the allocation.
  *
  * <p>A closed buffer, or a view of a freed allocation, throws {@link IllegalStateException} on
  * every use instead of handing a dangling pointer to the GPU.
  */
 public final class DeviceBuffer implements Buffer, AutoCloseable {
 
-    /** One cuMemAlloc'd (or foreign) range, shared by a buffer and its slices. */
+    /** One cuMemAlloc'd, ncclMemAlloc'd or foreign range, shared by a buffer and its slices. */
     private static final class Allocation {
         final long base;
         final boolean owned;
+        /** ncclMemAlloc'd (CudaDevice#allocateSymmetric): freed by ncclMemFree. */
+        final boolean symmetric;
+        /** Released by its owner: every use is refused (the memory itself may outlive it, see windows). */
         final AtomicBoolean freed = new AtomicBoolean();
+        /** Symmetric windows over this allocation that are open; guarded by this. */
+        int windows;
+        /** Closed by its owner while windows were open: ncclMemFree when the last one closes; guarded by this. */
+        boolean freeAtLastWindow;
 
-        Allocation(long base, boolean owned) {
+        Allocation(long base, boolean owned, boolean symmetric) {
             this.base = base;
             this.owned = owned;
+            this.symmetric = symmetric;
         }
     }
 
@@ -48,7 +57,12 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
     }
 
     static DeviceBuffer owned(CudaDevice device, long ptr, DataType type, long count) {
-        return new DeviceBuffer(device, new Allocation(ptr, true), ptr, type, count, true);
+        return new DeviceBuffer(device, new Allocation(ptr, true, false), ptr, type, count, true);
+    }
+
+    /** A buffer over {@code ptr} from ncclMemAlloc, which {@link #close()} gives back with ncclMemFree. */
+    static DeviceBuffer symmetric(CudaDevice device, long ptr, DataType type, long count) {
+        return new DeviceBuffer(device, new Allocation(ptr, true, true), ptr, type, count, true);
     }
 
     /**
@@ -97,7 +111,7 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
                     + (start + size - devicePointer) + " bytes left in its allocation but " + count + " x " + type
                     + " need " + bytes + ": pass a smaller count");
         }
-        return new DeviceBuffer(device, new Allocation(devicePointer, false), devicePointer, type, count, true);
+        return new DeviceBuffer(device, new Allocation(devicePointer, false, false), devicePointer, type, count, true);
     }
 
     /**
@@ -128,6 +142,52 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
     /** Whether {@link #close()} frees the memory (false for wrapped pointers and slices). */
     public boolean ownsMemory() {
         return allocation.owned && root;
+    }
+
+    /**
+     * Whether this memory came from {@link CudaDevice#allocateSymmetric} (NCCL's allocator), so that
+     * {@link NcclCommunicator#register} can make a symmetric window of it; true for its slices too.
+     */
+    public boolean isSymmetric() {
+        return allocation.symmetric;
+    }
+
+    /** Whether {@code other} views the same allocation as this buffer. */
+    boolean sameAllocation(DeviceBuffer other) {
+        return other.allocation == allocation;
+    }
+
+    /** A window over this (symmetric, root) buffer opens: refused once the buffer was closed. */
+    void windowOpened() {
+        synchronized (allocation) {
+            checkLive();
+            allocation.windows++;
+        }
+    }
+
+    /** A window over this buffer closed: the memory goes back to NCCL if the buffer was closed meanwhile. */
+    void windowClosed() {
+        boolean free;
+        synchronized (allocation) {
+            allocation.windows--;
+            free = allocation.windows == 0 && allocation.freeAtLastWindow;
+            allocation.freeAtLastWindow = false;
+        }
+        if (free) {
+            freeNative();
+        }
+    }
+
+    private void freeNative() {
+        if (device.isClosed()) {
+            return; // the primary context went with the device; the driver reclaims its memory
+        }
+        device.makeCurrent();
+        if (allocation.symmetric) {
+            NcclSymmetric.memFree(allocation.base);
+        } else {
+            CudaDriver.memFree(allocation.base);
+        }
     }
 
     void checkLive() {
@@ -246,6 +306,8 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
     /**
      * Frees the memory when this buffer allocated it; a slice or a wrapped pointer frees nothing
      * (the view is just closed). Idempotent. Wait for collectives that use the buffer first.
+     * A symmetric buffer that is still registered ({@link SymmetricWindow} open) is refused for every
+     * use at once, and its memory goes back to NCCL when its last window closes.
      */
     @Override
     public void close() {
@@ -253,15 +315,20 @@ public final class DeviceBuffer implements Buffer, AutoCloseable {
             return;
         }
         closed = true;
-        if (root && allocation.owned && allocation.freed.compareAndSet(false, true) && !device.isClosed()) {
-            device.makeCurrent();
-            CudaDriver.memFree(allocation.base);
+        if (root && allocation.owned && allocation.freed.compareAndSet(false, true)) {
+            synchronized (allocation) {
+                if (allocation.windows > 0) {
+                    allocation.freeAtLastWindow = true;
+                    return;
+                }
+            }
+            freeNative();
         }
     }
 
     @Override
     public String toString() {
         return "DeviceBuffer[" + type + " x " + count + " on GPU " + device.ordinal() + " at 0x" + Long.toHexString(pointer)
-                + (allocation.owned ? "" : ", foreign") + "]";
+                + (allocation.owned ? "" : ", foreign") + (allocation.symmetric ? ", symmetric" : "") + "]";
     }
 }

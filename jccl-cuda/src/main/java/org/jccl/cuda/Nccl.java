@@ -61,6 +61,36 @@ public final class Nccl {
         return isAvailable() && NcclLibrary.ncclCommShrink != null && version() >= 22700;
     }
 
+    /**
+     * Whether NCCL symmetric memory can be used: {@link CudaDevice#allocateSymmetric} (ncclMemAlloc)
+     * and {@link NcclCommunicator#register} (ncclCommWindowRegister, NCCL 2.27 and newer).
+     */
+    public static boolean hasSymmetricMemory() {
+        return symmetricMemoryUnavailableCause() == null;
+    }
+
+    /**
+     * Why NCCL symmetric memory cannot be used here, or null when it can. A null answer says that the
+     * library has the calls; whether NCCL's symmetric kernels then run is NCCL's decision per
+     * communicator (every rank's GPU reached from every other over NVLink) and per call (type,
+     * operator, size): see {@link NcclCommunicator#register}.
+     */
+    public static String symmetricMemoryUnavailableCause() {
+        String why = unavailabilityCause();
+        if (why != null) {
+            return why;
+        }
+        if (version() < NcclLibrary.WINDOW_VERSION || NcclLibrary.ncclCommWindowRegister == null
+                || NcclLibrary.ncclCommWindowDeregister == null) {
+            return "NCCL " + versionString() + " at " + libraryPath() + " has no ncclCommWindowRegister: symmetric "
+                    + "memory needs NCCL 2.27 or newer (point JCCL_NCCL_LIBRARY at one)";
+        }
+        if (NcclLibrary.ncclMemAlloc == null || NcclLibrary.ncclMemFree == null) {
+            return "NCCL " + versionString() + " at " + libraryPath() + " exports no ncclMemAlloc/ncclMemFree";
+        }
+        return null;
+    }
+
     /** A new ncclUniqueId (128 bytes) for {@link NcclCommunicator#create}; rank 0 makes it, all ranks use it. */
     public static byte[] newUniqueId() {
         requireAvailable();

@@ -171,6 +171,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final java.util.concurrent.CountDownLatch nativeAbortDone = new java.util.concurrent.CountDownLatch(1);
     /** A shrunk child made by {@link NcclInit#create} shares this parent's store. */
     SharedStore adopted;
+    /** The open symmetric windows of {@link #register} ({@link NcclSymmetric}). */
+    final java.util.Set<SymmetricWindow> windows = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** The deadline of the call being made now (its op's: a withTimeout view's), null: the communicator's; caller thread. */
     Duration callTimeout;
 
@@ -266,6 +268,41 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     /** What this communicator's NCCL and GPU can do. */
     public NcclCapabilities capabilities() {
         return NcclCapabilities.of(device);
+    }
+
+    /**
+     * Registers a buffer of {@link CudaDevice#allocateSymmetric} as an NCCL symmetric window
+     * ({@code ncclCommWindowRegister}, NCCL 2.27+), so that collectives whose buffers all lie in
+     * windows may run NCCL's symmetric kernels (all-reduce, all-gather, reduce-scatter; NCCL picks them
+     * per call when every GPU reaches every other over NVLink). Collective: every rank calls it, from
+     * its own thread, in the same order, with a buffer of the same byte size; use the same offsets
+     * (slices) on every rank in the collectives. Register once and reuse: it costs an all-reduce and
+     * NCCL's exchange of memory handles.
+     *
+     * <p>Every check is made before any native call. Then the ranks meet in an all-reduce of the
+     * sizes, waited for with the communicator's deadline (a rank that does not come aborts the
+     * communicator by the deadline, as a collective does; different sizes are refused on every
+     * rank); only then does this thread enter NCCL's registration, which every rank has reached.
+     *
+     * @return the window; {@link SymmetricWindow#close()} deregisters it, and so does this
+     *         communicator's {@link #close()}
+     * @throws InvalidUsageException    when symmetric memory is unavailable (the message says why),
+     *                                  inside an {@link NcclGroup}, when the communicator is closed, or
+     *                                  when NCCL made no window (the communicator's GPUs are not all
+     *                                  connected by NVLink)
+     * @throws IllegalArgumentException when the buffer is not the whole buffer of
+     *                                  {@link CudaDevice#allocateSymmetric}, lives on another GPU, is
+     *                                  already registered here, or the ranks' sizes differ
+     * @throws IllegalStateException    when the buffer was closed
+     * @throws CollectiveTimeoutException when not every rank registered within the deadline
+     */
+    public SymmetricWindow register(DeviceBuffer buffer) {
+        return NcclSymmetric.register(this, buffer);
+    }
+
+    /** The symmetric windows of this communicator that are open, in no particular order. */
+    public List<SymmetricWindow> windows() {
+        return List.copyOf(windows);
     }
 
     /** Starts an {@link NcclGroup} on this thread (the same as {@link NcclGroup#start()}). */

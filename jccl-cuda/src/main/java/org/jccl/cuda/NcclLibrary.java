@@ -128,6 +128,19 @@ final class NcclLibrary {
             JAVA_LONG, ADDRESS), "ncclCommRegister");
     static final MethodHandle ncclCommDeregister = LIB.optional(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG),
             "ncclCommDeregister");
+    /**
+     * {@code ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+     * int winFlags)} (NCCL 2.27+): collective over the communicator's ranks, same size everywhere.
+     */
+    static final MethodHandle ncclCommWindowRegister = LIB.optional(FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+            JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_INT), "ncclCommWindowRegister");
+    /** {@code ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)} (NCCL 2.27+): local. */
+    static final MethodHandle ncclCommWindowDeregister = LIB.optional(FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+            JAVA_LONG), "ncclCommWindowDeregister");
+    /** NCCL_WIN_COLL_SYMMETRIC: the window may be used by NCCL's symmetric collective kernels. */
+    static final int WIN_COLL_SYMMETRIC = 0x01;
+    /** The first NCCL with ncclCommWindowRegister: 2.27.0. */
+    static final int WINDOW_VERSION = 22700;
 
     /** NCCL_VERSION_CODE of the loaded library (e.g. 22803), or 0 when unavailable. */
     static final int VERSION;

@@ -58,6 +58,7 @@ final class NcclTeardown {
                         if (c.car != null) {
                             c.car.quiesce(deadline); // no peer may still read this rank's buffer when it is freed
                         }
+                        NcclSymmetric.closeAll(c, true); // drained: deregister the windows before NCCL's teardown
                         nativeTeardown = () -> {
                             c.lock.lock();
                             try {
@@ -106,6 +107,7 @@ final class NcclTeardown {
             }
         } finally {
             try {
+                NcclSymmetric.closeAll(c, false); // windows left (aborted, or timed out): NCCL's teardown drops them
                 releaseHostResources(c);
                 if (!apart) {
                     releaseCudaResources(c); // NCCL's teardown has run on this thread

@@ -109,6 +109,29 @@ class BindingLayoutTest {
     }
 
     @Test
+    void symmetricMemoryAvailabilityNamesWhyNot() {
+        String why = Nccl.symmetricMemoryUnavailableCause();
+        assertEquals(why == null, Nccl.hasSymmetricMemory());
+        if (!Nccl.isAvailable()) {
+            assertEquals(Nccl.unavailabilityCause(), why, "without NCCL the reason is NCCL's");
+        } else if (Nccl.version() < NcclLibrary.WINDOW_VERSION) {
+            assertNotNull(why);
+            assertTrue(why.contains("2.27"), why);
+        } else {
+            assertNull(why, "NCCL " + Nccl.versionString() + " has the window calls");
+            assertNotNull(NcclLibrary.ncclCommWindowRegister);
+            assertNotNull(NcclLibrary.ncclCommWindowDeregister);
+        }
+        if (why != null && Cuda.isAvailable() && CudaDevice.count() > 0) {
+            try (CudaDevice d = CudaDevice.open(0)) {
+                org.jccl.InvalidUsageException e = assertThrows(org.jccl.InvalidUsageException.class,
+                        () -> d.allocateSymmetric(DataType.FLOAT32, 16));
+                assertTrue(e.getMessage().contains(why), e.getMessage());
+            }
+        }
+    }
+
+    @Test
     void backendIsRegisteredAndRefusesWithoutAGpu() {
         Backend nccl = Jccl.backends().stream().filter(b -> b.name().equals("nccl")).findFirst().orElseThrow(
                 () -> new AssertionError("NcclBackend not found by ServiceLoader"));

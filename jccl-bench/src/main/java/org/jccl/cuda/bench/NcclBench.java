@@ -41,7 +41,7 @@ import org.jccl.cuda.NcclWork;
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar org.jccl.cuda.bench.NcclBench \
- *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall]
+ *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall] [--symmetric]
  * </pre>
  */
 public final class NcclBench {
@@ -78,6 +78,7 @@ public final class NcclBench {
         int gpus = CudaDevice.count();
         String ops = "allreduce,allgather,reducescatter,broadcast,reduce,alltoall";
         boolean overhead = true;
+        boolean symmetric = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "-b" -> minBytes = parseSize(args[++i]);
@@ -87,8 +88,9 @@ public final class NcclBench {
                 case "-g" -> gpus = Integer.parseInt(args[++i]);
                 case "-o" -> ops = args[++i];
                 case "--no-overhead" -> overhead = false;
+                case "--symmetric" -> symmetric = true;
                 default -> throw new IllegalArgumentException("unknown flag " + args[i]
-                        + ": use -b MIN -e MAX -f FACTOR -w WARMUP -g GPUS -o OPS --no-overhead");
+                        + ": use -b MIN -e MAX -f FACTOR -w WARMUP -g GPUS -o OPS --no-overhead --symmetric");
             }
         }
         if (!Nccl.isAvailable()) {
@@ -116,8 +118,12 @@ public final class NcclBench {
                 sendBufs.getLast().clear();
                 recvBufs.getLast().clear();
             }
-            for (String op : ops.equals("none") ? new String[0] : ops.split(",")) {
-                sweep(op.trim(), comms, sendBufs, recvBufs, minBytes, maxBytes, factor, warmup, pool);
+            if (symmetric) {
+                symmetricSweeps(ops, comms, sendBufs, recvBufs, minBytes, maxBytes, factor, warmup, pool);
+            } else {
+                for (String op : ops.equals("none") ? new String[0] : ops.split(",")) {
+                    sweep(op.trim(), comms, sendBufs, recvBufs, minBytes, maxBytes, factor, warmup, pool);
+                }
             }
             if (overhead) {
                 overhead(comms, sendBufs, pool);
@@ -213,6 +219,109 @@ public final class NcclBench {
                     op.equals("allreduce") || op.equals("reducescatter") || op.equals("reduce") ? "sum" : "none",
                     us, algbw, algbw * busFactor(op, n), it);
         }
+    }
+
+    /**
+     * --symmetric: the same sweep on ordinary buffers (cuMemAlloc) and on symmetric windows
+     * (CudaDevice.allocateSymmetric + NcclCommunicator.register), size by size in the same process, so
+     * the ratio compares like with like. Only the collectives NCCL has symmetric kernels for.
+     */
+    private static void symmetricSweeps(String ops, List<NcclCommunicator> comms, List<DeviceBuffer> sends,
+                                         List<DeviceBuffer> recvs, long minBytes, long maxBytes, long factor,
+                                         int warmup, ExecutorService pool) throws Exception {
+        int n = comms.size();
+        List<DeviceBuffer> symSends = new ArrayList<>();
+        List<DeviceBuffer> symRecvs = new ArrayList<>();
+        List<org.jccl.cuda.SymmetricWindow> windows = new ArrayList<>();
+        try {
+            for (NcclCommunicator c : comms) {
+                symSends.add(c.device().allocateSymmetric(DataType.FLOAT32, maxBytes / 4));
+                symRecvs.add(c.device().allocateSymmetric(DataType.FLOAT32, maxBytes / 4));
+                symSends.getLast().clear();
+                symRecvs.getLast().clear();
+            }
+            List<Future<double[]>> regs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                regs.add(pool.submit(() -> {
+                    long t0 = System.nanoTime();
+                    org.jccl.cuda.SymmetricWindow a = comms.get(rank).register(symSends.get(rank));
+                    long t1 = System.nanoTime();
+                    org.jccl.cuda.SymmetricWindow b = comms.get(rank).register(symRecvs.get(rank));
+                    long t2 = System.nanoTime();
+                    synchronized (windows) {
+                        windows.add(a);
+                        windows.add(b);
+                    }
+                    return new double[] {(t1 - t0) / 1e6, (t2 - t1) / 1e6};
+                }));
+            }
+            for (int r = 0; r < n; r++) {
+                double[] ms = regs.get(r).get();
+                System.out.printf(Locale.ROOT, "# rank %d: register(%d MiB) %.1f ms (first), %.1f ms (second)%n", r,
+                        maxBytes >> 20, ms[0], ms[1]);
+            }
+            for (String op0 : ops.split(",")) {
+                String op = op0.trim();
+                if (!op.equals("allreduce") && !op.equals("allgather") && !op.equals("reducescatter")) {
+                    continue;
+                }
+                System.out.printf("%n# %s, %d ranks: ordinary buffers vs symmetric windows, float%n", op, n);
+                System.out.printf("#%12s %11s %11s %8s %11s %11s %7s%n", "size(B)", "plain(us)", "symm(us)",
+                        "symm/pl", "plain-busbw", "symm-busbw", "iters");
+                for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+                    long elems = bytes / 4;
+                    if (elems == 0 || (!op.equals("allreduce") && elems / n == 0)) {
+                        continue;
+                    }
+                    double plain = time(op, comms, sends, recvs, bytes, warmup, pool);
+                    double symm = time(op, comms, symSends, symRecvs, bytes, warmup, pool);
+                    double f = busFactor(op, n);
+                    System.out.printf(Locale.ROOT, " %12d %11.2f %11.2f %8.3f %11.2f %11.2f %7d%n", bytes, plain, symm,
+                            symm / plain, bytes / (plain * 1e-6) / 1e9 * f, bytes / (symm * 1e-6) / 1e9 * f,
+                            iters(bytes));
+                }
+            }
+        } finally {
+            for (org.jccl.cuda.SymmetricWindow w : windows) {
+                w.close();
+            }
+            symSends.forEach(DeviceBuffer::close);
+            symRecvs.forEach(DeviceBuffer::close);
+        }
+    }
+
+    /** Microseconds per {@code op} of {@code bytes} (the slowest rank), as {@link #sweep} times it. */
+    private static double time(String op, List<NcclCommunicator> comms, List<DeviceBuffer> sends,
+                               List<DeviceBuffer> recvs, long bytes, int warmup, ExecutorService pool) throws Exception {
+        int n = comms.size();
+        int it = iters(bytes);
+        CyclicBarrier start = new CyclicBarrier(n);
+        List<Future<Double>> fs = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            NcclCommunicator c = comms.get(r);
+            DeviceBuffer s = sends.get(r);
+            DeviceBuffer d = recvs.get(r);
+            fs.add(pool.submit(() -> {
+                NcclWork last = null;
+                for (int w = 0; w < warmup; w++) {
+                    last = issue(op, c, s, d, bytes);
+                }
+                last.await();
+                start.await();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < it; i++) {
+                    last = issue(op, c, s, d, bytes);
+                }
+                last.await();
+                return (System.nanoTime() - t0) / 1e3 / it;
+            }));
+        }
+        double us = 0;
+        for (Future<Double> f : fs) {
+            us = Math.max(us, f.get());
+        }
+        return us;
     }
 
     /** Overhead variants: raw, +event, +ctx+event, jccl, floor. */

@@ -187,7 +187,8 @@ class SymmetricMemoryTest {
             long seq = c.sequenceNumber();
             b.close();
             assertFalse(b.isLive());
-            assertThrows(IllegalStateException.class, () -> c.allReduce(b, ReduceOp.SUM));
+            IllegalArgumentException used = assertThrows(IllegalArgumentException.class, () -> c.allReduce(b, ReduceOp.SUM));
+            assertTrue(used.getMessage().contains("closed"), used.getMessage());
             assertThrows(IllegalStateException.class, () -> c.allReduce(b.slice(0, 8), ReduceOp.SUM));
             assertEquals(seq, c.sequenceNumber(), "nothing reached NCCL");
             assertTrue(w.isOpen(), "the window outlives its buffer's close");

@@ -39,6 +39,10 @@ import org.jccl.cuda.NcclWork;
  * enqueues through {@link NcclCommunicator#allReduceAsync} minus the time of the same enqueues
  * as a raw ncclAllReduce downcall on the same communicator and stream.
  *
+ * <p>{@code --symmetric}: all-reduce, all-gather and reduce-scatter on ordinary buffers and on NCCL
+ * symmetric windows ({@code CudaDevice.allocateSymmetric} + {@code NcclCommunicator.register}), size
+ * by size, with their ratio, and the time each registration took.
+ *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar org.jccl.cuda.bench.NcclBench \
  *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall] [--symmetric]

@@ -435,6 +435,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
 
     private NcclWork allGatherAsync(DeviceBuffer sb, DeviceBuffer rb, CudaStream s, boolean blocking) {
         sliced(sb, rb, true, size(), rank(), "rank", "all-gather of");
+        NcclSymmetric.checkUnaligned(this, "all-gather", rb, sb.byteSize());
         return launch(this, ALL_GATHER, sb, rb, sb.count(), sb.type(), null, 0, s, blocking);
     }
 
@@ -453,6 +454,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     private NcclWork reduceScatterAsync(DeviceBuffer sb, DeviceBuffer rb, ReduceOp op, CudaStream s, boolean blocking) {
         // In place: recv is slice `rank` of send, i.e. sendbuff == recvbuff - rank * count.
         sliced(rb, sb, false, size(), rank(), "rank", "reduce-scatter into");
+        NcclSymmetric.checkUnaligned(this, "reduce-scatter", sb, rb.byteSize());
         checkOp(op, sb.type());
         return launch(this, REDUCE_SCATTER, sb, rb, rb.count(), sb.type(), op, 0, s, blocking);
     }

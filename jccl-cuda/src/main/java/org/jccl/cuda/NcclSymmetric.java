@@ -96,6 +96,13 @@ final class NcclSymmetric {
                         + " (" + w + "): use that window, or close it first");
             }
         }
+        if (c.comm == c.ctl) {
+            // Seen on 2x H100 with NCCL 2.28.3 (2026-11-27): on the nonblocking communicator the call
+            // completed without error but made no window. Refused before any native call instead.
+            throw new InvalidUsageException("register on " + c.describe() + ": symmetric windows work on jccl's default "
+                    + "(blocking) data communicator; with JCCL_NCCL_NONBLOCKING=1 NCCL " + Nccl.versionString()
+                    + " made no window: unset JCCL_NCCL_NONBLOCKING to use symmetric memory");
+        }
         agreeOnSize(c, b.byteSize());
         b.windowOpened();
         SymmetricWindow w = null;
@@ -141,6 +148,28 @@ final class NcclSymmetric {
             throw new IllegalArgumentException("register: the ranks of " + c.describe() + " register different sizes ("
                     + smallest + " to " + largest + " bytes; this rank " + bytes + "): a symmetric window has the same "
                     + "size on every rank, so allocate the same count and type everywhere");
+        }
+    }
+
+    /**
+     * Refuses an all-gather ({@code perRank} = its send size) or reduce-scatter ({@code perRank} = its
+     * recv size) whose gathered or scattered buffer lies in a window of {@code c} when the per-rank
+     * size is not a multiple of 16 bytes: NCCL 2.28.3's symmetric all-gather returned wrong data
+     * there (4099 floats per rank on 2x H100, 2026-11-27: rank 1's part shifted by one element),
+     * while 4 bytes per rank came out right), and reduce-scatter's symmetric kernels were not
+     * verified at such sizes; no fixed NCCL version is known, so every version is checked. A no-op
+     * while the communicator has no window (one isEmpty check).
+     */
+    static void checkUnaligned(NcclCommunicator c, String what, DeviceBuffer windowed, long perRank) {
+        if (c.windows.isEmpty() || perRank % 16 == 0) {
+            return;
+        }
+        for (SymmetricWindow w : c.windows) {
+            if (w.isOpen() && w.buffer.sameAllocation(windowed)) {
+                throw new IllegalArgumentException(what + " of " + perRank + " bytes per rank on a symmetric window: NCCL "
+                        + Nccl.versionString() + "'s symmetric kernels gave wrong results when the per-rank size is not a "
+                        + "multiple of 16 bytes; pad the count to a multiple of 16 bytes, or use a buffer outside the window");
+            }
         }
     }
 

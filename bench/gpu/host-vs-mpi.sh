@@ -26,6 +26,8 @@
 #   probe      what makes small all-reduces slow: 16 ranks steady 16 B..4 KiB with pinning on and off
 #              (JCCL_AFFINITY), alternating, twice; 2 and 4 ranks 16 B alone at -n 2000 and -n 20000
 #              (is the first size of a sweep slow because it is first?)
+#   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
+#              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
 #              and this one (.gpu/cli), interleaved, twice: the regression check
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
@@ -140,6 +142,11 @@ if [[ $PHASES == *,probe,* ]]; then
   for n in 2 4; do
     jccl "$n" probe-alone-2k allreduce -b 16 -e 16 -n 2000 -w 500
     jccl "$n" probe-alone-20k allreduce -b 16 -e 16 -n 20000 -w 500
+  done
+fi
+if [[ $PHASES == *,tosteady,* ]]; then
+  for n in $RANKS; do
+    jccl "$n" tosteady allreduce -b 16 -e 16M -f 4 -n 2000 -w 0 --to-steady
   done
 fi
 if [[ $PHASES == *,ab,* ]]; then

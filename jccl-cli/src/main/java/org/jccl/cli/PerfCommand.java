@@ -135,6 +135,13 @@ final class PerfCommand implements Callable<Integer> {
                     + "${DEFAULT-VALUE}, off). A JVM timed right after a change of size can measure its recompilation.")
     double settle;
 
+    @Option(names = "--to-steady",
+            description = "With -z 1: time every call of the timed loops and report, per size and placement, the time "
+                    + "from the start of its first call until 16 consecutive calls ran within 1.3x of the steady median "
+                    + "(JSON to_steady_us, CSV oop_to_steady_us/ip_to_steady_us; -1: fewer than 32 timed calls, -n). Adds "
+                    + "two clock readings per call. For a cold library: -w 0.")
+    boolean toSteady;
+
     @Option(names = "--ranks", paramLabel = "N",
             description = "Start N local ranks (outside a job); inside a job, the job's size (checked).")
     Integer ranks;
@@ -251,6 +258,9 @@ final class PerfCommand implements Callable<Integer> {
         if (graphLaunches > 0 && blocking == 1) {
             throw bad("-G", Integer.toString(graphLaunches), "blocking calls (-z 1) cannot be captured into a CUDA graph: "
                     + "use -z 0 with -G");
+        }
+        if (toSteady && blocking != 1) {
+            throw usage("--to-steady needs -z 1: it times each call on its own, which only blocking calls allow");
         }
         if (ranks != null && (ranks < 1 || ranks > Launcher.MAX_RANKS)) {
             throw bad("--ranks", Integer.toString(ranks), "give 1 to " + Launcher.MAX_RANKS + " ranks");
@@ -505,7 +515,7 @@ final class PerfCommand implements Callable<Integer> {
             boolean reporting = comm.rank() == 0;
             java.io.PrintStream out = reporting ? parent.out : null;
             Progress progress = new Progress(parent.err, reporting && Progress.stderrIsTerminal());
-            PerfRunner runner = new PerfRunner(comm, mem, cfg, out, progress).settle(settle);
+            PerfRunner runner = new PerfRunner(comm, mem, cfg, out, progress).settle(settle).toSteady(toSteady);
             if (cfg.graphLaunches() > 0) {
                 runner.graphs(new CudaGraphs(comm));
             }

@@ -127,6 +127,26 @@ class PerfEndToEndTest {
     }
 
     @Test
+    void toSteadyReportsEachSizesTimeToSteadyStateAndNeedsBlockingCalls(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("s.json");
+        MainTest.Result r = MainTest.main("perf", "allreduce", "--ranks", "2", "-b", "64", "-e", "4K", "-f", "64",
+                "-n", "200", "-w", "5", "-z", "1", "--to-steady", "--json", json.toString());
+        assertEquals(0, r.code(), r.err());
+        Run run = PerfJson.read(json).getFirst();
+        assertEquals(List.of(64L, 4096L), run.rows().stream().map(Row::bytes).toList());
+        for (Row row : run.rows()) {
+            for (var m : List.of(row.oop(), row.ip())) {
+                // reached: at least the first call's own time; or -1 (the run ended first)
+                assertTrue(m.toSteadyUs() == -1 || m.toSteadyUs() >= m.firstUs() * 0.999, row.toString());
+            }
+        }
+        MainTest.Result async = MainTest.main("perf", "allreduce", "--ranks", "2", "--to-steady");
+        assertEquals(2, async.code());
+        MainTest.assertOneLine(async.err(), "--to-steady", "-z 1");
+        assertEquals("", async.out());
+    }
+
+    @Test
     void ranksMustMatchTheJobInsideAJob() {
         String java = ProcessHandle.current().info().command().orElseThrow();
         MainTest.Result r = MainTest.main("run", "-n", "2", "--", java, "--add-modules", "jdk.incubator.vector",

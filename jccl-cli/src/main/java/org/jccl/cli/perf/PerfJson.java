@@ -37,7 +37,8 @@ public final class PerfJson {
     public static final List<String> CSV_COLUMNS = List.of("hostname", "cores", "backend", "ranks", "jccl_version",
             "jdk", "collective", "dtype", "op", "root", "bytes", "count",
             "oop_time_us", "oop_algbw", "oop_busbw", "oop_wrong",
-            "ip_time_us", "ip_algbw", "ip_busbw", "ip_wrong", "oop_first_us", "ip_first_us");
+            "ip_time_us", "ip_algbw", "ip_busbw", "ip_wrong", "oop_first_us", "ip_first_us", "oop_to_steady_us",
+            "ip_to_steady_us");
 
     private PerfJson() {
     }
@@ -77,7 +78,8 @@ public final class PerfJson {
         return "{\"time_us\": " + Json.number(m.timeUs()) + ", \"algbw\": " + Json.number(m.algBw())
                 + ", \"busbw\": " + Json.number(m.busBw()) + ", \"wrong\": "
                 + (m.checked() ? Long.toString(m.wrong()) : "null")
-                + (Double.isNaN(m.firstUs()) ? "" : ", \"first_us\": " + Json.number(m.firstUs())) + "}";
+                + (Double.isNaN(m.firstUs()) ? "" : ", \"first_us\": " + Json.number(m.firstUs()))
+                + (Double.isNaN(m.toSteadyUs()) ? "" : ", \"to_steady_us\": " + Json.number(m.toSteadyUs())) + "}";
     }
 
     /** The CSV document of a run: a header line and one line per row. */
@@ -106,6 +108,9 @@ public final class PerfJson {
             }
             for (Measurement m : new Measurement[] {r.oop(), r.ip()}) {
                 v.add(m == null || Double.isNaN(m.firstUs()) ? "" : csvNumber(m.firstUs()));
+            }
+            for (Measurement m : new Measurement[] {r.oop(), r.ip()}) {
+                v.add(m == null || Double.isNaN(m.toSteadyUs()) ? "" : csvNumber(m.toSteadyUs()));
             }
             sb.append(String.join(",", v)).append('\n');
         }
@@ -214,7 +219,7 @@ public final class PerfJson {
         return new Measurement(dbl(m.get("time_us"), "time_us", at, false), dbl(m.get("algbw"), "algbw", at, true),
                 dbl(m.get("busbw"), "busbw", at, true),
                 w == null ? Measurement.NOT_CHECKED : (long) dbl(w, "wrong", at, false),
-                dbl(m.get("first_us"), "first_us", at, true));
+                dbl(m.get("first_us"), "first_us", at, true), dbl(m.get("to_steady_us"), "to_steady_us", at, true));
     }
 
     private static double dbl(Object v, String key, String at, boolean optional) {

@@ -101,8 +101,15 @@ public final class PerfRunner {
     private double settleSeconds;
     /** Seconds of the first call of the size and placement {@link #time} timed last. */
     private double firstSeconds;
-    /** Doubles each rank contributes per size: {time, wrong} out of place and in place, then the two first calls. */
-    private static final int STATS = 6;
+    /** Whether {@link #time} times every call for {@link ToSteady} (blocking runs only). */
+    private boolean toSteady;
+    /** {@link ToSteady#seconds} of the size and placement {@link #time} timed last; NaN when not measured. */
+    private double toSteadySeconds = Double.NaN;
+    /**
+     * Doubles each rank contributes per size: {time, wrong} out of place and in place, then the two
+     * first calls, then the two times to steady state.
+     */
+    private static final int STATS = 8;
 
     /**
      * Before timing each size and placement, runs it untimed until the JIT has compiled it, for at
@@ -111,6 +118,15 @@ public final class PerfRunner {
      */
     public PerfRunner settle(double seconds) {
         this.settleSeconds = seconds;
+        return this;
+    }
+
+    /**
+     * Times every call of the timed loops (blocking runs, -z 1) and reports each size's time to
+     * steady state ({@link ToSteady}). Returns this runner.
+     */
+    public PerfRunner toSteady(boolean on) {
+        this.toSteady = on;
         return this;
     }
 
@@ -223,6 +239,7 @@ public final class PerfRunner {
                     Launch launch = new Launch(c, k, inPlace, send, recv, op, root);
                     mine[placement * 2] = time(launch, data, staging, stats);
                     mine[4 + placement] = firstSeconds;
+                    mine[6 + placement] = toSteadySeconds;
                     mine[placement * 2 + 1] = data == null ? Measurement.NOT_CHECKED
                             : check(launch, data, staging);
                 }
@@ -247,6 +264,7 @@ public final class PerfRunner {
 
     /** Mean seconds of one collective on this rank. */
     private double time(Launch launch, TestData data, MemorySegment staging, Buffer stats) {
+        toSteadySeconds = Double.NaN;
         if (data != null) {
             launch.initialize(data, staging);
         }
@@ -263,6 +281,18 @@ public final class PerfRunner {
         }
         comm.barrier();
         long t0 = System.nanoTime();
+        if (cfg.blocking() && toSteady) {
+            // --to-steady: every call timed on its own (two clock readings more per call)
+            long[] nanos = new long[cfg.iters()];
+            for (int i = 0; i < cfg.iters(); i++) {
+                long a = System.nanoTime();
+                launch.run();
+                nanos[i] = System.nanoTime() - a;
+            }
+            long end = System.nanoTime();
+            toSteadySeconds = ToSteady.seconds((long) (firstSeconds * 1e9), nanos, cfg.iters());
+            return (end - t0) / 1e9 / cfg.iters();
+        }
         if (cfg.blocking()) {
             // Each call completes before the next is issued; no barrier in between (as MPI and
             // nccl-tests time their loops), so the mean is the latency of the collective itself.
@@ -382,8 +412,9 @@ public final class PerfRunner {
     }
 
     /**
-     * Gathers every rank's {time, wrong} x 2 and first-call times x 2, and returns {max time, sum
-     * wrong} x 2 and the largest first-call times. {@code stats} holds {@value #STATS} x (ranks + 1)
+     * Gathers every rank's {time, wrong} x 2, first-call times x 2 and times to steady state x 2,
+     * and returns {max time, sum wrong} x 2, the largest first-call times and the largest times to
+     * steady state (not reached on any rank: not reached). {@code stats} holds {@value #STATS} x (ranks + 1)
      * doubles: this rank's, then everyone's.
      */
     private double[] gather(double[] mine, Buffer stats, MemorySegment staging) {
@@ -400,6 +431,10 @@ public final class PerfRunner {
             for (int r = 0; r < ranks; r++) {
                 result[p * 2] = Math.max(result[p * 2], every[r * STATS + p * 2]);
                 result[4 + p] = Math.max(result[4 + p], every[r * STATS + 4 + p]);
+                // the slowest rank's; NaN (not measured) or not reached on any rank wins
+                double s = every[r * STATS + 6 + p];
+                result[6 + p] = r == 0 ? s : Double.isNaN(result[6 + p]) || Double.isNaN(s) ? Double.NaN
+                        : result[6 + p] < 0 || s < 0 ? ToSteady.NOT_REACHED : Math.max(result[6 + p], s);
                 double w = every[r * STATS + p * 2 + 1];
                 if (w < 0) {
                     checked = false;
@@ -427,8 +462,9 @@ public final class PerfRunner {
         Measurement[] m = new Measurement[2];
         for (int p = 0; p < 2; p++) {
             double sec = g[p * 2];
+            double steady = g[6 + p];
             m[p] = new Measurement(sec * 1e6, c.algBw(k, ts, ranks, sec), c.busBw(k, ts, ranks, sec), (long) g[p * 2 + 1],
-                    g[4 + p] * 1e6);
+                    g[4 + p] * 1e6, steady < 0 ? steady : steady * 1e6);
         }
         return new Row(c.cliName(), t.shortName(), op == null ? "none" : op.shortName(), root,
                 k.printedBytes(ts), k.param(), m[0], m[1]);

@@ -70,7 +70,18 @@ class PerfJsonTest {
         String json = PerfJson.toJson(run);
         assertTrue(json.contains("\"first_us\": 850.5") && json.contains("\"first_us\": 4.75"), json);
         assertEquals(run.rows(), PerfJson.fromJson(json).getFirst().rows());
-        assertTrue(PerfJson.toCsv(run).split("\n")[1].endsWith(",850.5,4.75"), PerfJson.toCsv(run));
+        assertTrue(PerfJson.toCsv(run).split("\n")[1].endsWith(",850.5,4.75,,"), PerfJson.toCsv(run));
+    }
+
+    @Test
+    void theTimeToSteadyStateRoundTripsThroughJsonAndEndsTheCsvLine() {
+        RunInfo info = new RunInfo("h", 2, "host", 2, "0.1.0", "25", "jccl host 2 ranks");
+        Run run = new Run(info, List.of(new Row("allreduce", "float", "sum", -1, 8, 2,
+                new Measurement(1.5, 0.01, 0.01, 0, 850.5, 12000.25), new Measurement(1.25, 0.01, 0.01, 0, 4.75, -1))));
+        String json = PerfJson.toJson(run);
+        assertTrue(json.contains("\"to_steady_us\": 12000.25") && json.contains("\"to_steady_us\": -1"), json);
+        assertEquals(run.rows(), PerfJson.fromJson(json).getFirst().rows());
+        assertTrue(PerfJson.toCsv(run).split("\n")[1].endsWith(",850.5,4.75,12000.25,-1"), PerfJson.toCsv(run));
     }
 
     @Test
@@ -79,9 +90,9 @@ class PerfJsonTest {
         String[] lines = csv.split("\n");
         assertEquals(3, lines.length);
         assertEquals(String.join(",", PerfJson.CSV_COLUMNS), lines[0]);
-        assertEquals("h,2,host,4,0.1.0,25.0.3+9,allreduce,float,sum,-1,1024,256,3.25,0.315,0.4725,0,3.5,0.2925,0.43875,,,",
+        assertEquals("h,2,host,4,0.1.0,25.0.3+9,allreduce,float,sum,-1,1024,256,3.25,0.315,0.4725,0,3.5,0.2925,0.43875,,,,,",
                 lines[1]);
-        assertEquals("h,2,host,4,0.1.0,25.0.3+9,broadcast,int8,none,2,8,8,1,0.008,0.008,5,,,,,,", lines[2]);
+        assertEquals("h,2,host,4,0.1.0,25.0.3+9,broadcast,int8,none,2,8,8,1,0.008,0.008,5,,,,,,,,", lines[2]);
     }
 
     @Test

@@ -33,24 +33,13 @@ class AffinityTest {
         int[] allowed = Affinity.allowed();
         assertEquals(Runtime.getRuntime().availableProcessors(), allowed.length, "allowed CPUs vs the JVM's count");
         int last = allowed[allowed.length - 1];
-        AtomicReference<Object> seen = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                Affinity.set(new int[] {last});
-                // the kernel's own view of this thread
-                String status = Files.readString(Path.of("/proc/thread-self/status"));
-                String list = status.lines().filter(l -> l.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow();
-                seen.set(new Object[] {Affinity.allowed(), list.substring(list.indexOf(':') + 1).trim()});
-            } catch (Throwable e) {
-                seen.set(e);
-            }
+        Object[] r = onNewThread(() -> {
+            Affinity.set(new int[] {last});
+            // the kernel's own view of this thread
+            String status = Files.readString(Path.of("/proc/thread-self/status"));
+            String list = status.lines().filter(l -> l.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow();
+            return new Object[] {Affinity.allowed(), list.substring(list.indexOf(':') + 1).trim()};
         });
-        t.start();
-        t.join();
-        if (seen.get() instanceof Throwable e) {
-            throw new AssertionError(e);
-        }
-        Object[] r = (Object[]) seen.get();
         assertArrayEquals(new int[] {last}, (int[]) r[0]);
         assertEquals(Integer.toString(last), r[1]);
         assertArrayEquals(allowed, Affinity.allowed(), "pinning another thread changed this one");
@@ -63,16 +52,27 @@ class AffinityTest {
         assumeTrue(Affinity.isAvailable(), () -> "affinity unavailable here: " + Affinity.unavailabilityCause());
         int[] allowed = Affinity.allowed();
         assumeTrue(allowed.length >= 2, "needs 2 CPUs to pin a thread to fewer");
+        Object[] r = onNewThread(() -> {
+            Affinity.set(new int[] {allowed[0]});
+            int counted = Affinity.cpus();
+            int jvm = Runtime.getRuntime().availableProcessors();
+            int[] before = Affinity.unpinned();
+            // a second pin of the same thread (a second communicator) splits the original mask
+            Affinity.set(Affinity.shareOf(Affinity.unpinned(), 1, 2));
+            return new Object[] {counted, jvm, before, Affinity.allowed()};
+        });
+        assertEquals(allowed.length, (int) r[0], "cpus() on a pinned thread counts the CPUs it had before");
+        assertEquals(1, (int) r[1], "the JVM's own count on that thread (why cpus() exists)");
+        assertArrayEquals(allowed, (int[]) r[2]);
+        assertArrayEquals(Affinity.shareOf(allowed, 1, 2), (int[]) r[3]);
+    }
+
+    /** Runs {@code body} on a new thread (pinning it leaves the test's thread alone) and returns its result. */
+    private static Object[] onNewThread(java.util.concurrent.Callable<Object[]> body) throws InterruptedException {
         AtomicReference<Object> seen = new AtomicReference<>();
         Thread t = new Thread(() -> {
             try {
-                Affinity.set(new int[] {allowed[0]});
-                int counted = Affinity.cpus();
-                int jvm = Runtime.getRuntime().availableProcessors();
-                int[] before = Affinity.unpinned();
-                // a second pin of the same thread (a second communicator) splits the original mask
-                Affinity.set(Affinity.shareOf(Affinity.unpinned(), 1, 2));
-                seen.set(new Object[] {counted, jvm, before, Affinity.allowed()});
+                seen.set(body.call());
             } catch (Throwable e) {
                 seen.set(e);
             }
@@ -82,10 +82,6 @@ class AffinityTest {
         if (seen.get() instanceof Throwable e) {
             throw new AssertionError(e);
         }
-        Object[] r = (Object[]) seen.get();
-        assertEquals(allowed.length, (int) r[0], "cpus() on a pinned thread counts the CPUs it had before");
-        assertEquals(1, (int) r[1], "the JVM's own count on that thread (why cpus() exists)");
-        assertArrayEquals(allowed, (int[]) r[2]);
-        assertArrayEquals(Affinity.shareOf(allowed, 1, 2), (int[]) r[3]);
+        return (Object[]) seen.get();
     }
 }

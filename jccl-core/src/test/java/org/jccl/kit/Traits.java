@@ -64,12 +64,12 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
     public static Traits host(String transport, boolean check) {
         Set<Mismatch> m = EnumSet.allOf(Mismatch.class);
         Set<Mismatch> next = EnumSet.allOf(Mismatch.class);
-        if (!check || transport.equals("tcp")) {
+        if (!check) {
             m.remove(Mismatch.REDUCE_ROOT);
         }
-        if (transport.equals("tcp")) {
-            // Not caught over TCP, even with JCCL_CHECK=1: a rank that posts to a root it alone
-            // names returns normally, and its peers fail only when it closes (known gap).
+        if (!check && transport.equals("tcp")) {
+            // Not promised over TCP without JCCL_CHECK: a rank that sends to a root only it names
+            // returns normally, and the roots wait until it closes or their deadline.
             next.remove(Mismatch.REDUCE_ROOT);
         }
         if (!check && (transport.equals("tcp") || transport.equals("hier"))) {

@@ -19,6 +19,9 @@ public final class ChainReduce {
 
     /** Runs the reduce (n >= 2); {@code recv} is used on the root only. */
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, ReduceOp op, int root) {
+        if (t.checkCalls()) {
+            Parts.agree(t); // JCCL_CHECK: every rank compares every rank's call first
+        }
         int n = t.size();
         int r = t.rank();
         DataType type = send.type();

@@ -18,6 +18,11 @@ public final class DirectReduce {
         int r = t.rank();
         long bytes = send.byteSize();
         long tag = Parts.tag(Parts.DIRECT_REDUCE, 0, 0);
+        if (t.checkCalls()) {
+            // JCCL_CHECK: a rank that is not the root would otherwise return before anyone
+            // compared its call (root, count, type, op) with the others'
+            Parts.agree(t);
+        }
         if (r != root) {
             Parts.sendToRoot(t, send, root, tag);
             return;

@@ -243,4 +243,21 @@ public final class Parts {
     static ReduceOp accumulateOp(ReduceOp op) {
         return op.kind() == ReduceOp.Kind.AVG || op.kind() == ReduceOp.Kind.PREMUL_SUM ? ReduceOp.SUM : op;
     }
+
+    /**
+     * The fingerprint exchange of {@code JCCL_CHECK}: dissemination, round k sends an empty hello
+     * (the frame header carries the call's fingerprint) to rank + 2^k and waits for the one of rank
+     * - 2^k, which its receiver checks.
+     */
+    static void agree(TcpTransport t) {
+        int n = t.size();
+        int rank = t.rank();
+        MemorySegment none = t.scratch(3, 64);
+        int k = 0;
+        for (int d = 1; d < n; d <<= 1, k++) {
+            long tag = Parts.tag(Parts.HELLO, k + 1, 0);
+            t.send((rank + d) % n, none, 0, 0, tag);
+            t.await(t.recv((rank - d + n) % n, none, 0, 0, tag));
+        }
+    }
 }

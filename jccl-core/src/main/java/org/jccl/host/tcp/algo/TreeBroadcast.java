@@ -43,7 +43,7 @@ public final class TreeBroadcast {
     public static void run(TcpTransport t, HostBuffer send, HostBuffer recv, int root) {
         int n = t.size();
         if (t.checkCalls()) {
-            agree(t);
+            Parts.agree(t);
         }
         int vr = Math.floorMod(t.rank() - root, n);
         MemorySegment out = recv.segment();
@@ -70,22 +70,5 @@ public final class TreeBroadcast {
             }
         }
         t.awaitAll();
-    }
-
-    /**
-     * The fingerprint exchange of {@code JCCL_CHECK}: dissemination, round k sends an empty hello
-     * (the frame header carries the call's fingerprint) to rank + 2^k and waits for the one of rank
-     * - 2^k, which its receiver checks.
-     */
-    static void agree(TcpTransport t) {
-        int n = t.size();
-        int rank = t.rank();
-        MemorySegment none = t.scratch(3, 64);
-        int k = 0;
-        for (int d = 1; d < n; d <<= 1, k++) {
-            long tag = Parts.tag(Parts.HELLO, k + 1, 0);
-            t.send((rank + d) % n, none, 0, 0, tag);
-            t.await(t.recv((rank - d + n) % n, none, 0, 0, tag));
-        }
     }
 }

@@ -67,18 +67,14 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         if (!check) {
             m.remove(Mismatch.REDUCE_ROOT);
         }
-        if (!check && transport.equals("tcp")) {
-            // Not promised over TCP without JCCL_CHECK: a rank that sends to a root only it names
-            // returns normally, and the roots wait until it closes or their deadline.
-            next.remove(Mismatch.REDUCE_ROOT);
-        }
         if (!check && (transport.equals("tcp") || transport.equals("hier"))) {
+            // Not promised without JCCL_CHECK where ranks talk TCP: a rank that sends to a root
+            // only it names returns normally, and the roots wait until it closes or their deadline.
+            next.remove(Mismatch.REDUCE_ROOT);
             m.removeAll(EnumSet.of(Mismatch.ROOT_SMALL, Mismatch.COLLECTIVE));
             if (transport.equals("hier")) {
                 m.remove(Mismatch.ROOT_LARGE);
             }
-            // not promised there (a rank may wait for a root that never comes, until the deadline)
-            next.remove(Mismatch.REDUCE_ROOT);
         }
         return new Traits("host/" + transport + (check ? "+JCCL_CHECK" : ""), EnumSet.allOf(DataType.class), true, true,
                 true, m, next, true, true, true, true);

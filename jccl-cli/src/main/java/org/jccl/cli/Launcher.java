@@ -225,6 +225,29 @@ public final class Launcher {
             t.setDaemon(true);
             t.start();
             forwarders.add(t);
+            if (what.equals("err")) {
+                errForwarders.put(r, t);
+            }
+        }
+
+        /** Each rank's stderr forwarder: drained before the launcher says why a rank failed. */
+        private final java.util.concurrent.ConcurrentHashMap<Integer, Thread> errForwarders =
+                new java.util.concurrent.ConcurrentHashMap<>();
+
+        /**
+         * Waits up to {@code millis} for rank {@code r}'s stderr to reach its end (the rank has
+         * exited): its last lines may still be in the pipe when the exit is seen. A child of the
+         * rank that keeps the pipe open only costs the wait.
+         */
+        private void drainErr(int r, long millis) {
+            Thread t = errForwarders.get(r);
+            if (t != null) {
+                try {
+                    t.join(millis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
 
         /** The last line each rank wrote to stderr: the launcher's "why" when it fails. */
@@ -264,6 +287,7 @@ public final class Launcher {
                             running.add(i);
                         }
                     }
+                    drainErr(r, 500);
                     String why = lastErrorLines.get(r);
                     message("jccl run: rank " + r + " exited with code " + exit + describe(exit)
                             + (why == null ? "" : ": " + why)

@@ -187,33 +187,7 @@ public final class NcclBench {
             if (elems == 0 || (perRank && elems / n == 0)) {
                 continue;
             }
-            long b = bytes;
-            int it = iters(bytes);
-            CyclicBarrier start = new CyclicBarrier(n);
-            List<Future<Double>> fs = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                NcclCommunicator c = comms.get(r);
-                DeviceBuffer s = sends.get(r);
-                DeviceBuffer d = recvs.get(r);
-                fs.add(pool.submit(() -> {
-                    NcclWork last = null;
-                    for (int w = 0; w < warmup; w++) {
-                        last = issue(op, c, s, d, b);
-                    }
-                    last.await();
-                    start.await();
-                    long t0 = System.nanoTime();
-                    for (int i = 0; i < it; i++) {
-                        last = issue(op, c, s, d, b);
-                    }
-                    last.await();
-                    return (System.nanoTime() - t0) / 1e3 / it;
-                }));
-            }
-            double us = 0;
-            for (Future<Double> f : fs) {
-                us = Math.max(us, f.get());
-            }
+            double us = time(op, comms, sends, recvs, bytes, warmup, pool);
             double algbw = bytes / (us * 1e-6) / 1e9;
             long count = switch (op) {
                 case "allgather", "reducescatter", "alltoall" -> elems / n * n;
@@ -221,7 +195,7 @@ public final class NcclBench {
             };
             System.out.printf(" %12d %12d %6s %6s %10.2f %10.2f %10.2f %7d%n", bytes, count, "float",
                     op.equals("allreduce") || op.equals("reducescatter") || op.equals("reduce") ? "sum" : "none",
-                    us, algbw, algbw * busFactor(op, n), it);
+                    us, algbw, algbw * busFactor(op, n), iters(bytes));
         }
     }
 

@@ -49,12 +49,6 @@ class CudaGraphTest {
         Gpu.closeAll(comms, devs);
     }
 
-    private static float[] download(DeviceBuffer d) {
-        float[] out = new float[(int) d.count()];
-        d.copyTo(HostBuffer.of(out));
-        return out;
-    }
-
     /** Rank r's input of launch k: small integers, exact in float whatever the order of the sum. */
     private static float input(int r, int k, int i) {
         return (r + 1) * 1000 + k * 7 + i % 13;
@@ -103,15 +97,15 @@ class CudaGraphTest {
                                 gathered[p * N + i] = input(p, k, i);
                             }
                         }
-                        assertArrayEquals(sum, download(y), "all-reduce of launch " + k + " on rank " + r);
-                        assertArrayEquals(gathered, download(g), "all-gather of launch " + k + " on rank " + r);
+                        assertArrayEquals(sum, Gpu.download(y), "all-reduce of launch " + k + " on rank " + r);
+                        assertArrayEquals(gathered, Gpu.download(g), "all-gather of launch " + k + " on rank " + r);
                     }
                     assertEquals(before + 2, c.sequenceNumber(), "launches make no NCCL call");
                 }
                 // The communicator is as healthy as before: an eager call on the same stream still works.
                 x.copyFrom(HostBuffer.of(filled(N, r + 1)));
                 c.allReduce(x, y, ReduceOp.SUM, s);
-                assertArrayEquals(filled(N, n * (n + 1) / 2f), download(y));
+                assertArrayEquals(filled(N, n * (n + 1) / 2f), Gpu.download(y));
                 assertFalse(c.isAborted());
             }
             return "ok";
@@ -133,7 +127,7 @@ class CudaGraphTest {
                     last.await();
                     assertTrue(last.isDone());
                 }
-                assertArrayEquals(filled(N, (float) Math.pow(n, 4)), download(y), "each launch multiplies by " + n);
+                assertArrayEquals(filled(N, (float) Math.pow(n, 4)), Gpu.download(y), "each launch multiplies by " + n);
             }
             return "ok";
         });
@@ -153,13 +147,13 @@ class CudaGraphTest {
                     for (int k = 0; k < 3; k++) {
                         x.copyFrom(HostBuffer.of(filled(N, r * 10 + k)));
                         graph.launch(c.stream()).await();
-                        assertArrayEquals(filled(N, (n - 1) * 10 + k), download(y), "launch " + k);
+                        assertArrayEquals(filled(N, (n - 1) * 10 + k), Gpu.download(y), "launch " + k);
                     }
                 }
                 // Blocking calls on the own stream run eagerly again once the capture ended.
                 x.copyFrom(HostBuffer.of(filled(N, r)));
                 c.allReduce(x, y, ReduceOp.MIN);
-                assertArrayEquals(filled(N, 0), download(y));
+                assertArrayEquals(filled(N, 0), Gpu.download(y));
             }
             return "ok";
         });

@@ -43,6 +43,13 @@ final class Gpu {
         return d;
     }
 
+    /** The floats of a FLOAT32 device buffer, copied to the host. */
+    static float[] download(DeviceBuffer d) {
+        float[] out = new float[(int) d.count()];
+        d.copyTo(org.jccl.HostBuffer.of(out));
+        return out;
+    }
+
     /** Closes {@code comms}, then {@code devs}; either may be null (nothing opened). */
     static void closeAll(List<NcclCommunicator> comms, List<CudaDevice> devs) {
         if (comms != null) {

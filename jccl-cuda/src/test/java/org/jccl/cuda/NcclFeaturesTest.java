@@ -54,12 +54,6 @@ class NcclFeaturesTest {
         Gpu.closeAll(comms, devs);
     }
 
-    private static float[] download(DeviceBuffer d) {
-        float[] out = new float[(int) d.count()];
-        d.copyTo(HostBuffer.of(out));
-        return out;
-    }
-
     @Test
     void communicatorsKnowTheirPlace() {
         for (int r = 0; r < n; r++) {
@@ -85,7 +79,7 @@ class NcclFeaturesTest {
                 a.copyFrom(HostBuffer.of(x));
                 c.allReduce(a, ReduceOp.SUM);
                 float sum = n * (n + 1) / 2f;
-                for (float v : download(a)) {
+                for (float v : Gpu.download(a)) {
                     if (v != sum) {
                         return "allReduce gave " + v + " expected " + sum;
                     }
@@ -93,8 +87,8 @@ class NcclFeaturesTest {
                 c.allGather(a.slice(0, 3), g);
                 b.copyFrom(HostBuffer.of(new float[] {r, r, r, r, r}));
                 c.broadcast(b, n - 1);
-                if (download(b)[4] != n - 1) {
-                    return "broadcast gave " + download(b)[4];
+                if (Gpu.download(b)[4] != n - 1) {
+                    return "broadcast gave " + Gpu.download(b)[4];
                 }
                 c.barrier();
                 return "ok";
@@ -142,9 +136,9 @@ class NcclFeaturesTest {
                 assertNull(w.exception());
             }
             for (int r = 0; r < n; r++) {
-                assertEquals(n - 1 + 10f, download(ar.get(r))[99]);
-                assertEquals(11f, download(bc.get(r))[0]);
-                assertEquals((r - 1 + n) % n + 10f, download(recvRing.get(r))[50]);
+                assertEquals(n - 1 + 10f, Gpu.download(ar.get(r))[99]);
+                assertEquals(11f, Gpu.download(bc.get(r))[0]);
+                assertEquals((r - 1 + n) % n + 10f, Gpu.download(recvRing.get(r))[50]);
             }
         } finally {
             for (List<DeviceBuffer> l : List.of(ar, bc, sendRing, recvRing)) {
@@ -446,14 +440,14 @@ class NcclFeaturesTest {
                     if (i % 100 == 99) {
                         b.copyFrom(HostBuffer.of(new float[] {r, i}));
                         c.broadcast(b, n - 1); // blocking, between asynchronous works
-                        float[] got = download(b);
+                        float[] got = Gpu.download(b);
                         if (got[0] != n - 1 || got[1] != i) {
                             return "broadcast " + i + " gave " + java.util.Arrays.toString(got);
                         }
                     }
                 }
                 last.await();
-                float[] got = download(a);
+                float[] got = Gpu.download(a);
                 if (got[0] != n || got[1] != 0 || got[2] != 7) {
                     return "allReduce MAX gave " + java.util.Arrays.toString(got);
                 }

@@ -78,12 +78,6 @@ class SymmetricMemoryTest {
         assertEquals(seq, c.sequenceNumber(), "nothing reached NCCL");
     }
 
-    private static float[] download(DeviceBuffer d) {
-        float[] out = new float[(int) d.count()];
-        d.copyTo(HostBuffer.of(out));
-        return out;
-    }
-
     @Test
     void collectivesOnWindowsGiveTheHostResult() throws Exception {
         assumeBlocking();
@@ -108,9 +102,9 @@ class SymmetricMemoryTest {
                                 sum[i] += input(p, i);
                             }
                         }
-                        assertArrayEquals(sum, download(v.slice(0, k)), "all-reduce of " + k + " on rank " + r);
+                        assertArrayEquals(sum, Gpu.download(v.slice(0, k)), "all-reduce of " + k + " on rank " + r);
                         c.allReduce(s.slice(0, k), ReduceOp.SUM);
-                        assertArrayEquals(sum, download(s.slice(0, k)), "in-place all-reduce of " + k + " on rank " + r);
+                        assertArrayEquals(sum, Gpu.download(s.slice(0, k)), "in-place all-reduce of " + k + " on rank " + r);
                         if (4L * k % 16 != 0) {
                             // per-rank sizes that are not a multiple of 16 bytes are refused on windows (NCCL
                             // 2.28.3's symmetric all-gather gave wrong data at 4099 floats per rank)
@@ -131,7 +125,7 @@ class SymmetricMemoryTest {
                         for (int p = 0; p < n; p++) {
                             System.arraycopy(inputs(p, k), 0, gathered, p * k, k);
                         }
-                        assertArrayEquals(gathered, download(v.slice(0, (long) k * n)), "all-gather of " + k);
+                        assertArrayEquals(gathered, Gpu.download(v.slice(0, (long) k * n)), "all-gather of " + k);
                         // reduce-scatter: rank r gets slice r of the sum of everyone's k * n elements
                         s.slice(0, (long) k * n).copyFrom(HostBuffer.of(inputs(r, k * n)));
                         c.reduceScatter(s.slice(0, (long) k * n), v.slice(0, k), ReduceOp.SUM);
@@ -141,20 +135,20 @@ class SymmetricMemoryTest {
                                 part[i] += input(p, r * k + i);
                             }
                         }
-                        assertArrayEquals(part, download(v.slice(0, k)), "reduce-scatter of " + k + " on rank " + r);
+                        assertArrayEquals(part, Gpu.download(v.slice(0, k)), "reduce-scatter of " + k + " on rank " + r);
                     }
                     // a window and an ordinary buffer together: NCCL takes its other kernels, same result
                     try (DeviceBuffer plain = d.allocate(DataType.FLOAT32, 4099)) {
                         s.slice(0, 4099).copyFrom(HostBuffer.of(inputs(r, 4099)));
                         c.allReduce(s.slice(0, 4099), plain, ReduceOp.MAX);
-                        assertArrayEquals(inputs(n - 1, 4099), download(plain));
+                        assertArrayEquals(inputs(n - 1, 4099), Gpu.download(plain));
                     }
                 }
                 assertEquals(0, c.windows().size(), "closing the windows deregistered them");
                 // the memory is still the caller's: usable as ordinary device memory
                 s.slice(0, 16).copyFrom(HostBuffer.of(inputs(r, 16)));
                 c.allReduce(s.slice(0, 16), v.slice(0, 16), ReduceOp.MIN);
-                assertArrayEquals(inputs(0, 16), download(v.slice(0, 16)));
+                assertArrayEquals(inputs(0, 16), Gpu.download(v.slice(0, 16)));
             }
             assertFalse(c.isAborted());
             return "ok";
@@ -205,7 +199,7 @@ class SymmetricMemoryTest {
                 // nothing was registered anywhere and the communicator is healthy
                 b.slice(0, 1024).copyFrom(HostBuffer.of(inputs(c.rank(), 1024)));
                 c.allReduce(b.slice(0, 1024), ReduceOp.MAX);
-                assertArrayEquals(inputs(n - 1, 1024), download(b.slice(0, 1024)));
+                assertArrayEquals(inputs(n - 1, 1024), Gpu.download(b.slice(0, 1024)));
             }
             return "ok";
         });
@@ -268,7 +262,7 @@ class SymmetricMemoryTest {
             w.close(); // a no-op now
             assertTrue(w.buffer().isLive(), "the buffer is still the caller's");
             w.buffer().copyFrom(HostBuffer.of(inputs(0, 4096)));
-            assertArrayEquals(inputs(0, 4096), download(w.buffer()));
+            assertArrayEquals(inputs(0, 4096), Gpu.download(w.buffer()));
             InvalidUsageException e = assertThrows(InvalidUsageException.class,
                     () -> w.communicator().register(w.buffer()));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());

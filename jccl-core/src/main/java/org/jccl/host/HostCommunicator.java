@@ -18,7 +18,6 @@ import org.jccl.host.shm.algo.ChunkedBroadcast;
 import org.jccl.host.shm.algo.ChunkedReduce;
 import org.jccl.host.shm.algo.ChunkedReduceScatter;
 import org.jccl.host.shm.algo.OneShotAllReduce;
-import org.jccl.host.shm.algo.OneShotReduce;
 import org.jccl.host.shm.algo.ReduceScatterAllGather;
 import org.jccl.host.shm.algo.ShmBarrier;
 import org.jccl.host.shm.algo.ZeroCopyAllGather;
@@ -130,7 +129,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
             return;
         }
         if (tuner.reduceOneShot(s.byteSize(), size())) {
-            OneShotReduce.run(transport, s, r, op, root);
+            OneShotAllReduce.run(transport, s, r, op, root);
         } else {
             ChunkedReduce.run(transport, s, r, op, root);
         }

@@ -9,6 +9,15 @@ import org.jccl.host.shm.ShmTransport;
  * All-reduce for small messages: every rank copies its input into its slot, then every rank
  * reduces every slot (in rank order) into its own output. One synchronisation per chunk; reads
  * n times the data, so it wins only while latency dominates.
+ *
+ * <p>With a root ({@code root >= 0}) it is the small reduce: only the root waits for every rank's
+ * input, checks every rank's call and reduces, its own input read in place (so it posts its call
+ * without data), which gives the all-reduce's result bit for bit. The other ranks copy and post
+ * their input and return without waiting, like an eager MPI send: a loop of small reduces runs at
+ * the root's pace (up to the ring's depth ahead; a rank reuses a slot only once the root has read
+ * it). What they give up: a disagreement (about the root, the count, the type or the op) is found
+ * by the rank or ranks that act as root, which fail in the call and abort the communicator, so
+ * every other rank fails at its next collective.
  */
 public final class OneShotAllReduce {
     private OneShotAllReduce() {
@@ -16,22 +25,42 @@ public final class OneShotAllReduce {
 
     /** Runs the all-reduce. */
     public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, ReduceOp op) {
+        run(t, send, recv, op, -1);
+    }
+
+    /**
+     * Runs the all-reduce, or a reduce to {@code root} when {@code root >= 0} ({@code recv} is then
+     * written, and read, on the root only: null elsewhere is fine).
+     */
+    public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, ReduceOp op, int root) {
+        int r = t.rank();
+        boolean reduces = root < 0 || root == r;
         int es = send.type().byteSize();
         long per = Chunks.elementsPerChunk(t.slotBytes(), 1, es);
         long count = send.count();
         long chunks = Chunks.chunkCount(count, per);
         MemorySegment in = send.segment();
-        MemorySegment out = recv.segment();
-        MemorySegment mine = t.segment(t.rank());
+        MemorySegment out = reduces ? recv.segment() : null;
+        MemorySegment mine = t.segment(r);
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long elems = Math.min(per, count - first);
             long g = t.beginChunk();
             long slot = t.inData(g);
-            MemorySegment.copy(in, first * es, mine, slot, elems * es);
+            if (root != r) {
+                MemorySegment.copy(in, first * es, mine, slot, elems * es);
+            }
+            // A reduce's root posts its call only: a second rank that believes it is the root
+            // waits for it, and every root checks every call.
             t.postIn(g, first);
-            t.awaitAllIn(g);
-            Chunks.reduceSlots(t, send.type(), op, slot, out, first * es, elems);
+            if (reduces) {
+                t.awaitAllIn(g);
+                if (root < 0) {
+                    Chunks.reduceSlots(t, send.type(), op, slot, out, first * es, elems);
+                } else {
+                    Chunks.reduceSlotsAndOwn(t, send.type(), op, slot, in, first * es, out, first * es, elems);
+                }
+            }
             t.endChunk(g);
         }
     }

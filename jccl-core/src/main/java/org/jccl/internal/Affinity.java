@@ -122,13 +122,6 @@ public final class Affinity {
         if (cpus == null || cpus.length == 0) {
             throw new IllegalArgumentException("cpus is empty: pass at least one CPU number");
         }
-        if (ORIGINAL.get() == null) {
-            int[] before = allowed();
-            ORIGINAL.set(before);
-            synchronized (Affinity.class) {
-                cpusBeforePinning = Math.max(cpusBeforePinning, before.length);
-            }
-        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(SET_BYTES, 8);
             for (int cpu : cpus) {
@@ -138,6 +131,7 @@ public final class Affinity {
                 int i = cpu >> 3;
                 mask.set(ValueLayout.JAVA_BYTE, i, (byte) (mask.get(ValueLayout.JAVA_BYTE, i) | (1 << (cpu & 7))));
             }
+            rememberOriginal();
             int rc = (int) SET.invokeExact(0, (long) SET_BYTES, mask);
             if (rc != 0) {
                 throw new IllegalStateException("sched_setaffinity to " + Arrays.toString(cpus) + " failed (" + rc + ")");
@@ -146,6 +140,17 @@ public final class Affinity {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException(t);
+        }
+    }
+
+    /** Records the calling thread's mask before its first pin (the arguments were checked). */
+    private static void rememberOriginal() {
+        if (ORIGINAL.get() == null) {
+            int[] before = allowed();
+            ORIGINAL.set(before);
+            synchronized (Affinity.class) {
+                cpusBeforePinning = Math.max(cpusBeforePinning, before.length);
+            }
         }
     }
 

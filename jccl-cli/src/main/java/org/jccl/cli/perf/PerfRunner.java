@@ -88,6 +88,11 @@ public final class PerfRunner {
         Replay capture(Runnable body);
     }
 
+    /** Whether the timed loops and the check run through CUDA graphs (-G with a backend that has them). */
+    private boolean graphed() {
+        return graphs != null && cfg.graphLaunches() > 0;
+    }
+
     /**
      * Times {@code -n} iterations captured into one CUDA graph and launched {@link
      * PerfConfig#graphLaunches()} times (nccl-tests' -G), and checks through a graph too. Returns
@@ -276,7 +281,7 @@ public final class PerfRunner {
         runOnce(launch);
         firstSeconds = (System.nanoTime() - f0) / 1e9;
         settle(launch, stats, staging);
-        if (graphs != null && cfg.graphLaunches() > 0) {
+        if (graphed()) {
             return timeGraph(launch);
         }
         comm.barrier();
@@ -383,7 +388,7 @@ public final class PerfRunner {
             return Measurement.NOT_CHECKED;
         }
         launch.initialize(data, staging);
-        if (graphs != null && cfg.graphLaunches() > 0) {
+        if (graphed()) {
             // As nccl-tests: the checked call runs through a graph of its own, launched once.
             try (Replay g = graphs.capture(() -> launch.start(pending))) {
                 awaitPending();

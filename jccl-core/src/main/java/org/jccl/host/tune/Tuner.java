@@ -82,14 +82,18 @@ public final class Tuner {
             try {
                 m = Long.parseLong(max.trim());
             } catch (NumberFormatException e) {
-                m = -2;
+                throw badOneShotMax(max);
             }
             if (m < 0) {
-                throw new IllegalArgumentException("JCCL_ONESHOT_MAX_BYTES=" + max + " is not a number of bytes >= 0 "
-                        + "(unset it for the measured limits by rank count)");
+                throw badOneShotMax(max);
             }
         }
         return new Tuner(org.jccl.internal.Settings.get("JCCL_ALGO"), m);
+    }
+
+    private static IllegalArgumentException badOneShotMax(String value) {
+        return new IllegalArgumentException("JCCL_ONESHOT_MAX_BYTES=" + value + " is not a number of bytes >= 0 "
+                + "(unset it for the measured limits by rank count)");
     }
 
     static AllReduceAlgo parse(String algo) {

@@ -28,6 +28,10 @@
 #              (is the first size of a sweep slow because it is first?)
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
+#   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
+#              this one (.gpu/cli) and this one with JCCL_ONESHOT_MAX_BYTES=32768, at HOSTCMP_BIS_RANKS (default
+#              "2 8"), HOSTCMP_BIS_REPS times (default 2), then this build once more with the JIT's deoptimizations
+#              logged (deopt-r<N>-<pid>.log: which compiled code the first calls of each size threw away)
 #   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
 #              and this one (.gpu/cli), interleaved, twice: the regression check
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
@@ -95,6 +99,22 @@ if [[ $PHASES == *,allreduce,* ]]; then
       log "gloo ar ranks $n: exit $?"
     fi
   done
+fi
+if [[ $PHASES == *,bisect,* ]]; then # cold all-reduce with the builds in .gpu/cli-* (HOSTCMP_BUILDS) and this one
+  export JCCL_DEBUG=INFO
+  for rep in $(seq 1 "${HOSTCMP_BIS_REPS:-2}"); do
+    for b in ${HOSTCMP_BUILDS:-} cli cli-os32k; do
+      for n in ${HOSTCMP_BIS_RANKS:-2 8}; do
+        if [ "$b" = cli-os32k ]; then
+          JCCL_ONESHOT_MAX_BYTES=32768 CLI=cli jccl "$n" "bis-$b-$rep" allreduce -b 16 -e 4M -f 4
+        else
+          CLI=$b jccl "$n" "bis-$b-$rep" allreduce -b 16 -e 4M -f 4
+        fi
+      done
+    done
+  done
+  for n in ${HOSTCMP_BIS_RANKS:-2 8}; do JOPTS="-Xlog:deoptimization=debug:file=$R/deopt-r$n-%p.log:uptime" jccl $n bis-deopt allreduce -b 16 -e 4M -f 4; done
+  JOPTS=""; unset JCCL_DEBUG
 fi
 if [[ $PHASES == *,twocore,* ]]; then
   PIN="taskset -c 0,1"

@@ -21,10 +21,14 @@ import org.jccl.internal.Settings;
  * that cost to creation, once per JVM: a JVM whose code is already compiled leaves after the
  * first quiet stretch.
  *
- * <p>What runs: blocks of float32 SUM all-reduces (a small and a mid size through the one-shot
- * path, a large one through reduce-scatter + all-gather; out of place and in place), plus a small
- * broadcast, reduce, all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between
- * buffers of a confined and of a shared arena, and the shared ones add a few asynchronous calls. After each block the ranks
+ * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
+ * the algorithm the tuner gives it; out of place and in place), plus a small broadcast, reduce,
+ * all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between buffers of a
+ * confined and of a shared arena (each output below its input in one, above it in the other), the
+ * shared ones add a few asynchronous calls, and every {@value #RESTART_EVERY} blocks the numbering
+ * restarts. What a caller's first calls do that the warm-up never did (a branch never taken, a
+ * type never seen) makes C2 throw away the compiled call path, kernels inlined in it included, and
+ * run it in the interpreter until it is compiled again. After each block the ranks
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
  * 60 ms; the warm-up ends once none did and the warm-ups of this JVM made at least {@link #MIN_CALLS}
  * collectives, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
@@ -58,6 +62,13 @@ final class JitWarmup {
      * compiled, leaves at the first quiet stretch.
      */
     static final long MIN_CALLS = 20_000;
+    /**
+     * Every this many blocks the warm-up restarts the numbering (as it does at its end), so that
+     * the code after a restart (the flight recorder's first entry) is profiled too: a branch the
+     * warm-up never took sent the whole compiled call path back to the interpreter at the
+     * caller's first collective.
+     */
+    static final int RESTART_EVERY = 16;
     /** Collectives the warm-ups of this JVM made (every thread rank counts its own). */
     static final java.util.concurrent.atomic.AtomicLong CALLS = new java.util.concurrent.atomic.AtomicLong();
 
@@ -113,15 +124,21 @@ final class JitWarmup {
         try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
             // Both kinds of arena: a confined segment's accesses check the owner thread, a shared
             // one's do not, and code profiled on one kind only traps and recompiles on the other.
-            Buffers[] sets = {new Buffers(confined, n), new Buffers(shared, n)};
+            // And both orders of a call's buffers in memory (output below or above the input), so
+            // that no branch of the argument checks (overlap tests) is left unprofiled.
+            Buffers[] sets = {new Buffers(confined, n, false), new Buffers(shared, n, true)};
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);
             long compiled = watch ? jit.getTotalCompilationTime() : 0;
             long lastCompile = t0;
             while (true) {
+                long b0 = System.nanoTime();
                 sets[blocks & 1].block(comm, (blocks & 1) == 1);
                 blocks++;
                 long now = System.nanoTime();
+                int bk = blocks;
+                LOG.trace(comm.rank(), () -> "JIT warm-up block " + bk + ": " + (now - b0) / 1000 + " us, "
+                        + CALLS.get() + " calls in this JVM");
                 long total = watch ? jit.getTotalCompilationTime() : 0;
                 if (total != compiled) {
                     compiled = total;
@@ -137,11 +154,12 @@ final class JitWarmup {
                 if (vote[0] == 0 || vote[1] == 1) {
                     break;
                 }
+                if (blocks % RESTART_EVERY == 0) {
+                    restartNumbering(comm); // every rank at the same point, after the vote
+                }
             }
         }
-        if (comm instanceof org.jccl.host.engine.EngineCommunicator<?> e) {
-            e.restartNumbering();
-        }
+        restartNumbering(comm);
         RUNS.incrementAndGet();
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int r = comm.rank();
@@ -150,24 +168,51 @@ final class JitWarmup {
         return blocks;
     }
 
+    private static void restartNumbering(Communicator comm) {
+        if (comm instanceof org.jccl.host.engine.EngineCommunicator<?> e) {
+            e.restartNumbering();
+        }
+    }
+
     /** The buffers of one block, allocated once. */
     private static final class Buffers {
         final HostBuffer smallIn, smallOut, midIn, midOut, largeIn, largeOut;
+        /**
+         * What the in-place calls pass as their second buffer: the output itself in one set, in the
+         * other a second HostBuffer over the same memory (as a caller's view of it would be), so
+         * the overlap checks see buffers that overlap without being the same object.
+         */
+        final HostBuffer smallSame, midSame, largeSame;
         final HostBuffer blockIn, gathered, exchanged;
 
-        Buffers(Arena arena, int n) {
-            smallIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
-            smallOut = HostBuffer.allocate(DataType.FLOAT32, SMALL, arena);
-            midIn = fill(HostBuffer.allocate(DataType.FLOAT32, MID, arena));
-            midOut = HostBuffer.allocate(DataType.FLOAT32, MID, arena);
-            largeIn = fill(HostBuffer.allocate(DataType.FLOAT32, LARGE, arena));
-            largeOut = HostBuffer.allocate(DataType.FLOAT32, LARGE, arena);
+        /** {@code outFirst}: each output lies below its input in memory, else above. */
+        Buffers(Arena arena, int n, boolean outFirst) {
+            HostBuffer[] small = pair(arena, SMALL, outFirst);
+            HostBuffer[] mid = pair(arena, MID, outFirst);
+            HostBuffer[] large = pair(arena, LARGE, outFirst);
+            smallIn = fill(small[0]);
+            smallOut = small[1];
+            midIn = fill(mid[0]);
+            midOut = mid[1];
+            largeIn = fill(large[0]);
+            largeOut = large[1];
+            smallSame = outFirst ? smallOut.slice(0, SMALL) : smallOut;
+            midSame = outFirst ? midOut.slice(0, MID) : midOut;
+            largeSame = outFirst ? largeOut.slice(0, LARGE) : largeOut;
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
             // Native memory only: kernels compiled after a warm-up that mixed heap arrays in ran
             // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, host engine on
             // the 32-core host); a heap array's first calls recompile them for both kinds.
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
+        }
+
+        /** {input, output} of {@code count} floats, the one allocated first lying lower. */
+        private static HostBuffer[] pair(Arena arena, int count, boolean outFirst) {
+            HostBuffer first = HostBuffer.allocate(DataType.FLOAT32, count, arena);
+            HostBuffer second = HostBuffer.allocate(DataType.FLOAT32, count, arena);
+            boolean firstLower = first.segment().address() < second.segment().address();
+            return firstLower != outFirst ? new HostBuffer[] {first, second} : new HostBuffer[] {second, first};
         }
 
         private static HostBuffer fill(HostBuffer b) {
@@ -185,12 +230,12 @@ final class JitWarmup {
             CALLS.addAndGet(async ? 44 : 41); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
-                c.allReduce(smallOut, smallOut, ReduceOp.SUM);
+                c.allReduce(smallOut, smallSame, ReduceOp.SUM);
                 c.allReduce(midIn, midOut, ReduceOp.SUM);
-                c.allReduce(midOut, midOut, ReduceOp.SUM);
+                c.allReduce(midOut, midSame, ReduceOp.SUM);
             }
             c.allReduce(largeIn, largeOut, ReduceOp.SUM);
-            c.allReduce(largeOut, largeOut, ReduceOp.SUM);
+            c.allReduce(largeOut, largeSame, ReduceOp.SUM);
             c.broadcast(smallIn, smallOut, 0);
             c.reduce(smallIn, smallOut, ReduceOp.SUM, 0);
             c.allGather(blockIn, gathered);

@@ -13,17 +13,17 @@ class TunerTest {
         Tuner t = new Tuner(null, -1, 32);
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(8, 4));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(512, 16));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(513, 4), "from 4 ranks the second synchronisation pays from 1 KiB");
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(4 << 10, 8));
-        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(1 << 10, 3));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(2 << 10, 3));
-        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(512, 2));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(4 << 10, 2), "2 ranks with cores to spare");
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(32 << 10, 16), "one-shot to 32 KiB: fast from the first call");
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((32 << 10) + 4, 4));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(4 << 10, 3));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(64 << 10, 3));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(32 << 10, 2));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((32 << 10) + 4, 2), "2 ranks with cores to spare");
         Tuner twoCores = new Tuner(null, -1, 2);
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, twoCores.allReduce(64 << 10, 2), "2 ranks on 2 cores keep one-shot long");
         assertEquals(Tuner.AllReduceAlgo.RSAG, twoCores.allReduce((64 << 10) + 4, 2));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, new Tuner(null, -1, 3).allReduce(64 << 10, 2));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, new Tuner(null, -1, 4).allReduce(4 << 10, 2));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, new Tuner(null, -1, 4).allReduce(64 << 10, 2));
     }
 
     @Test

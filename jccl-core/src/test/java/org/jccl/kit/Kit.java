@@ -53,6 +53,7 @@ public final class Kit {
                 KitCase.of("split.disjointAtOnce", LifecycleCases::disjointAtOnce),
                 KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
                 KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
+                KitCase.of("async.thenBlocking", LifecycleCases::asyncThenBlocking),
                 KitCase.fresh("shrink.excludingTheLast", LifecycleCases::shrinkExcludingTheLast),
                 KitCase.of("flightRecord.dump", LifecycleCases::flightRecordDump),
                 KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose)));

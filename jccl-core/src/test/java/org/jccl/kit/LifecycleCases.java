@@ -1,5 +1,6 @@
 package org.jccl.kit;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -149,6 +150,50 @@ final class LifecycleCases {
             }
         }
         c.barrier();
+    }
+
+    /**
+     * Blocking collectives right behind async ones, on memory of the caller's own: host buffers of
+     * a confined arena, which only the rank's thread may touch (a backend whose worker thread ran
+     * a blocking call queued behind async work failed there with WrongThreadException), else the
+     * backend's own memory. First without waiting (the blocking call must wait for the async one
+     * and still come after it), then many times right after await() returned (a worker that
+     * completed the work before it counted it done sent the next blocking call to itself).
+     */
+    static void asyncThenBlocking(Ctx ctx) {
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        long sd = ctx.seed();
+        long n = 1009;
+        try (java.lang.foreign.Arena confined = java.lang.foreign.Arena.ofConfined()) {
+            java.util.function.BiFunction<Long, Long, Buffer> own = (seed, count) -> {
+                Buffer probe = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, seed, r, count);
+                if (!(probe instanceof org.jccl.HostBuffer)) {
+                    return probe;
+                }
+                org.jccl.HostBuffer h = org.jccl.HostBuffer.allocate(DataType.FLOAT32, count, confined);
+                MemorySegment.copy(ctx.input(DataType.FLOAT32, ReduceOp.SUM, seed, r, count), 0, h.segment(), 0, h.byteSize());
+                return h;
+            };
+            Buffer a = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, sd, r, 100_003);
+            Buffer b = own.apply(sd + 1, n);
+            Work wa = c.allReduceAsync(a, ReduceOp.SUM);
+            c.allReduce(b, ReduceOp.SUM);
+            wa.await();
+            ctx.checkReduced(() -> "async all-reduce before a blocking one", a, 0, DataType.FLOAT32, ReduceOp.SUM, sd, 0, 100_003);
+            ctx.checkReduced(() -> "blocking all-reduce on the caller's memory behind an async one", b, 0, DataType.FLOAT32,
+                    ReduceOp.SUM, sd + 1, 0, n);
+            Buffer x = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, sd + 2, r, 7);
+            Buffer y = own.apply(sd + 3, 7L);
+            Buffer yOut = y instanceof org.jccl.HostBuffer ? org.jccl.HostBuffer.allocate(DataType.FLOAT32, 7, confined)
+                    : ctx.poisoned(DataType.FLOAT32, 7);
+            for (int i = 0; i < 300; i++) {
+                c.allReduceAsync(x, ReduceOp.MAX).await();
+                c.allReduce(y, yOut, ReduceOp.SUM);
+            }
+            ctx.checkReduced(() -> "blocking all-reduce on the caller's memory right after await()", yOut, 0,
+                    DataType.FLOAT32, ReduceOp.SUM, sd + 3, 0, 7);
+        }
     }
 
     static void asyncOutOfOrder(Ctx ctx) {

@@ -11,6 +11,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
 import org.jccl.Buffer;
 import org.jccl.Checks;
+import org.jccl.CollectiveTimeoutException;
 import org.jccl.Communicator;
 import org.jccl.HostBuffer;
 import org.jccl.InvalidUsageException;
@@ -52,6 +53,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private final ReentrantLock lock = new ReentrantLock();
     private final LinkedBlockingDeque<EngineWork> queue = new LinkedBlockingDeque<>();
     private final AtomicInteger pending = new AtomicInteger();
+    /** The work queued last (a blocking collective behind async work waits for it). */
+    private volatile EngineWork lastQueued;
     /** The communicator settings this one was created with (Options.withSetting): its splits and shrinks inherit them. */
     private final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
     private final FlightRecorder recorder = FlightRecorder.fromEnv(OpCode.names());
@@ -242,8 +245,9 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private HostBuffer async(HostBuffer b, String name) {
         if (b != null && !b.segment().isAccessibleBy(workerThread())) {
             throw new IllegalArgumentException(name + " belongs to a confined Arena of another thread, but async "
-                    + "operations run on jccl's worker thread: allocate it from Arena.ofShared() or Arena.ofAuto(), "
-                    + "or use the blocking call");
+                    + "operations (and a send/recv issued while async ones are pending) run on jccl's worker thread: "
+                    + "allocate it from Arena.ofShared() or Arena.ofAuto(), or use the blocking call once the async "
+                    + "work is done");
         }
         return b;
     }
@@ -361,6 +365,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
 
     private Work enqueue(EngineWork w) {
         pending.incrementAndGet();
+        lastQueued = w;
         queue.add(w);
         workerThread();
         return w;
@@ -388,15 +393,21 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                 runP2pBatch(w);
                 continue;
             }
+            // The count drops before the work completes: a caller whose await() returned must find
+            // nothing pending, or its next blocking call would queue behind a finished work.
+            JcclException failure = null;
             try {
                 w.body.run();
-                w.complete();
             } catch (JcclException e) {
-                w.fail(e);
-            } catch (RuntimeException e) {
-                w.fail(new JcclException("rank " + rank() + ": async operation failed: " + e, e));
-            } finally {
-                pending.decrementAndGet();
+                failure = e;
+            } catch (RuntimeException | Error e) {
+                failure = new JcclException("rank " + rank() + ": async operation failed: " + e, e);
+            }
+            pending.decrementAndGet();
+            if (failure == null) {
+                w.complete();
+            } else {
+                w.fail(failure);
             }
         }
         failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
@@ -444,8 +455,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                     }
                     if (w.p2p.isDone()) {
                         recorder.completed(w.trace);
-                        w.complete();
                         pending.decrementAndGet();
+                        w.complete();
                         open--;
                     } else {
                         laneBusy[lane] = true;
@@ -475,8 +486,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             for (EngineWork w : batch) {
                 if (!w.isDone()) {
                     recorder.failed(w.trace);
-                    w.fail(j);
                     pending.decrementAndGet();
+                    w.fail(j);
                 }
             }
         } finally {
@@ -494,8 +505,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private void failPending(JcclException e) {
         EngineWork w;
         while ((w = queue.poll()) != null) {
-            w.fail(e);
             pending.decrementAndGet();
+            w.fail(e);
         }
     }
 
@@ -528,20 +539,52 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         if (async) {
             return submit(OpCode.name(code), t, () -> body(code, s, r, op, root));
         }
-        if (inline()) {
-            enter(t.toNanos());
-            try {
-                body(code, s, r, op, root);
-            } catch (RuntimeException e) {
-                throw failed(e);
-            } finally {
-                lock.unlock();
-            }
-        } else {
-            submit(OpCode.name(code), t, () -> body(code, s, r, op, root)).await();
+        if (!inline()) {
+            drainQueued(OpCode.name(code), t);
+        }
+        enter(t.toNanos());
+        try {
+            body(code, s, r, op, root);
+        } catch (RuntimeException e) {
+            throw failed(e);
+        } finally {
+            lock.unlock();
         }
         return null;
     }
+
+    /**
+     * Waits, within the blocking call's deadline {@code t}, until the async work queued before it
+     * is done, so that the call then runs on the caller's thread in the same order as if it had
+     * been queued: its buffers may be confined to that thread (the worker could not touch them),
+     * and no hand-over to the worker costs it a wake-up. A queued work's own failure is reported
+     * through its Work; a communicator it broke fails this call in {@link #checkOpen}.
+     */
+    private void drainQueued(String what, Duration t) {
+        long end = System.nanoTime() + t.toNanos();
+        for (int i = 0; pending.get() != 0; i++) {
+            checkOpen();
+            EngineWork w = lastQueued;
+            long left = end - System.nanoTime();
+            if (left <= 0) {
+                throw new CollectiveTimeoutException("blocking " + what + " on rank " + rank() + " waited " + t
+                        + " (the communicator's timeout) for the async operations queued before it; the last: " + w,
+                        List.of());
+            }
+            if (w != null && !w.isDone()) {
+                try {
+                    w.await(Duration.ofNanos(left));
+                } catch (JcclException e) {
+                    // reported through that work; checkOpen() says whether it broke the communicator
+                }
+            } else {
+                DRAIN_IDLE.idle(i); // a send/recv batch can finish its works out of order
+            }
+        }
+        checkOpen();
+    }
+
+    private static final org.jccl.spi.IdleStrategy DRAIN_IDLE = new org.jccl.spi.BackoffIdleStrategy(0, 20, 1_000, 50_000);
 
     /**
      * One collective under the call lock: its fingerprint (per-rank count), the flight recorder and
@@ -652,8 +695,11 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
      * async ones (and blocking ones behind pending work) join the worker's batch of sends/recvs.
      */
     private Work p2p(boolean isSend, Buffer buffer, int peer, Duration t, boolean async) {
-        HostBuffer b = arg(buffer, "buffer", async);
-        if (!async && inline()) {
+        // A blocking send/recv behind pending async work joins the worker's batch (it may be what
+        // a pending receive of the peer waits for), so its buffer must be reachable from there too.
+        boolean queued = async || !inline();
+        HostBuffer b = arg(buffer, "buffer", queued);
+        if (!queued) {
             p2pInline(isSend, b, peer, t.toNanos());
             return null;
         }

@@ -7,14 +7,16 @@ import java.util.Locale;
  *
  * <p>Over shared memory ({@link #allReduce}): one-shot (every rank reduces every slot) reads n
  * times the data but synchronises once; reduce-scatter + all-gather reads about twice the data
- * and synchronises twice. Reduce-scatter + all-gather wins from 1 KiB wherever the ranks have
- * cores to spare (measured on a 32-core host: at 4 KiB 2.0 / 4.2 / 4.9 / 6.2 us on 2 / 4 / 8 / 16
- * ranks against one-shot's 2.4 / 7.6 / 9.4 / 16 us), so one-shot keeps {@value
- * #ONESHOT_MAX_BYTES_MANY} bytes and less ({@value #ONESHOT_MAX_BYTES_3} with 3 ranks). Two ranks
- * with fewer than two CPUs each are the exception: on a 2-core machine the second
- * synchronisation costs more than the reading saves, and one-shot wins up to {@value
- * #ONESHOT_MAX_BYTES_2} bytes (64 KiB: 12 us against 26). {@code JCCL_ONESHOT_MAX_BYTES} replaces
- * these limits with one for every rank count.
+ * and synchronises twice. At steady state reduce-scatter + all-gather wins from 1 KiB wherever the
+ * ranks have cores to spare (on a 32-core host at 4 KiB: 2.0 / 4.2 / 4.9 / 6.2 us on 2 / 4 / 8 /
+ * 16 ranks against one-shot's 2.4 / 7.6 / 9.4 / 16 us), but with it from 1 KiB the first calls of
+ * every larger size ran 10-30x slower than steady state (docs/BENCHMARKS.md, "The one-shot limit
+ * and the first calls"): the chunked path, profiled by the JIT at a few chunks, traps and runs
+ * in the interpreter when a larger message comes. So one-shot keeps {@value #ONESHOT_MAX_BYTES}
+ * bytes and less, where the first calls run as fast as steady state. Two ranks with fewer than
+ * two CPUs each keep it to {@value #ONESHOT_MAX_BYTES_FEW_CPUS} bytes: on a 2-core machine the
+ * second synchronisation costs more than the reading saves (64 KiB: 12 us against 26). {@code
+ * JCCL_ONESHOT_MAX_BYTES} replaces these limits with one for every rank count.
  *
  * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes ({@value
  * #TCP_ONESHOT_MAX_BYTES_2} with 2 ranks: it sends no more than the others then), recursive halving-doubling up
@@ -37,11 +39,9 @@ public final class Tuner {
     }
 
     /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks on fewer than 4 CPUs. */
-    public static final long ONESHOT_MAX_BYTES_2 = 64 << 10;
-    /** Largest shared-memory all-reduce the tuner gives one-shot with 3 ranks. */
-    public static final long ONESHOT_MAX_BYTES_3 = 1 << 10;
-    /** Largest shared-memory all-reduce the tuner gives one-shot with 4 or more ranks. */
-    public static final long ONESHOT_MAX_BYTES_MANY = 512;
+    public static final long ONESHOT_MAX_BYTES_FEW_CPUS = 64 << 10;
+    /** Largest shared-memory all-reduce the tuner gives one-shot otherwise. */
+    public static final long ONESHOT_MAX_BYTES = 32 << 10;
 
     /** Largest TCP all-reduce the tuner sends one-shot (more than 2 ranks). */
     public static final long TCP_ONESHOT_MAX_BYTES = 16 << 10;
@@ -117,8 +117,7 @@ public final class Tuner {
             return forced;
         }
         long max = oneShotMaxBytes >= 0 ? oneShotMaxBytes
-                : ranks <= 2 && cpus < 2 * ranks ? ONESHOT_MAX_BYTES_2
-                : ranks == 3 ? ONESHOT_MAX_BYTES_3 : ONESHOT_MAX_BYTES_MANY;
+                : ranks <= 2 && cpus < 2 * ranks ? ONESHOT_MAX_BYTES_FEW_CPUS : ONESHOT_MAX_BYTES;
         return bytes <= max ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
     }
 

@@ -128,7 +128,7 @@ fi
 if has tests; then
   junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest --select-class org.jccl.cuda.NcclStreamLifetimeTest \
-    --select-class org.jccl.cuda.CudaGraphTest \
+    --select-class org.jccl.cuda.CudaGraphTest --select-class org.jccl.cuda.SymmetricMemoryTest \
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \

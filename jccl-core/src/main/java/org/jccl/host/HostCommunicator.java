@@ -57,6 +57,8 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         super(id, rank, size, timeout, t, store, watch);
         this.tuner = tuner;
         this.zeroCopyBytes = zeroCopyBytes();
+        // JCCL_CHECK=1: no rank returns from a small rooted call before it checked every call
+        t.eager(!org.jccl.internal.CheckSetting.enabled(System.getenv()));
     }
 
     /** JCCL_SHM_ZERO_COPY_BYTES: bytes >= 1, or off. */
@@ -184,6 +186,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
+        transport.settleDeferred(); // an eager call's check (small broadcast root), before any other collective
         transport.call.set(seq, opcode, type, op, root, count, timeoutNanos);
     }
 

@@ -39,11 +39,6 @@ class TcpEngineBehaviourTest extends HostEngineBehaviourTest {
         }
     }
 
-    @Override
-    boolean rootDisagreementFailsInTheBroadcast() {
-        return false;
-    }
-
     /** Names TCP in the times to error asserted (the figures are HostEngineBehaviourTest's: docs/RELIABILITY.md covers both). */
     @Override
     String transport() {

@@ -51,6 +51,7 @@ class ConformanceTest {
 
     static Stream<Arguments> checkWorlds() {
         return Stream.of(
+                Arguments.of("shm", HostWorlds.oneHost(3), "auto"),
                 Arguments.of("tcp", HostWorlds.oneHost(3), "tcp"),
                 Arguments.of("hier", new String[] {"a", "a", "b", "b"}, "auto"),
                 Arguments.of("hier", new String[] {"a", "b", "a", "b"}, "auto"));
@@ -58,7 +59,8 @@ class ConformanceTest {
 
     /**
      * With {@code JCCL_CHECK=1} (its system property {@code jccl.check}) every disagreement fails in
-     * the call on TCP and hierarchical too: the mismatch cases.
+     * the call, on shared memory (whose small rooted calls are eager without it), TCP and
+     * hierarchical: the mismatch cases.
      */
     @ParameterizedTest(name = "{0} threads on hosts {1} ({2}) with JCCL_CHECK=1")
     @MethodSource("checkWorlds")

@@ -55,7 +55,10 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
 
     /**
      * The host engine on {@code transport} ("shm", "tcp" or "hier"), with {@code JCCL_CHECK=1}
-     * ({@code check}) or without. Shared memory catches every disagreement in the call. Over TCP a
+     * ({@code check}) or without. Shared memory catches every disagreement in the call except where
+     * a small rooted call is eager (a small broadcast's root and a small reduce's non-roots return
+     * once their data is posted, and fail at their next collective; with {@code JCCL_CHECK=1} they
+     * wait and fail in the call too). Over TCP a
      * small broadcast's root receives nothing, so a disagreement about the root or the collective
      * is caught in the call only with {@code JCCL_CHECK=1} (else by the next call); hierarchical
      * adds the large broadcast's root (a rank of the root's host can finish before the hosts
@@ -65,7 +68,11 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         Set<Mismatch> m = EnumSet.allOf(Mismatch.class);
         Set<Mismatch> next = EnumSet.allOf(Mismatch.class);
         if (!check) {
+            // Eager small rooted calls: a small reduce's non-roots and a small broadcast's root
+            // return once their data is posted; they learn a disagreement at their next collective.
             m.remove(Mismatch.REDUCE_ROOT);
+            m.remove(Mismatch.ROOT_SMALL);
+            m.remove(Mismatch.COLLECTIVE);
         }
         if (!check && (transport.equals("tcp") || transport.equals("hier"))) {
             // Not promised without JCCL_CHECK where ranks talk TCP: a rank that sends to a root

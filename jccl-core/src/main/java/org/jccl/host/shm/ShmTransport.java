@@ -295,6 +295,9 @@ public final class ShmTransport implements Transport {
      * entry. Returns the chunk id.
      */
     public long beginChunk() {
+        if (deferredChunk != 0) {
+            settleDeferred();
+        }
         long g = ++chunkIds;
         long need = g - geo.k();
         if (need > 0 && minPeerDone < need) {
@@ -371,6 +374,89 @@ public final class ShmTransport implements Transport {
 
     /** This rank finished reading everything of chunk {@code g}. */
     public void endChunk(long g) {
+        LONG.setRelease(mine, DONE_SEQ_OFFSET, g);
+    }
+
+    private boolean eager = true;
+
+    /**
+     * Whether small rooted calls may return without waiting for every rank (a small broadcast's
+     * root, a small reduce's non-roots), their disagreements then found by the next collective;
+     * false under {@code JCCL_CHECK=1}, where every rank checks every call in the call.
+     */
+    public boolean eager() {
+        return eager;
+    }
+
+    /** Sets {@link #eager()}. */
+    public void eager(boolean on) {
+        eager = on;
+    }
+
+    // An eager root's chunk whose peers' calls are still to be checked (0: none), and its call.
+    private long deferredChunk;
+    private long deferredSeq;
+    private long deferredPacked;
+    private long deferredCount;
+
+    /**
+     * Ends chunk {@code g} of an eager rank (one that posted its data and returns without waiting
+     * for the others, e.g. a small broadcast's root): the others' calls of {@code g} are checked at
+     * this rank's next collective ({@link #settleDeferred}), and until then this rank does not mark
+     * {@code g} done, so no peer reuses that ring entry (overwriting the header to be checked)
+     * before the check.
+     */
+    public void endChunkDeferred(long g) {
+        deferredChunk = g;
+        deferredSeq = call.seq;
+        deferredPacked = call.packed();
+        deferredCount = call.count;
+    }
+
+    /**
+     * Checks the calls of the chunk an eager call left ({@link #endChunkDeferred}), then marks it
+     * done: the start of this rank's next collective (the engine calls it before its next call;
+     * {@link #beginChunk} too). Throws CollectiveMismatchException (and aborts the communicator, so
+     * every rank learns it) when a peer's call of that chunk differs; waits with the communicator's
+     * deadline for a peer that has not posted it yet.
+     */
+    public void settleDeferred() {
+        long g = deferredChunk;
+        if (g == 0) {
+            return;
+        }
+        long h = geo.inEntry(entry(g));
+        long deadline = call.deadline;
+        call.deadline = 0; // this wait has a deadline of its own
+        try {
+            awaitAll(h + HDR_CHUNK_ID, g, "post its input");
+        } finally {
+            call.deadline = deadline;
+        }
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            MemorySegment s = segs[p];
+            long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
+            long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
+            long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
+            if (seq != deferredSeq || packed != deferredPacked || count != deferredCount) {
+                deferredChunk = 0;
+                long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
+                if (code != ABORT_NONE) {
+                    throw peerAbort(p, code);
+                }
+                String msg = "collective mismatch: rank " + rank + " called "
+                        + OpCode.describe(deferredPacked, deferredCount, deferredSeq) + " but rank " + p + " called "
+                        + OpCode.describe(packed, count, seq) + " at the same step (found at rank " + rank
+                        + "'s next collective: it had returned without waiting): every rank must call the same "
+                        + "collectives with the same type, count, op and root in the same order";
+                fail(ABORT_MISMATCH, msg);
+                throw new CollectiveMismatchException(msg);
+            }
+        }
+        deferredChunk = 0;
         LONG.setRelease(mine, DONE_SEQ_OFFSET, g);
     }
 
@@ -681,6 +767,11 @@ public final class ShmTransport implements Transport {
     public void close() {
         if (closed) {
             return;
+        }
+        if (deferredChunk != 0) {
+            // Not checked any more: release the ring entry for peers still finishing.
+            LONG.setRelease(mine, DONE_SEQ_OFFSET, deferredChunk);
+            deferredChunk = 0;
         }
         if ((long) LONG.getAcquire(mine, ABORT_OFFSET) == ABORT_NONE) {
             LONG.setRelease(mine, ABORT_OFFSET, ABORT_CLOSED);

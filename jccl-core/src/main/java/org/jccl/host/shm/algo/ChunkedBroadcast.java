@@ -5,9 +5,17 @@ import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
 /**
- * Broadcast: the root copies each chunk into its slot once; every other rank copies it out. On the
- * first chunk every rank posts its call and checks every other rank's, so that any disagreement
- * (root, type, count, collective) fails on every rank in this call.
+ * Broadcast: the root copies each chunk into its slot once; every other rank copies it out.
+ *
+ * <p>One chunk (a small broadcast) is eager, as in MPI: the root posts its data and returns, and
+ * each receiver waits for the root only. Every rank posts its call; the root checks the others'
+ * at its next collective ({@link ShmTransport#endChunkDeferred}), holding the ring entry until
+ * then, and a receiver checks the root's. So a disagreement fails, in the call, the receivers that
+ * see it, and every other rank at its next collective. A back-to-back loop of small broadcasts
+ * then runs at the receivers' pace instead of synchronising every rank on every call.
+ *
+ * <p>Several chunks, or {@code JCCL_CHECK=1} ({@link ShmTransport#eager()} false): on the first, every rank posts its call and checks every other rank's, so
+ * that any disagreement (root, type, count, collective) fails on every rank in this call.
  */
 public final class ChunkedBroadcast {
     private ChunkedBroadcast() {
@@ -22,6 +30,25 @@ public final class ChunkedBroadcast {
         boolean isRoot = t.rank() == root;
         boolean inPlace = isRoot && send.sameStart(recv);
         MemorySegment rootSeg = t.segment(root);
+        if (chunks == 1 && t.eager()) {
+            long bytes = count * es;
+            long g = t.beginChunk();
+            long slot = t.inData(g);
+            if (isRoot) {
+                MemorySegment.copy(send.segment(), 0, rootSeg, slot, bytes);
+                t.postIn(g, 0);
+                if (!inPlace) {
+                    MemorySegment.copy(send.segment(), 0, recv.segment(), 0, bytes);
+                }
+                t.endChunkDeferred(g);
+            } else {
+                t.postIn(g, 0);
+                t.awaitIn(root, g);
+                MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
+                t.endChunk(g);
+            }
+            return;
+        }
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, count - first) * es;

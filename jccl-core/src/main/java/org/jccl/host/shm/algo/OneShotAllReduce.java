@@ -17,7 +17,8 @@ import org.jccl.host.shm.ShmTransport;
  * the root's pace (up to the ring's depth ahead; a rank reuses a slot only once the root has read
  * it). What they give up: a disagreement (about the root, the count, the type or the op) is found
  * by the rank or ranks that act as root, which fail in the call and abort the communicator, so
- * every other rank fails at its next collective.
+ * every other rank fails at its next collective. Under {@code JCCL_CHECK=1} ({@link
+ * ShmTransport#eager()} false) the others wait for every rank's call too and fail in the call.
  */
 public final class OneShotAllReduce {
     private OneShotAllReduce() {
@@ -53,6 +54,9 @@ public final class OneShotAllReduce {
             // A reduce's root posts its call only: a second rank that believes it is the root
             // waits for it, and every root checks every call.
             t.postIn(g, first);
+            if (!reduces && !t.eager()) {
+                t.awaitAllIn(g); // JCCL_CHECK: every rank checks every call in the call
+            }
             if (reduces) {
                 t.awaitAllIn(g);
                 if (root < 0) {

@@ -23,7 +23,7 @@ import org.jccl.internal.Settings;
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
  * the algorithm the tuner gives it; out of place and in place), plus a small broadcast, reduce,
- * all-gather, reduce-scatter, all-to-all and a barrier; blocks alternate between buffers of a
+ * all-gather, reduce-scatter, all-to-all, gather, scatter and a barrier; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
  * shared ones add a few asynchronous calls, and every {@value #RESTART_EVERY} blocks the numbering
  * restarts. What a caller's first calls do that the warm-up never did (a branch never taken, a
@@ -227,7 +227,7 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet(async ? 44 : 41); // with the vote that follows each block
+            CALLS.addAndGet(async ? 46 : 43); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);
@@ -241,6 +241,10 @@ final class JitWarmup {
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);
+            // Gather and scatter share the all-gather's and broadcast's code, with the branches
+            // of a root and of the others: without them a caller's first gather threw that away.
+            c.gather(blockIn, exchanged, 0);
+            c.scatter(gathered, smallOut, 0);
             c.barrier();
             if (async) {
                 c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM).await();

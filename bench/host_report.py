@@ -12,6 +12,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 
 
@@ -97,7 +98,17 @@ def others(d):
         mpi = configs(d, "others", n)
         if not mpi:
             continue
-        print(f"\n#### other collectives, float, {n} ranks (out of place; jccl steady `-n 200`, cold `-n 20 -w 5`)\n")
+        iters = "?"
+        for c in ("allgather", "broadcast"):
+            try:
+                with open(os.path.join(d, f"jccl-{c}-steady-r{n}.log")) as f:
+                    m = re.search(r"warmup iters: (\d+) iters: (\d+)", f.read())
+                if m:
+                    iters = f"-n {m.group(2)} -w {m.group(1)}"
+                    break
+            except OSError:
+                pass
+        print(f"\n#### other collectives, float, {n} ranks (out of place; jccl steady `{iters}`, cold `-n 20 -w 5`)\n")
         print("| collective | size | jccl steady | jccl cold | Open MPI default | Open MPI best | MPI default / jccl | MPI best / jccl |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for c in ("allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather", "scatter"):

@@ -258,6 +258,9 @@ public final class Reference {
     /** Number of elements of {@code got} (count elements) that differ from the reference for n ranks. */
     public static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, long seed, int n,
                            long firstIndex, long count) {
+        if (count >= SHARED_FROM) {
+            return countWrong(got, gotOffsetElems, t, op, expected(t, op, seed, n, firstIndex, count));
+        }
         long wrong = 0;
         double tol = tolerance(t, op);
         for (long k = 0; k < count; k++) {
@@ -275,5 +278,101 @@ public final class Reference {
             }
         }
         return wrong;
+    }
+
+    /** The same comparison as above, against reference results computed beforehand (a long[] or a double[]). */
+    private static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, Object expected) {
+        long wrong = 0;
+        if (expected instanceof long[] e) {
+            for (int k = 0; k < e.length; k++) {
+                if (norm(t, readInt(got, t, gotOffsetElems + k)) != e[k]) {
+                    wrong++;
+                }
+            }
+            return wrong;
+        }
+        double[] e = (double[]) expected;
+        double tol = tolerance(t, op);
+        for (int k = 0; k < e.length; k++) {
+            double g = readFloat(got, t, gotOffsetElems + k);
+            if (tol == 0 ? g != e[k] : Math.abs(g - e[k]) > tol * Math.max(1, Math.abs(e[k]))) {
+                wrong++;
+            }
+        }
+        return wrong;
+    }
+
+    /**
+     * Checks of at least this many elements compare against reference results computed once per
+     * JVM ({@link #expected}) instead of element by element.
+     */
+    static final long SHARED_FROM = 4096;
+    /** The most reference elements {@link #RECENT} keeps (8 or 16 MiB each per million elements). */
+    private static final long RECENT_MAX_ELEMENTS = 24_000_000;
+
+    private record Key(DataType t, ReduceOp op, long seed, int n, long first, long count) {
+    }
+
+    /**
+     * The reference results of the last checks of this JVM. Every rank of a world of threads
+     * checks the same range (an all-reduce's whole output, a reduce-scatter's block checked in
+     * place and out of place), and computing a reference element costs a random value per rank:
+     * each result is computed once, by the first rank that asks, while the others wait for it. The
+     * ranks of a world are at most a collective apart, so the last few results are enough.
+     */
+    private static final java.util.LinkedHashMap<Key, java.util.concurrent.FutureTask<Object>> RECENT =
+            new java.util.LinkedHashMap<>(16, 0.75f, true);
+    private static long recentElements;
+
+    /** Elements [first, first + count) of the reference reduction over n ranks: a long[] for integers, a double[] for floats. */
+    static Object expected(DataType t, ReduceOp op, long seed, int n, long first, long count) {
+        if (count > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("count " + count);
+        }
+        Key key = new Key(t, op, seed, n, first, count);
+        java.util.concurrent.FutureTask<Object> task;
+        boolean mine = false;
+        synchronized (RECENT) {
+            task = RECENT.get(key);
+            if (task == null) {
+                task = new java.util.concurrent.FutureTask<>(() -> compute(key));
+                mine = true;
+                RECENT.put(key, task);
+                recentElements += count;
+                var it = RECENT.entrySet().iterator();
+                while (recentElements > RECENT_MAX_ELEMENTS && RECENT.size() > 1) {
+                    Key eldest = it.next().getKey();
+                    it.remove();
+                    recentElements -= eldest.count();
+                }
+            }
+        }
+        if (mine) {
+            task.run();
+        }
+        try {
+            return task.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    private static Object compute(Key k) {
+        int count = (int) k.count();
+        if (k.t().isInteger()) {
+            long[] e = new long[count];
+            for (int j = 0; j < count; j++) {
+                e[j] = expectedInt(k.t(), k.op(), k.seed(), k.n(), k.first() + j);
+            }
+            return e;
+        }
+        double[] e = new double[count];
+        for (int j = 0; j < count; j++) {
+            e[j] = expectedFloat(k.t(), k.op(), k.seed(), k.n(), k.first() + j);
+        }
+        return e;
     }
 }

@@ -29,9 +29,9 @@ class ConformanceTest {
     static Stream<Arguments> threadWorlds() {
         return Stream.of(
                 Arguments.of("shm", HostWorlds.oneHost(1), "auto", false),
-                Arguments.of("shm", HostWorlds.oneHost(2), "auto", true),
+                Arguments.of("shm", HostWorlds.oneHost(2), "auto", false),
                 Arguments.of("shm", HostWorlds.oneHost(3), "auto", true),
-                Arguments.of("shm", HostWorlds.oneHost(4), "auto", true),
+                Arguments.of("shm", HostWorlds.oneHost(4), "auto", false),
                 Arguments.of("tcp", HostWorlds.oneHost(2), "tcp", false),
                 Arguments.of("tcp", HostWorlds.oneHost(3), "tcp", true),
                 Arguments.of("tcp", HostWorlds.oneHost(4), "tcp", false),

@@ -46,6 +46,9 @@ class RunJavaTest {
         env.keySet().removeIf(k -> k.startsWith("JCCL_") || k.equals("JDK_JAVA_OPTIONS"));
         env.put("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
         env.put("JCCL_DEBUG", "INFO");
+        // as the suite runs (pom.xml): no JIT warm-up at creation, no pinning (these tests are about neither)
+        env.put("JCCL_WARMUP", "0");
+        env.put("JCCL_AFFINITY", "off");
         Process p = pb.start();
         if (!p.waitFor(100, TimeUnit.SECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly);

@@ -71,12 +71,32 @@ public final class Procs {
         }
     }
 
-    /** Starts {@code main} with {@code args}; the JCCL_* / launcher variables of this JVM are removed, {@code env} added. */
+    /**
+     * Starts {@code main} with {@code args} in a JVM that compiles with C1 only (quick to start); the
+     * JCCL_* / launcher variables of this JVM are removed, {@code env} added.
+     */
     public static Proc start(Class<?> main, List<String> args, Map<String, String> env) throws IOException {
+        return start(main, args, env, true);
+    }
+
+    /**
+     * {@link #start} for a JVM that runs the host engine's collectives and checks their results at
+     * length (a conformance kit rank): both compilers, since the reduction kernels are Vector API
+     * code that only C2 turns into SIMD instructions.
+     */
+    public static Proc startC2(Class<?> main, List<String> args, Map<String, String> env) throws IOException {
+        return start(main, args, env, false);
+    }
+
+    private static Proc start(Class<?> main, List<String> args, Map<String, String> env, boolean c1Only)
+            throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>(List.of(java, "--add-modules", "jdk.incubator.vector",
-                "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "-cp", System.getProperty("java.class.path"), main.getName()));
+                "--enable-native-access=ALL-UNNAMED", "-Xshare:auto"));
+        if (c1Only) {
+            cmd.add("-XX:TieredStopAtLevel=1");
+        }
+        cmd.addAll(List.of("-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"), main.getName()));
         cmd.addAll(args);
         ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().keySet().removeIf(k -> k.startsWith("JCCL_") || k.startsWith("OMPI_") || k.startsWith("SLURM_")

@@ -78,13 +78,14 @@ class NetnsTest {
 
     @Test
     void twoHostsOfTwoRanksEveryCollective() throws Exception {
-        checkEverything(2, new int[] {0, 0, 1, 1}, Map.of("JCCL_TIMEOUT", "90s"));
+        checkEverything(2, new int[] {0, 0, 1, 1}, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "90s"));
     }
 
     @Test
     void threeHostsOfOneRankEveryCollective() throws Exception {
         // the interface chosen by name this time (the route to the store picks it otherwise)
-        checkEverything(3, new int[] {0, 1, 2}, Map.of("JCCL_TIMEOUT", "90s", "JCCL_SOCKET_IFNAME", "eth"));
+        checkEverything(3, new int[] {0, 1, 2}, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "90s",
+                "JCCL_SOCKET_IFNAME", "eth"));
     }
 
     @Test

@@ -70,6 +70,13 @@ class ProcessRanksTest {
         return new Failure(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), m.group(3), m.group(4));
     }
 
+    /**
+     * The suite's settings (pom.xml) for ranks whose test is not about warm-up or pinning (the
+     * every-collective checks): no JIT warm-up at creation, no pinning of the rank threads. The
+     * failure tests keep the defaults, as a launched job has them.
+     */
+    static final Map<String, String> NO_WARMUP_NO_PINNING = Map.of("JCCL_WARMUP", "0", "JCCL_AFFINITY", "off");
+
     static List<Rank> start(int n, int port, String token, String job, String mode, Map<String, String> extraEnv)
             throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
@@ -82,6 +89,15 @@ class ProcessRanksTest {
             ranks.add(launch(pb));
         }
         return ranks;
+    }
+
+    /** {@code env} and {@code kv} (key, value, ...). */
+    static Map<String, String> with(Map<String, String> env, String... kv) {
+        Map<String, String> m = new java.util.HashMap<>(env);
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put(kv[i], kv[i + 1]);
+        }
+        return m;
     }
 
     /**
@@ -171,7 +187,7 @@ class ProcessRanksTest {
     void everyCollectiveAcrossProcesses(int n) throws Exception {
         String job = "pt" + ProcessHandle.current().pid() + "n" + n;
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "tok-" + n)) {
-            List<Rank> ranks = start(n, server.port(), "tok-" + n, job, "check", Map.of("JCCL_TIMEOUT", "120s"));
+            List<Rank> ranks = start(n, server.port(), "tok-" + n, job, "check", with(NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"));
             try {
                 assertAllOk(ranks, 240);
             } finally {

@@ -70,12 +70,13 @@ class TcpProcessRanksTest {
     @ParameterizedTest(name = "{0} processes over TCP")
     @ValueSource(ints = {2, 3, 4})
     void everyCollectiveOverTcpOnly(int n) throws Exception {
-        runCheck(n, Map.of("JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"), r -> Map.of());
+        runCheck(n, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"),
+                r -> Map.of());
     }
 
     @Test
     void twoPretendHostsOfTwoRanksEach() throws Exception {
-        runCheck(4, Map.of("JCCL_TIMEOUT", "120s"), r -> Map.of("JCCL_HOST_ID", r < 2 ? "hostA" : "hostB",
+        runCheck(4, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"), r -> Map.of("JCCL_HOST_ID", r < 2 ? "hostA" : "hostB",
                 "JCCL_LOCAL_RANK", Integer.toString(r % 2), "JCCL_LOCAL_WORLD_SIZE", "2"));
     }
 

@@ -29,9 +29,9 @@ class ConformanceTest {
     static Stream<Arguments> threadWorlds() {
         return Stream.of(
                 Arguments.of("shm", HostWorlds.oneHost(1), "auto", false),
-                Arguments.of("shm", HostWorlds.oneHost(2), "auto", true),
+                Arguments.of("shm", HostWorlds.oneHost(2), "auto", false),
                 Arguments.of("shm", HostWorlds.oneHost(3), "auto", true),
-                Arguments.of("shm", HostWorlds.oneHost(4), "auto", true),
+                Arguments.of("shm", HostWorlds.oneHost(4), "auto", false),
                 Arguments.of("tcp", HostWorlds.oneHost(2), "tcp", false),
                 Arguments.of("tcp", HostWorlds.oneHost(3), "tcp", true),
                 Arguments.of("tcp", HostWorlds.oneHost(4), "tcp", false),
@@ -121,11 +121,14 @@ class ConformanceTest {
                     env.put("JCCL_HOST_ID", hosts[r]);
                     env.put("JCCL_TRANSPORT", transport);
                     env.put("JCCL_KIT_SEED", Long.toString(SEED));
+                    // as the suite runs (pom.xml): no JIT warm-up at creation, no pinning of the rank threads
+                    env.put("JCCL_WARMUP", "0");
+                    env.put("JCCL_AFFINITY", "off");
                     String sel = System.getProperty("jccl.kit.cases");
                     if (sel != null) {
                         env.put("JCCL_KIT_CASES", sel);
                     }
-                    procs.add(Procs.start(KitMain.class, List.of(label, "quick"), env));
+                    procs.add(Procs.startC2(KitMain.class, List.of(label, "quick"), env));
                 }
                 List<String> failures = new ArrayList<>();
                 for (int r = 0; r < n; r++) {

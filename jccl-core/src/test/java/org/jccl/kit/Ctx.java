@@ -121,11 +121,12 @@ public final class Ctx {
         return arena.allocate(Math.max(1, count * t.byteSize()), 8).asSlice(0, count * t.byteSize());
     }
 
-    /** Rank {@code r}'s reference input (count elements) for {@code op}, as host bytes. */
+    /**
+     * Rank {@code r}'s reference input (count elements) for {@code op}, as host bytes (read-only:
+     * shared by the ranks of this JVM, see {@link Reference#input}).
+     */
     public MemorySegment input(DataType t, ReduceOp op, long sd, int r, long count) {
-        MemorySegment s = host(t, count);
-        Reference.fill(s, t, op, sd, r, count, size());
-        return s;
+        return Reference.input(t, op, sd, r, count, size());
     }
 
     /** A buffer holding rank {@code r}'s reference input. */

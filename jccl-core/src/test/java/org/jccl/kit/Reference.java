@@ -42,12 +42,16 @@ public final class Reference {
      * [-range, range] ({@link #floatRange}); PROD uses +-1 and +-2 (powers of two stay exact).
      */
     public static double floatValue(DataType t, ReduceOp op, long seed, int r, long i, int n) {
+        return floatValue(op, seed, r, i, floatRange(t, op, n));
+    }
+
+    /** {@link #floatValue(DataType, ReduceOp, long, int, long, int)} with its {@link #floatRange} given (loops hoist it). */
+    private static double floatValue(ReduceOp op, long seed, int r, long i, int range) {
         SplittableRandom rnd = new SplittableRandom(seed * 1_000_003L + r * 7_919L + i);
         if (op.kind() == ReduceOp.Kind.PROD) {
             int[] vals = {-2, -1, 1, 2};
             return vals[rnd.nextInt(4)];
         }
-        int range = floatRange(t, op, n);
         return rnd.nextInt(2 * range + 1) - range;
     }
 
@@ -70,13 +74,30 @@ public final class Reference {
 
     /** Writes rank r's input (count elements) for a job of n ranks. */
     public static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long count, int n) {
-        for (long i = 0; i < count; i++) {
-            if (t.isInteger()) {
+        fill(seg, t, op, seed, r, 0, count, n);
+    }
+
+    /** Writes elements [from, to) of rank r's input (element i at index i of {@code seg}). */
+    private static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long from, long to, int n) {
+        if (t.isInteger()) {
+            for (long i = from; i < to; i++) {
                 writeInt(seg, t, i, intValue(t, op, seed, r, i));
-            } else {
-                writeFloat(seg, t, i, floatValue(t, op, seed, r, i, n));
             }
+            return;
         }
+        int range = floatRange(t, op, n);
+        for (long i = from; i < to; i++) {
+            writeFloat(seg, t, i, floatValue(op, seed, r, i, range));
+        }
+    }
+
+    /**
+     * Rank r's input (count elements) for a job of n ranks, as {@link #fill} writes it: a read-only
+     * segment computed once per JVM while it is among the last ones asked for (the ranks of a
+     * world of threads all check against the others' inputs).
+     */
+    public static MemorySegment input(DataType t, ReduceOp op, long seed, int r, long count, int n) {
+        return (MemorySegment) RECENT.get(new InputKey(t, op, seed, r, count, n));
     }
 
     public static void writeInt(MemorySegment seg, DataType t, long i, long v) {
@@ -218,9 +239,14 @@ public final class Reference {
     }
 
     public static double expectedFloat(DataType t, ReduceOp op, long seed, int n, long i) {
+        return expectedFloat(op, seed, n, i, floatRange(t, op, n));
+    }
+
+    /** {@link #expectedFloat(DataType, ReduceOp, long, int, long)} with the inputs' {@link #floatRange} given. */
+    private static double expectedFloat(ReduceOp op, long seed, int n, long i, int range) {
         double acc = 0;
         for (int r = 0; r < n; r++) {
-            double v = floatValue(t, op, seed, r, i, n);
+            double v = floatValue(op, seed, r, i, range);
             if (op.kind() == ReduceOp.Kind.PREMUL_SUM) {
                 v *= op.scalar();
             }
@@ -258,6 +284,9 @@ public final class Reference {
     /** Number of elements of {@code got} (count elements) that differ from the reference for n ranks. */
     public static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, long seed, int n,
                            long firstIndex, long count) {
+        if (count >= SHARED_FROM) {
+            return countWrong(got, gotOffsetElems, t, op, expected(t, op, seed, n, firstIndex, count));
+        }
         long wrong = 0;
         double tol = tolerance(t, op);
         for (long k = 0; k < count; k++) {
@@ -275,5 +304,200 @@ public final class Reference {
             }
         }
         return wrong;
+    }
+
+    /** The same comparison as above, against reference results computed beforehand (a long[] or a double[]). */
+    private static long countWrong(MemorySegment got, long gotOffsetElems, DataType t, ReduceOp op, Object expected) {
+        long wrong = 0;
+        if (expected instanceof long[] e) {
+            for (int k = 0; k < e.length; k++) {
+                if (norm(t, readInt(got, t, gotOffsetElems + k)) != e[k]) {
+                    wrong++;
+                }
+            }
+            return wrong;
+        }
+        double[] e = (double[]) expected;
+        double tol = tolerance(t, op);
+        for (int k = 0; k < e.length; k++) {
+            double g = readFloat(got, t, gotOffsetElems + k);
+            if (tol == 0 ? g != e[k] : Math.abs(g - e[k]) > tol * Math.max(1, Math.abs(e[k]))) {
+                wrong++;
+            }
+        }
+        return wrong;
+    }
+
+    /**
+     * Checks of at least this many elements compare against reference results computed once per
+     * JVM ({@link #expected}) instead of element by element.
+     */
+    static final long SHARED_FROM = 4096;
+
+    /** Elements [first, first + count) of the reference reduction over n ranks: a long[] for integers, a double[] for floats. */
+    static Object expected(DataType t, ReduceOp op, long seed, int n, long first, long count) {
+        if (count > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("count " + count);
+        }
+        return RECENT.get(new ExpectedKey(t, op, seed, n, first, count));
+    }
+
+    /**
+     * What {@link Recent} computes: a result of {@link #size} elements, whose elements [from, to)
+     * {@link #compute} writes (the ranks that ask for it at the same time share the chunks).
+     */
+    private interface Key {
+        Object allocate();
+
+        void compute(Object result, long from, long to);
+
+        long size();
+
+        long bytes();
+    }
+
+    private record ExpectedKey(DataType t, ReduceOp op, long seed, int n, long first, long count) implements Key {
+        @Override
+        public Object allocate() {
+            return t.isInteger() ? new long[(int) count] : new double[(int) count];
+        }
+
+        @Override
+        public void compute(Object result, long from, long to) {
+            if (result instanceof long[] e) {
+                for (int j = (int) from; j < to; j++) {
+                    e[j] = expectedInt(t, op, seed, n, first + j);
+                }
+                return;
+            }
+            double[] e = (double[]) result;
+            int range = floatRange(t, op, n);
+            for (int j = (int) from; j < to; j++) {
+                e[j] = expectedFloat(op, seed, n, first + j, range);
+            }
+        }
+
+        @Override
+        public long size() {
+            return count;
+        }
+
+        @Override
+        public long bytes() {
+            return count * 8;
+        }
+    }
+
+    private record InputKey(DataType t, ReduceOp op, long seed, int r, long count, int n) implements Key {
+        @Override
+        public Object allocate() {
+            // native memory (the kit's Mem implementations copy from it to devices too), freed by the GC
+            return java.lang.foreign.Arena.ofAuto().allocate(Math.max(1, count * t.byteSize()), 8)
+                    .asSlice(0, count * t.byteSize());
+        }
+
+        @Override
+        public void compute(Object result, long from, long to) {
+            fill((MemorySegment) result, t, op, seed, r, from, to, n);
+        }
+
+        @Override
+        public long size() {
+            return count;
+        }
+
+        @Override
+        public long bytes() {
+            return count * t.byteSize();
+        }
+    }
+
+    /**
+     * The last results of this JVM ({@link #expected}, {@link #input}), up to {@value #RECENT_MAX_BYTES}
+     * bytes. Every rank of a world of threads checks the same range (an all-reduce's whole output,
+     * a reduce-scatter's block checked out of place and in place) against the same inputs, and
+     * each reference element costs a random value per rank: each result is computed once, by the
+     * ranks that ask for it while it is being computed (chunk by chunk), and the others find it
+     * ready. The ranks of a world are at most a collective apart, so the last few results are
+     * enough.
+     */
+    private static final Recent RECENT = new Recent();
+    private static final long RECENT_MAX_BYTES = 256L << 20;
+    /** Elements per chunk of a result being computed. */
+    private static final long CHUNK = 1 << 15;
+
+    /** One result: its chunks go to whichever thread asks next; every thread returns it once all are written. */
+    private static final class Result {
+        final Key key;
+        final Object value;
+        final long chunks;
+        final java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong();
+        long written;
+        Throwable failed;
+
+        Result(Key key) {
+            this.key = key;
+            this.value = key.allocate();
+            this.chunks = (key.size() + CHUNK - 1) / CHUNK;
+        }
+
+        Object get() {
+            for (long c; (c = next.getAndIncrement()) < chunks; ) {
+                Throwable t = null;
+                try {
+                    key.compute(value, c * CHUNK, Math.min(key.size(), (c + 1) * CHUNK));
+                } catch (Throwable e) {
+                    t = e;
+                }
+                synchronized (this) {
+                    written++;
+                    if (t != null && failed == null) {
+                        failed = t;
+                    }
+                    notifyAll();
+                }
+            }
+            synchronized (this) {
+                boolean interrupted = false;
+                while (written < chunks) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+                if (failed != null) {
+                    throw new IllegalStateException("computing the reference failed", failed);
+                }
+            }
+            return value instanceof MemorySegment m ? m.asReadOnly() : value;
+        }
+    }
+
+    private static final class Recent {
+        private final java.util.LinkedHashMap<Key, Result> map = new java.util.LinkedHashMap<>(16, 0.75f, true);
+        private long bytes;
+
+        Object get(Key key) {
+            Result result;
+            synchronized (this) {
+                result = map.get(key);
+                if (result == null) {
+                    result = new Result(key);
+                    map.put(key, result);
+                    bytes += key.bytes();
+                    var it = map.keySet().iterator();
+                    while (bytes > RECENT_MAX_BYTES && map.size() > 1) {
+                        Key eldest = it.next();
+                        it.remove();
+                        bytes -= eldest.bytes();
+                    }
+                }
+            }
+            return result.get();
+        }
     }
 }

@@ -118,9 +118,12 @@ class RegisteredConformanceTest {
                     env.put("JCCL_TIMEOUT", TIMEOUT.toSeconds() + "s");
                     env.put("JCCL_SHM_ZERO_COPY_BYTES", "1");
                     env.put("JCCL_KIT_SEED", Long.toString(SEED));
+                    // as the suite runs (pom.xml): no JIT warm-up at creation, no pinning of the rank threads
+                    env.put("JCCL_WARMUP", "0");
+                    env.put("JCCL_AFFINITY", "off");
                     String sel = System.getProperty("jccl.kit.cases");
                     env.put("JCCL_KIT_CASES", sel != null ? sel : CASES.pattern());
-                    procs.add(org.jccl.bootstrap.Procs.start(KitMain.class, List.of(label, "quick", "registered"), env));
+                    procs.add(org.jccl.bootstrap.Procs.startC2(KitMain.class, List.of(label, "quick", "registered"), env));
                 }
                 List<String> failures = new ArrayList<>();
                 for (int r = 0; r < n; r++) {

@@ -77,8 +77,8 @@ public final class Reference {
         fill(seg, t, op, seed, r, 0, count, n);
     }
 
-    /** Writes elements [from, to) of rank r's input (element i at index i of {@code seg}). */
-    private static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long from, long to, int n) {
+    /** Writes elements [from, to) of rank r's input (element i at index i of {@code seg}, as {@link #fill} does). */
+    public static void fill(MemorySegment seg, DataType t, ReduceOp op, long seed, int r, long from, long to, int n) {
         if (t.isInteger()) {
             for (long i = from; i < to; i++) {
                 writeInt(seg, t, i, intValue(t, op, seed, r, i));

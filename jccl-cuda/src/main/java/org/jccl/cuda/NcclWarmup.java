@@ -350,7 +350,7 @@ final class NcclWarmup {
             if (b != null) {
                 b.retire(); // freed with the communicator's own buffers, after NCCL's teardown
             }
-            throw failed(c, blocks, e);
+            throw failed(c.describe(), blocks, e);
         } catch (Error e) {
             if (b != null) {
                 b.retire();
@@ -367,9 +367,12 @@ final class NcclWarmup {
         return blocks;
     }
 
-    /** {@code e}, the failure of a warm-up collective, as a failure of the creation: the same kind, saying so. */
-    static RuntimeException failed(NcclCommunicator c, int blocks, RuntimeException e) {
-        String m = "the JIT warm-up at the creation of " + c.describe() + " failed in block " + (blocks + 1)
+    /**
+     * {@code e}, the failure of a warm-up collective in block {@code blocks + 1} on the communicator
+     * {@code comm} describes, as a failure of its creation: the same kind, saying so.
+     */
+    static RuntimeException failed(String comm, int blocks, RuntimeException e) {
+        String m = "the JIT warm-up at the creation of " + comm + " failed in block " + (blocks + 1)
                 + " (JCCL_WARMUP=0 turns it off): " + e.getMessage();
         if (e instanceof CollectiveTimeoutException t) {
             CollectiveTimeoutException x = new CollectiveTimeoutException(m, t.missingRanks());

@@ -141,9 +141,11 @@ final class NcclDerive {
         CudaDevice d = c.ownsDevice ? CudaDevice.open(c.device.ordinal()) : c.device;
         try {
             Liveness.Watch w = c.watch;
-            // the survivors' heartbeat watch goes in before the new communicator's JIT warm-up
-            NcclCommunicator child = NcclInit.create(d, c.ownsDevice, newRank, survivors.size(), uid, c.timeout(), null,
-                    c.jobStore, base + "c", w == null ? null : w.sub(survivors));
+            // The survivors' heartbeat watch goes in before the new communicator's JIT warm-up; the new
+            // communicator reads its settings (JCCL_WARMUP, JCCL_ALGO, ...) with the parent's bound, as derive's do.
+            NcclCommunicator child = org.jccl.internal.Settings.with(c.settings, () -> NcclInit.create(d, c.ownsDevice,
+                    newRank, survivors.size(), uid, c.timeout(), null, c.jobStore, base + "c",
+                    w == null ? null : w.sub(survivors)));
             adoptStore(child, c.store);
             return child;
         } catch (RuntimeException | Error e) {

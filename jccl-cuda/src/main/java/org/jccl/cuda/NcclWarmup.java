@@ -25,12 +25,11 @@ import org.jccl.internal.WarmupSetting;
  * that the caller's first collectives run compiled code ({@code JCCL_WARMUP}, as the host engine's
  * {@code JitWarmup}).
  *
- * <p>Why: a small collective on a GPU costs the host about 10 us once compiled, and several times
- * that while the launch path (argument checks, {@link NcclLaunch}, the {@link WorkRing}, event
- * record and poll, the FFM downcalls, {@link CustomAllReduce}'s kernel launch) still runs in the
- * interpreter or C1, which it does for the first thousands of calls: on 2x H100, {@code jccl perf}
- * with 5 warm-up and 20 timed calls per size measured 41-121 us per small all-reduce against
- * 11-14 us at steady state. Warming inside the library moves that cost to creation, once per JVM.
+ * <p>Why: the launch path (argument checks, {@link NcclLaunch}, the {@link WorkRing}, event record
+ * and poll, the FFM downcalls, {@link CustomAllReduce}'s kernel launch) runs in the interpreter or
+ * C1 for the first thousands of calls: on 2x H100, {@code jccl perf} with 5 warm-up and 20 timed
+ * calls per size measured 41-121 us per small all-reduce, against 11-14 us once compiled (1000
+ * calls of NcclBench). Warming inside the library moves that cost to creation, once per JVM.
  *
  * <p>What runs, in blocks, on the communicator's own stream and a few small device buffers (one
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's

@@ -34,8 +34,8 @@ import org.jccl.internal.WarmupSetting;
  * <p>What runs, in blocks, on the communicator's own stream and a few small device buffers (one
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
  * own kernels where they are attached), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
- * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, all-to-all,
- * gather, scatter and barrier; out of place (the output above its input in even blocks, below it in
+ * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
+ * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); out of place (the output above its input in even blocks, below it in
  * odd ones) and in place (through the same object in even blocks, through a second view of the
  * memory in odd ones), the root moving from rank to rank, blocking calls, a burst of asynchronous
  * ones (some on the communicator's stream passed as the caller's) awaited before going on, and a
@@ -94,6 +94,8 @@ final class NcclWarmup {
     static final int MID = 4099;
     /** Alignment of each buffer inside the warm-up's one allocation (cuMemAlloc's own is 256 bytes). */
     static final long ALIGN = 256;
+    /** Most ranks for which the warm-up runs all-to-all, gather and scatter ({@link #pointToPoint}). */
+    static final int MAX_POINT_TO_POINT_RANKS = 8;
     /** Asynchronous all-reduces issued back to back in each block, then awaited (as jccl perf does). */
     private static final int BURST = 4;
 
@@ -160,6 +162,16 @@ final class NcclWarmup {
     /** This rank's vote after a block: go on while a compilation ended less than 60 ms ago, or the JVM's minimum is not made. */
     static boolean busy(boolean monitored, long now, long lastCompile, long jvmCalls) {
         return !monitored || now - lastCompile < QUIET_NANOS || jvmCalls < MIN_CALLS;
+    }
+
+    /**
+     * Whether a block runs all-to-all, gather and scatter on {@code n} ranks: NCCL runs them as
+     * point-to-point transfers and connects every pair of ranks at the first one (buffers for each
+     * peer, and over the network a connection each), which a job of many ranks may never need; up
+     * to 8 ranks (a host's GPUs) that cost is bounded and the warm-up pays it.
+     */
+    static boolean pointToPoint(int n) {
+        return n <= MAX_POINT_TO_POINT_RANKS;
     }
 
     /** Whether block {@code number} (1-based) runs with jccl's kernels detached. */
@@ -401,6 +413,7 @@ final class NcclWarmup {
     private static final class Buffers implements AutoCloseable {
         private final NcclCommunicator c;
         private final int n;
+        private final boolean pointToPoint;
         private final DeviceBuffer all;
         final DeviceBuffer vote;
         /** [block parity][count index]: inputs, outputs, and the second buffer of an in-place call. */
@@ -419,6 +432,7 @@ final class NcclWarmup {
         Buffers(NcclCommunicator c) {
             this.c = c;
             this.n = c.size();
+            this.pointToPoint = pointToPoint(n);
             long[] counts = allReduceCounts(n);
             int k = counts.length;
             long[] bytes = new long[2 * k + 4];
@@ -511,10 +525,12 @@ final class NcclWarmup {
             c.allGather(wholeMine, whole);
             c.reduceScatter(whole, part, sum);
             c.reduceScatter(whole, wholeMine, sum);
-            c.allToAll(s == 0 ? whole : whole2, s == 0 ? whole2 : whole);
-            c.allToAll(whole2, whole2); // in place: staged through the communicator's scratch
-            c.gather(part, whole2, root);
-            c.scatter(whole2, part, root);
+            if (pointToPoint) {
+                c.allToAll(s == 0 ? whole : whole2, s == 0 ? whole2 : whole);
+                c.allToAll(whole2, whole2); // in place: staged through the communicator's scratch
+                c.gather(part, whole2, root);
+                c.scatter(whole2, part, root);
+            }
             c.barrier();
             // Asynchronous calls, awaited before anything else runs.
             works.clear();
@@ -528,7 +544,9 @@ final class NcclWarmup {
             works.add(c.reduceAsync(i[0], o[0], sum, root));
             works.add(c.allGatherAsync(part, whole));
             works.add(c.reduceScatterAsync(whole, part, sum));
-            works.add(c.allToAllAsync(s == 0 ? whole2 : whole, s == 0 ? whole : whole2));
+            if (pointToPoint) {
+                works.add(c.allToAllAsync(s == 0 ? whole2 : whole, s == 0 ? whole : whole2));
+            }
             works.add(c.barrierAsync());
             for (NcclWork w : works) {
                 w.await();

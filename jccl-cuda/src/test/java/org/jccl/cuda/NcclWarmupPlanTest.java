@@ -115,6 +115,14 @@ class NcclWarmupPlanTest {
     }
 
     @Test
+    void pointToPointCollectivesOnlyUpToAHostsEightGpus() {
+        assertTrue(NcclWarmup.pointToPoint(2));
+        assertTrue(NcclWarmup.pointToPoint(8));
+        assertFalse(NcclWarmup.pointToPoint(9), "NCCL would connect every pair of a large job at creation");
+        assertFalse(NcclWarmup.pointToPoint(1024));
+    }
+
+    @Test
     void theSettingIsTheHostEnginesSecondsOrOff() {
         assertEquals(WarmupSetting.DEFAULT_SECONDS, WarmupSetting.seconds(null));
         assertEquals(WarmupSetting.DEFAULT_SECONDS, WarmupSetting.seconds("on"));

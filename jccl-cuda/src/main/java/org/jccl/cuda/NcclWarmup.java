@@ -35,8 +35,8 @@ import org.jccl.internal.WarmupSetting;
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
  * own kernels where they are attached), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
  * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
- * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); out of place (the output above its input in even blocks, below it in
- * odd ones) and in place (through the same object in even blocks, through a second view of the
+ * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); out of place (the output above
+ * its input in even blocks, below it in odd ones) and in place (through the same object in even blocks, through a second view of the
  * memory in odd ones), the root moving from rank to rank, blocking calls, a burst of asynchronous
  * ones (some on the communicator's stream passed as the caller's) awaited before going on, and a
  * call through a {@code withTimeout} view. One block in {@value #RESTART_EVERY} runs with jccl's

@@ -13,8 +13,6 @@ public final class WarmupSetting {
     /** The default bound, in seconds. */
     public static final double DEFAULT_SECONDS = 3.0;
 
-    private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
-    private static final boolean TIMED = JIT != null && JIT.isCompilationTimeMonitoringSupported();
 
     private WarmupSetting() {
     }
@@ -57,6 +55,12 @@ public final class WarmupSetting {
      * compilation ended in it.
      */
     public static long compilationMillis() {
-        return TIMED ? JIT.getTotalCompilationTime() : -1;
+        return Jit.TIMED ? Jit.BEAN.getTotalCompilationTime() : -1;
+    }
+
+    /** The JIT's MXBean, looked up at the first warm-up (reading the setting alone does not start JMX). */
+    private static final class Jit {
+        static final CompilationMXBean BEAN = ManagementFactory.getCompilationMXBean();
+        static final boolean TIMED = BEAN != null && BEAN.isCompilationTimeMonitoringSupported();
     }
 }

@@ -37,7 +37,7 @@ class NcclWarmupTest {
 
     private static List<CudaDevice> twoGpus() {
         Gpu.assume(2);
-        return new ArrayList<>(Gpu.openAll().subList(0, 2));
+        return new ArrayList<>(List.of(CudaDevice.open(0), CudaDevice.open(1)));
     }
 
     private static List<NcclCommunicator> initAll(List<CudaDevice> devs, String warmup) {

@@ -17,6 +17,7 @@
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
+# JCCL_GPU_TEST_WARMUP: JCCL_WARMUP of the JUnit runs (default 0, as under Maven; the benchmarks keep jccl's default).
 # The device half exits 1 when any phase failed or timed out (a failed test, a non-zero exit, no GPU found by the
 # probe), after running every phase asked for; its last line names them.
 set -uo pipefail
@@ -93,9 +94,11 @@ check() { # check NAME RC: a phase (or one run of it) that exited non-zero goes 
     *) failed+=("$1 (exit $2)") ;;
   esac
 }
+# The test JVMs run without the JIT warm-up at creation, as under Maven (pom.xml: tests create many communicators;
+# NcclWarmupTest turns it on per communicator). JCCL_GPU_TEST_WARMUP=3 (or any JCCL_WARMUP value) runs them with it.
 junit() { # junit NAME SECONDS SELECTORS...   (flat details: progress survives a timeout; the JRE has no java.xml)
   local name=$1 secs=$2 rc; shift 2
-  timeout -k 10 "$secs" "${JAVA[@]}" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
+  JCCL_WARMUP=${JCCL_GPU_TEST_WARMUP:-0} timeout -k 10 "$secs" "${JAVA[@]}" -cp "$CP" org.junit.platform.console.ConsoleLauncher execute \
     --disable-banner --details=flat --disable-ansi-colors "$@" > "$OUT/$name.log" 2>&1
   rc=$?
   check "$name" "$rc"
@@ -126,9 +129,10 @@ if has probe; then
 fi
 
 if has tests; then
-  junit tests 330 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
+  junit tests 390 --select-class org.jccl.cuda.BindingLayoutTest --select-class org.jccl.cuda.NumberFormatsTest \
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest --select-class org.jccl.cuda.NcclStreamLifetimeTest \
     --select-class org.jccl.cuda.CudaGraphTest --select-class org.jccl.cuda.SymmetricMemoryTest \
+    --select-class org.jccl.cuda.NcclWarmupPlanTest --select-class org.jccl.cuda.NcclWarmupTest \
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \

@@ -40,7 +40,7 @@ final class JitWarmup {
     private static final Log LOG = Log.get(JitWarmup.class);
 
     /** The default bound, in seconds. */
-    static final double DEFAULT_SECONDS = 3.0;
+    static final double DEFAULT_SECONDS = org.jccl.internal.WarmupSetting.DEFAULT_SECONDS;
     /**
      * The warm-up ends once no rank's JIT finished a compilation for this long (counted from the
      * start, so it also is the shortest warm-up).
@@ -80,31 +80,12 @@ final class JitWarmup {
 
     /** JCCL_WARMUP: seconds (0 or "off": none), default {@value #DEFAULT_SECONDS}. */
     static double seconds() {
-        return seconds(Settings.get("JCCL_WARMUP"));
+        return org.jccl.internal.WarmupSetting.seconds();
     }
 
-    /** A JCCL_WARMUP value (null: unset) as seconds. */
+    /** A JCCL_WARMUP value (null: unset) as seconds (one parser for every backend: WarmupSetting). */
     static double seconds(String v) {
-        if (v == null || v.isBlank()) {
-            return DEFAULT_SECONDS;
-        }
-        String s = v.trim().toLowerCase(java.util.Locale.ROOT);
-        if (s.equals("off") || s.equals("false") || s.equals("no")) {
-            return 0;
-        }
-        if (s.equals("on") || s.equals("true") || s.equals("yes")) {
-            return DEFAULT_SECONDS;
-        }
-        try {
-            double d = Double.parseDouble(s);
-            if (d >= 0 && d <= 600) {
-                return d;
-            }
-        } catch (NumberFormatException e) {
-            // fall through
-        }
-        throw new IllegalArgumentException("JCCL_WARMUP=" + v + " is not a number of seconds between 0 and 600 "
-                + "(0 or off: no warm-up at communicator creation; unset: " + DEFAULT_SECONDS + ")");
+        return org.jccl.internal.WarmupSetting.seconds(v);
     }
 
     /**

@@ -81,10 +81,8 @@ public final class NcclBackend implements Backend {
                 } else {
                     uid = store.get(UID_KEY, options.timeout());
                 }
-                NcclCommunicator c = NcclCommunicator.create(device, owns, options.rank(), options.size(), uid,
-                        options.timeout(), store, store, "nccl");
-                c.watchLiveness(liveness);
-                return c;
+                return NcclCommunicator.create(device, owns, options.rank(), options.size(), uid, options.timeout(),
+                        store, store, "nccl", NcclCommunicator.watchOf(liveness, options.size()));
             } catch (RuntimeException | Error e) {
                 if (owns) {
                     device.close();

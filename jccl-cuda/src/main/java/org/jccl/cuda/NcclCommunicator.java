@@ -156,6 +156,11 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
     /** Ring index up to which works are in the recorder; guarded by the recorder. */
     long traced;
+    /**
+     * Works armed below this ring index ran before {@link #restartNumbering}: their record was
+     * cleared, and a late completion of one must not write into the new one. Guarded by the recorder.
+     */
+    long traceFloor;
     /** When a delayed ncclCommAbort is due (System.nanoTime), for close(); 0 when none. */
     volatile long nativeAbortAt;
     /** This rank's failure report being written to the store, or null. */
@@ -175,6 +180,14 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final java.util.Set<SymmetricWindow> windows = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** The deadline of the call being made now (its op's: a withTimeout view's), null: the communicator's; caller thread. */
     Duration callTimeout;
+    /**
+     * True while {@link NcclWarmup} runs its collectives (on the thread that makes them): they skip
+     * JCCL_CHECK's fingerprint exchange (see NcclWarmup's class comment). Read only when
+     * {@link #check} is set, so communicators without JCCL_CHECK never branch on it.
+     */
+    boolean warmingUp;
+    /** Blocks the JIT warm-up at creation ran on this rank (0: none ran), for tests and logs. */
+    int warmupBlocks;
 
     NcclCommunicator(CudaDevice device, boolean ownsDevice, long ctl, long comm, int rank, int size,
                      Duration timeout, String name, Arena arena, SharedStore store,
@@ -213,7 +226,7 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
      * @throws CollectiveTimeoutException when not every rank joined within {@code timeout}
      */
     public static NcclCommunicator create(CudaDevice device, int rank, int size, byte[] uniqueId, Duration timeout) {
-        return NcclInit.create(device, false, rank, size, uniqueId, timeout, null, null, "nccl");
+        return NcclInit.create(device, false, rank, size, uniqueId, timeout, null, null, "nccl", null);
     }
 
     /**
@@ -224,13 +237,14 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     public static NcclCommunicator create(CudaDevice device, int rank, int size, byte[] uniqueId, Duration timeout,
                                           org.jccl.bootstrap.Store store) {
         Objects.requireNonNull(store, "store");
-        return NcclInit.create(device, false, rank, size, uniqueId, timeout, null, store, "nccl");
+        return NcclInit.create(device, false, rank, size, uniqueId, timeout, null, store, "nccl", null);
     }
 
+    /** {@link NcclInit#create}, for {@link NcclBackend}: {@code watch} (null: none) is the job's heartbeats. */
     static NcclCommunicator create(CudaDevice device, boolean ownsDevice, int rank, int size, byte[] uniqueId,
                                    Duration timeout, AutoCloseable store, org.jccl.bootstrap.Store jobStore,
-                                   String scope) {
-        return NcclInit.create(device, ownsDevice, rank, size, uniqueId, timeout, store, jobStore, scope);
+                                   String scope, Liveness.Watch watch) {
+        return NcclInit.create(device, ownsDevice, rank, size, uniqueId, timeout, store, jobStore, scope, watch);
     }
 
     /**
@@ -670,10 +684,39 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
         NcclHealth.abortWith(this, new JcclException("the NCCL watchdog failed on " + describe() + ": " + t, t));
     }
 
-    /** Heartbeats for a communicator made by {@link NcclBackend}: its rank i is job rank i. */
-    void watchLiveness(Liveness liveness) {
-        if (liveness != null && liveness != Liveness.NONE) {
-            watch = liveness.watch(size());
+    /** The heartbeat watch of a communicator made by {@link NcclBackend} (its rank i is job rank i), or null. */
+    static Liveness.Watch watchOf(Liveness liveness, int size) {
+        return liveness != null && liveness != Liveness.NONE ? liveness.watch(size) : null;
+    }
+
+    /**
+     * Forgets the operations run so far (the JIT warm-up's at creation): the next one is #1 in
+     * error messages, in JCCL_CHECK's fingerprints and in the flight recorder, and the kernels'
+     * launch count restarts. Collective in effect: every rank calls it at the same point of the
+     * same sequence of collectives, so the numbers stay equal across ranks. Waits first (with each
+     * work's deadline) for any work still unfinished; none should be, the warm-up awaits its works.
+     */
+    void restartNumbering() {
+        for (NcclWork w : ring.unfinished()) {
+            w.await();
+        }
+        lock.lock();
+        try {
+            ensureOpen();
+            seq = 0;
+            collIssued = 0;
+            CustomAllReduce k = car;
+            if (k != null) {
+                k.launches = 0;
+            }
+            synchronized (recorder) {
+                recorder.clear();
+                long t = ring.tail();
+                traced = t; // nothing armed so far is recorded again
+                traceFloor = t;
+            }
+        } finally {
+            lock.unlock();
         }
     }
 

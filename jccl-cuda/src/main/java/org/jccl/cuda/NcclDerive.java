@@ -27,7 +27,28 @@ final class NcclDerive {
      */
     static NcclCommunicator derive(NcclCommunicator c, String what, String checkTag, NcclInit.Start call) {
         // The child reads its settings (JCCL_CHECK, JCCL_TRACE_*) as the parent did: with the parent's own bound.
-        return org.jccl.internal.Settings.with(c.settings, () -> deriveWithSettings(c, what, checkTag, call));
+        return org.jccl.internal.Settings.with(c.settings, () -> {
+            double warmup = NcclWarmup.seconds(); // a bad JCCL_WARMUP fails before NCCL starts
+            NcclCommunicator child = deriveWithSettings(c, what, checkTag, call);
+            if (child != null) {
+                warm(child, warmup);
+            }
+            return child;
+        });
+    }
+
+    /**
+     * The JIT warm-up of a new child (collective over the child's ranks), outside the parent's lock:
+     * in a JVM whose warm-ups are done it is one block. On failure the child is aborted and closed.
+     */
+    private static void warm(NcclCommunicator child, double seconds) {
+        try {
+            NcclWarmup.atCreation(child, seconds);
+        } catch (RuntimeException | Error e) {
+            child.abort();
+            child.close();
+            throw e;
+        }
     }
 
     private static NcclCommunicator deriveWithSettings(NcclCommunicator c, String what, String checkTag, NcclInit.Start call) {
@@ -119,11 +140,13 @@ final class NcclDerive {
                 + " becomes " + newRank + " of " + survivors.size());
         CudaDevice d = c.ownsDevice ? CudaDevice.open(c.device.ordinal()) : c.device;
         try {
-            NcclCommunicator child = NcclInit.create(d, c.ownsDevice, newRank, survivors.size(), uid, c.timeout(), null,
-                    c.jobStore, base + "c");
-            adoptStore(child, c.store);
             Liveness.Watch w = c.watch;
-            child.watch = w == null ? null : w.sub(survivors);
+            // The survivors' heartbeat watch goes in before the new communicator's JIT warm-up; the new
+            // communicator reads its settings (JCCL_WARMUP, JCCL_ALGO, ...) with the parent's bound, as derive's do.
+            NcclCommunicator child = org.jccl.internal.Settings.with(c.settings, () -> NcclInit.create(d, c.ownsDevice,
+                    newRank, survivors.size(), uid, c.timeout(), null, c.jobStore, base + "c",
+                    w == null ? null : w.sub(survivors)));
+            adoptStore(child, c.store);
             return child;
         } catch (RuntimeException | Error e) {
             if (c.ownsDevice) {

@@ -270,6 +270,11 @@ final class NcclHealth {
         }
         long now = System.nanoTime();
         synchronized (c.recorder) {
+            if (w.ringIndex >= 0 && w.ringIndex < c.traceFloor) {
+                // a work from before restartNumbering (the JIT warm-up's) completing late, e.g. on the
+                // watchdog's thread: its record was cleared, and its handle would point into the new one
+                return;
+            }
             flushTrace(c);
             if (w.trace < 0) {
                 recordLaunch(c, w); // failed before it was armed: out of launch order

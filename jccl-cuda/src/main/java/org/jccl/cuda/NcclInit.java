@@ -37,16 +37,19 @@ final class NcclInit {
 
     /**
      * {@link NcclCommunicator#create}: this rank's communicator of a job; {@code store} (closed with
-     * the communicator and those derived from it) and {@code jobStore} may be null.
+     * the communicator and those derived from it), {@code jobStore} and {@code watch} (the job's
+     * heartbeats over its ranks, set before the JIT warm-up so that a death fails it at once) may
+     * be null.
      */
     static NcclCommunicator create(CudaDevice device, boolean ownsDevice, int rank, int size, byte[] uniqueId,
                                    Duration timeout, AutoCloseable store, org.jccl.bootstrap.Store jobStore,
-                                   String scope) {
+                                   String scope, org.jccl.spi.Liveness.Watch watch) {
         Nccl.requireAvailable();
         Objects.requireNonNull(device, "device");
         NcclArgs.checkCreateArgs(rank, size, uniqueId, timeout);
         device.ensureOpen();
         CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
+        double warmup = NcclWarmup.seconds(); // and so does a bad JCCL_WARMUP
         Arena arena = Arena.ofShared();
         Making m = null;
         NcclCommunicator c;
@@ -70,6 +73,8 @@ final class NcclInit {
         }
         try {
             CustomAllReduce.attach(c); // collective: every rank of the new communicator runs it
+            c.watch = watch;
+            NcclWarmup.atCreation(c, warmup); // collective too
         } catch (RuntimeException | Error e) {
             c.abort();
             c.close();
@@ -98,6 +103,7 @@ final class NcclInit {
         }
         int n = devices.size();
         CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
+        double warmup = NcclWarmup.seconds(); // read here: the warm-up threads do not see this thread's settings
         byte[] uniqueId = Nccl.newUniqueId();
         NcclArgs.checkCreateArgs(0, n, uniqueId, timeout);
         Arena[] arenas = new Arena[n];
@@ -123,6 +129,8 @@ final class NcclInit {
                         arenas[i], null, local, "nccl"));
             }
             CustomAllReduce.attachAll(result);
+            // One thread per communicator: NCCL collectives of one group's GPUs must be issued concurrently.
+            NcclWarmup.atCreationAll(result, warmup);
             ok = true;
             return result;
         } finally {

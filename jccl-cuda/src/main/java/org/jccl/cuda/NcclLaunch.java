@@ -61,7 +61,9 @@ final class NcclLaunch {
         long sp = send == null ? 0 : send.rawPointer();
         long rp = recv == null ? 0 : recv.rawPointer();
         NcclWork w;
-        if (c.check != null && kind != SEND && kind != RECV) {
+        // JCCL_CHECK: the JIT warm-up's collectives skip the exchange (NcclWarmup says why); warmingUp is
+        // read only on communicators that check, so the others' launches never branch on it.
+        if (c.check != null && kind != SEND && kind != RECV && !c.warmingUp) {
             return launchChecked(c, kind, sp, rp, count, type, op, root, sh, blocking, group, captured);
         }
         c.lock.lock();

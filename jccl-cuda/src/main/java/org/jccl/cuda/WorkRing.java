@@ -83,6 +83,19 @@ final class WorkRing {
         return e;
     }
 
+    /**
+     * Creates the event of every slot that has none yet, so that no later launch pays for one (a
+     * launch creates its slot's event on the slot's first use). Owner only, with the context
+     * current; a slot with an event keeps it.
+     */
+    void prefillEvents(CudaDevice device) {
+        for (int i = 0; i < CAPACITY; i++) {
+            if (events[i] == null) {
+                events[i] = CudaEvent.pooled(device);
+            }
+        }
+    }
+
     /** Publishes {@code w}, armed with {@link #eventFor}'s event, in the next slot. Owner only. */
     void publish(NcclWork w) {
         long t = (long) TAIL.getOpaque(this);

@@ -10,7 +10,8 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
+# Phases (JCCL_GPU_PHASES, comma separated): probe, cold (cold -n 20 -w 5 against steady, with and without
+# JCCL_WARMUP, threads and processes: cold-summary.txt; JCCL_GPU_COLD_MAX, default 256M), graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
 # side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request car (CustomAllReduceTest), carbench (NCCL vs jccl's all-reduce
 # kernels, JCCL_ALGO each way, JCCL_CAR_GPUS="2 4"), faults, overhead (jccl's host cost per call, and that
@@ -37,12 +38,12 @@ if [ "$mode" = stage ]; then
   cp "$src"/jccl-core/target/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-core.jar"
   # the conformance kit (org.jccl.kit) that NcclConformanceTest runs: jccl-core's test jar
   cp "$src"/jccl-core/target/jccl-core-*-tests.jar "$dest/.gpu/lib/jccl-core-tests.jar"
-  cp "$src"/jccl-cuda/target/jccl-cuda-*.jar "$dest/.gpu/lib/jccl-cuda.jar"
+  cp "$src"/jccl-cuda/target/jccl-cuda-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-cuda.jar"
   # NcclBench (module jccl-bench, outside the library jars)
-  cp "$src"/jccl-bench/target/jccl-bench-*.jar "$dest/.gpu/lib/jccl-bench.jar"
+  cp "$src"/jccl-bench/target/jccl-bench-*-SNAPSHOT.jar "$dest/.gpu/lib/jccl-bench.jar"
   cp -r "$src/jccl-cuda/target/test-classes" "$dest/.gpu/test-classes"
   mkdir -p "$dest/.gpu/cli-lib"
-  cp "$src"/jccl-cli/target/jccl-cli-*.jar "$dest/.gpu/cli-lib/jccl-cli.jar"
+  cp "$src"/jccl-cli/target/jccl-cli-*-SNAPSHOT.jar "$dest/.gpu/cli-lib/jccl-cli.jar"
   cp "$src"/jccl-cli/target/lib/picocli-*.jar "$src"/jccl-cli/target/lib/jccl-mpi-*.jar "$dest/.gpu/cli-lib/"
   (cd "$src" && mvn -q dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:6.1.3 \
       -DoutputDirectory="$dest/.gpu/lib" 2>&1 | grep -v WARNING || true)
@@ -158,6 +159,42 @@ if has graph; then # CUDA graphs: CudaGraphTest (also nonblocking), jccl perf -G
     fi
   done
   [ -n "$nt" ] || echo "[graph] nccl-tests (all_reduce_perf) is not on this machine: no nccl-tests -G reference"
+fi
+
+if has cold; then # item 4: cold (nccl-tests' -n 20 -w 5) against steady (-n 1000 -w 200), with jccl's warm-up at creation
+  # (JCCL_WARMUP default) and without (0), threads (-g N) and processes (--ranks N): cold-*.json, cold-summary.txt
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf allreduce
+       --backend nccl -b 8 -e ${JCCL_GPU_COLD_MAX:-256M} -f 8)
+  for how in "-g $NGPU" "--ranks $NGPU"; do
+    tag=$(echo "$how" | tr -d ' -')
+    for run in "cold-def:-n 20 -w 5" "cold-w0:-n 20 -w 5" "steady:-n 1000 -w 200"; do
+      name=${run%%:*}; iters=${run#*:}
+      w=(); [ "$name" = cold-w0 ] && w=(env JCCL_WARMUP=0)
+      t0=$(date +%s)
+      timeout -k 10 180 "${w[@]}" "${cli[@]}" $how $iters --json "$OUT/cold-$tag-$name.json" > "$OUT/cold-$tag-$name.log" 2>&1
+      rc=$?; check "cold-$tag-$name" $rc
+      echo "[cold $how $name: $iters] exit $rc, $(( $(date +%s) - t0 )) s wall"
+    done
+  done
+  $PY - "$OUT" <<'PYEOF' | tee "$OUT/cold-summary.txt"
+import json, sys, os
+out = sys.argv[1]
+def rows(f):
+    try: return {r["bytes"]: r for run in json.load(open(f))["runs"] for r in run["rows"]}
+    except Exception as e: return {}
+for tag in sorted({f.split("-")[1] for f in os.listdir(out) if f.startswith("cold-") and f.endswith(".json")}):
+    d = {n: rows(f"{out}/cold-{tag}-{n}.json") for n in ("cold-def", "cold-w0", "steady")}
+    print(f"== all-reduce float sum, {tag}: time (us) out of place / in place; ratio = cold / steady")
+    print(f"{'bytes':>10} {'steady':>15} {'cold':>15} {'ratio':>11} {'cold w=0':>15} {'ratio':>11} {'first':>9} {'first w=0':>9}")
+    for b in sorted(d["steady"]):
+        s, c, z = d["steady"][b], d["cold-def"].get(b), d["cold-w0"].get(b)
+        f = lambda r, k: r[k]["time_us"] if r else float("nan")
+        print(f"{b:>10} {f(s,'oop'):7.1f}/{f(s,'ip'):<7.1f} {f(c,'oop'):7.1f}/{f(c,'ip'):<7.1f} "
+              f"{f(c,'oop')/f(s,'oop'):5.2f}/{f(c,'ip')/f(s,'ip'):<5.2f} {f(z,'oop'):7.1f}/{f(z,'ip'):<7.1f} "
+              f"{f(z,'oop')/f(s,'oop'):5.2f}/{f(z,'ip')/f(s,'ip'):<5.2f} "
+              f"{(c['oop'].get('first_us') or 0) if c else 0:9.0f} {(z['oop'].get('first_us') or 0) if z else 0:9.0f}")
+PYEOF
 fi
 
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log

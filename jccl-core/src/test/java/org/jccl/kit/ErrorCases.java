@@ -28,6 +28,7 @@ final class ErrorCases {
                 KitCase.of("errors.mismatch.count", c -> mismatch(c, Traits.Mismatch.COUNT, ErrorCases::countMismatch, "x 9", "x 8")),
                 KitCase.of("errors.mismatch.type", c -> mismatch(c, Traits.Mismatch.TYPE, ErrorCases::typeMismatch, "INT32", "FLOAT32")),
                 KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, Traits.Mismatch.ROOT_SMALL, rootMismatch(8), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.scatterRoot", c -> mismatch(c, Traits.Mismatch.SCATTER_ROOT, ErrorCases::scatterRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
                 KitCase.of("errors.mismatch.reduceRoot", c -> mismatch(c, Traits.Mismatch.REDUCE_ROOT, ErrorCases::reduceRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.collective", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
@@ -150,6 +151,13 @@ final class ErrorCases {
             int root = ctx.rank() == 0 ? 0 : 1;
             c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 2, ctx.rank(), n), root);
         };
+    }
+
+    /** Rank 0 scatters 8 floats per rank from root 0, every other rank from root 1 (with 2 ranks: each from itself). */
+    private static void scatterRootMismatch(Ctx ctx, Communicator c) {
+        int root = ctx.rank() == 0 ? 0 : 1;
+        Buffer send = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 7, ctx.rank(), 8L * ctx.size());
+        c.scatter(send, ctx.poisoned(DataType.FLOAT32, 8), root);
     }
 
     /** Rank 0 reduces 8 floats to root 0, every other rank to root 1 (with 2 ranks: each to itself). */

@@ -8,6 +8,9 @@ import org.jccl.host.shm.ShmTransport;
  * All-to-all and scatter: per chunk the sender(s) post the same range of all n blocks; rank r
  * copies block r of each sender's slot. In place works because a chunk's range is copied into
  * the slot before any rank writes that range of its output.
+ *
+ * <p>A scatter of one chunk is eager (unless {@code JCCL_CHECK=1}): the root posts and returns, its
+ * check of the others' calls deferred to its next collective ({@link ShmTransport#endChunkDeferred}).
  */
 public final class ChunkedAllToAll {
     private ChunkedAllToAll() {
@@ -26,6 +29,26 @@ public final class ChunkedAllToAll {
         long blockBytes = blockCount * es;
         boolean sends = root < 0 || root == r;
         MemorySegment mine = t.segment(r);
+        if (root >= 0 && chunks == 1 && t.eager()) {
+            // A small scatter is eager, as a small broadcast (ChunkedBroadcast): the root posts
+            // every block and returns; the others' calls are checked at its next collective.
+            long g = t.beginChunk();
+            long slot = t.inData(g);
+            if (root == r) {
+                for (int j = 0; j < n; j++) {
+                    MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
+                }
+                t.postIn(g, 0);
+                MemorySegment.copy(mine, slot + r * blockBytes, recv.segment(), 0, blockBytes);
+                t.endChunkDeferred(g);
+            } else {
+                t.postIn(g, 0);
+                t.awaitIn(root, g);
+                MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
+                t.endChunk(g);
+            }
+            return;
+        }
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, blockCount - first) * es;
@@ -42,12 +65,15 @@ public final class ChunkedAllToAll {
                     t.awaitAllIn(g);
                 }
             } else if (c == 0) {
+                // Receivers check every rank's call too, not only the root's: a receiver that agrees
+                // with its root would otherwise return although other ranks name another root.
                 t.postIn(g, first);
+                t.awaitAllIn(g);
             }
             if (root < 0) {
                 Chunks.copyFromEverySlot(t, g, slot + r * bytes, recv.segment(), blockBytes, first * es, bytes);
             } else {
-                if (root != r) {
+                if (root != r && c > 0) {
                     t.awaitIn(root, g);
                 }
                 MemorySegment.copy(t.segment(root), slot + r * bytes, recv.segment(), first * es, bytes);

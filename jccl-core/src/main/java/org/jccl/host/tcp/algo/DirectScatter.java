@@ -8,6 +8,10 @@ import org.jccl.host.tcp.TcpTransport;
  * Scatter: the root sends block p of its vector straight to rank p, all at once. Every other rank
  * sends the root an empty hello (its call's fingerprint) on entry, which the root expects: two
  * ranks that both believe they are the root meet as a mismatch instead of both passing silently.
+ * A receiver checks only the root's call, so with {@code JCCL_CHECK=1} ({@link
+ * TcpTransport#checkCalls()}) every rank first checks every other rank's ({@link Parts#agree}), as
+ * a small broadcast does: a receiver that agrees with its root then fails too when others name
+ * another root.
  */
 public final class DirectScatter {
     private DirectScatter() {
@@ -20,6 +24,9 @@ public final class DirectScatter {
         long tag = Parts.tag(Parts.SCATTER, 0, 0);
         long hello = Parts.tag(Parts.HELLO, 0, 0);
         MemorySegment none = t.scratch(3, 64);
+        if (t.checkCalls()) {
+            Parts.agree(t);
+        }
         if (r != root) {
             t.send(root, none, 0, 0, hello);
             t.await(t.recv(root, recv.segment(), 0, bytes, tag));

@@ -26,6 +26,9 @@
 #   probe      what makes small all-reduces slow: 16 ranks steady 16 B..4 KiB with pinning on and off
 #              (JCCL_AFFINITY), alternating, twice; 2 and 4 ranks 16 B alone at -n 2000 and -n 20000
 #              (is the first size of a sweep slow because it is first?)
+#   warmab     16 ranks, steady all-reduce 16 B..4 KiB, JCCL_WARMUP default (3 s) against 10, alternating, twice
+#   async      steady all-reduce 16 B..1 MiB with async calls (-z 0, jccl perf's default) and blocking ones (-z 1),
+#              HOSTCMP_ASYNC_RANKS (default "2 16")
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -82,7 +85,7 @@ jccl() { # jccl N LABEL COLL ARGS...
   local n=$1 label=$2 coll=$3; shift 3
   # shellcheck disable=SC2086 # JOPTS: extra JVM flags
   timeout 300 $PIN .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector ${JOPTS:-} -cp ".gpu/${CLI:-cli}/*" \
-    org.jccl.cli.Main perf "$coll" --ranks "$n" -z 1 -c 0 "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
+    org.jccl.cli.Main perf "$coll" --ranks "$n" -z "${ZMODE:-1}" -c 0 "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
   log "jccl $label ranks $n: exit $? $(grep -m1 -o 'JIT warm-up.*ms' "$R/jccl-$label-r$n.log")"
 }
 PIN=""
@@ -162,6 +165,19 @@ if [[ $PHASES == *,probe,* ]]; then
   for n in 2 4; do
     jccl "$n" probe-alone-2k allreduce -b 16 -e 16 -n 2000 -w 500
     jccl "$n" probe-alone-20k allreduce -b 16 -e 16 -n 20000 -w 500
+  done
+fi
+if [[ $PHASES == *,warmab,* ]]; then # 16 ranks' first sizes: the warm-up's default 3 s bound against 10 s
+  for rep in 1 2; do
+    JCCL_DEBUG=INFO jccl 16 "warmab-w3-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+    JCCL_DEBUG=INFO JCCL_WARMUP=10 jccl 16 "warmab-w10-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+  done
+fi
+if [[ $PHASES == *,async,* ]]; then # async calls (-z 0, jccl perf's default) against blocking (-z 1), steady
+  for n in ${HOSTCMP_ASYNC_RANKS:-2 16}; do
+    for z in 0 1; do
+      ZMODE=$z jccl "$n" "async-z$z" allreduce -b 16 -e 1M -f 4 -n 2000 -w 500
+    done
   done
 fi
 if [[ $PHASES == *,tosteady,* ]]; then

@@ -29,6 +29,8 @@
 #   warmab     16 ranks, steady all-reduce 16 B..4 KiB, JCCL_WARMUP default (3 s) against 10, alternating, twice
 #   async      steady all-reduce 16 B..1 MiB with async calls (-z 0, jccl perf's default) and blocking ones (-z 1),
 #              HOSTCMP_ASYNC_RANKS (default "2 16")
+#   asyncab    async all-reduce (-z 0) 16 B..64 KiB, steady and cold, .gpu/cli-base against .gpu/cli, interleaved, twice
+#              (HOSTCMP_ASYNC_RANKS), and this build's blocking calls once
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -177,6 +179,17 @@ if [[ $PHASES == *,async,* ]]; then # async calls (-z 0, jccl perf's default) ag
   for n in ${HOSTCMP_ASYNC_RANKS:-2 16}; do
     for z in 0 1; do
       ZMODE=$z jccl "$n" "async-z$z" allreduce -b 16 -e 1M -f 4 -n 2000 -w 500
+    done
+  done
+fi
+if [[ $PHASES == *,asyncab,* ]]; then # async calls (-z 0): the build in .gpu/cli-base against this one, interleaved
+  for rep in 1 2; do
+    for n in ${HOSTCMP_ASYNC_RANKS:-2 16}; do
+      for v in cli-base cli; do
+        ZMODE=0 CLI=$v jccl "$n" "asyncab-$v-$rep" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
+        ZMODE=0 CLI=$v jccl "$n" "asyncab-cold-$v-$rep" allreduce -b 16 -e 64K -f 4
+      done
+      [ "$rep" = 1 ] && jccl "$n" "asyncab-z1" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
     done
   done
 fi

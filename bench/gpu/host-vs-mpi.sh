@@ -31,6 +31,8 @@
 #              HOSTCMP_ASYNC_RANKS (default "2 16")
 #   asyncab    async all-reduce (-z 0) 16 B..64 KiB, steady and cold, .gpu/cli-base against .gpu/cli, interleaved, twice
 #              (HOSTCMP_ASYNC_RANKS), and this build's blocking calls once
+#   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
+#              .gpu/cli interleaved, twice, then cli-base with -XX:CICompilerCount=2
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -192,6 +194,16 @@ if [[ $PHASES == *,asyncab,* ]]; then # async calls (-z 0): the build in .gpu/cl
       [ "$rep" = 1 ] && jccl "$n" "asyncab-z1" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
     done
   done
+fi
+if [[ $PHASES == *,jitpin,* ]]; then # 16 ranks' first sizes: .gpu/cli-base against .gpu/cli, and cli-base with 2 JIT threads
+  for rep in 1 2; do
+    for v in cli-base cli; do
+      CLI=$v jccl 16 "jitpin-ar-$v-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+      CLI=$v jccl 16 "jitpin-rs-$v-$rep" reducescatter -b 256 -e 64K -f 16 -n 2000 -w 500
+    done
+  done
+  JOPTS="-XX:CICompilerCount=2" CLI=cli-base jccl 16 "jitpin-ar-cc2" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+  JOPTS="-XX:CICompilerCount=2" CLI=cli-base jccl 16 "jitpin-rs-cc2" reducescatter -b 256 -e 64K -f 16 -n 2000 -w 500
 fi
 if [[ $PHASES == *,tosteady,* ]]; then
   for n in $RANKS; do

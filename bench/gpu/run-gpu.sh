@@ -10,7 +10,8 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, cold (cold -n 20 -w 5 against steady, with and without
+# Phases (JCCL_GPU_PHASES, comma separated): probe, p2p (jccl perf sendrecv on NCCL to 256 MiB, threads and processes,
+# async and blocking), cold (cold -n 20 -w 5 against steady, with and without
 # JCCL_WARMUP, threads and processes: cold-summary.txt; JCCL_GPU_COLD_MAX, default 256M), graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
 # side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request car (CustomAllReduceTest), carbench (NCCL vs jccl's all-reduce
@@ -195,6 +196,19 @@ for tag in sorted({f.split("-")[1] for f in os.listdir(out) if f.startswith("col
               f"{f(z,'oop')/f(s,'oop'):5.2f}/{f(z,'ip')/f(s,'ip'):<5.2f} "
               f"{(c['oop'].get('first_us') or 0) if c else 0:9.0f} {(z['oop'].get('first_us') or 0) if z else 0:9.0f}")
 PYEOF
+fi
+
+if has p2p; then # jccl perf sendrecv on NCCL (a ring: each rank sends to the next, receives from the previous) to 256 MiB
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf sendrecv --backend nccl)
+  for how in "-g $NGPU" "--ranks $NGPU"; do
+    tag=$(echo "$how" | tr -d ' -')
+    for z in 0 1; do
+      timeout -k 10 90 "${cli[@]}" $how -b 8 -e 256M -f 8 -z $z > "$OUT/p2p-$tag-z$z.log" 2>&1
+      rc=$?; check "p2p-$tag-z$z" $rc
+      echo "[jccl perf sendrecv --backend nccl $how -z $z] exit $rc"; grep -E '^ +[0-9]+ +[0-9]+ +float|Out of bounds' "$OUT/p2p-$tag-z$z.log" | tail -4
+    done
+  done
 fi
 
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log

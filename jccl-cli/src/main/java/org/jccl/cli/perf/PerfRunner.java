@@ -535,8 +535,15 @@ public final class PerfRunner {
                 case SCATTER -> comm.scatter(s, r, root);
                 case SENDRECV -> {
                     // A blocking send could wait for the matching receive: post both, then wait.
-                    Work a = comm.sendAsync(s, next);
-                    Work b = comm.recvAsync(r, prev);
+                    AutoCloseable g = SendRecvGroup.open(comm);
+                    Work a;
+                    Work b;
+                    try {
+                        a = comm.sendAsync(s, next);
+                        b = comm.recvAsync(r, prev);
+                    } finally {
+                        SendRecvGroup.close(g);
+                    }
                     a.await();
                     b.await();
                 }
@@ -554,8 +561,13 @@ public final class PerfRunner {
                 case GATHER -> sink.add(comm.gatherAsync(s, r, root));
                 case SCATTER -> sink.add(comm.scatterAsync(s, r, root));
                 case SENDRECV -> {
-                    sink.add(comm.sendAsync(s, next));
-                    sink.add(comm.recvAsync(r, prev));
+                    AutoCloseable g = SendRecvGroup.open(comm);
+                    try {
+                        sink.add(comm.sendAsync(s, next));
+                        sink.add(comm.recvAsync(r, prev));
+                    } finally {
+                        SendRecvGroup.close(g);
+                    }
                 }
             }
         }

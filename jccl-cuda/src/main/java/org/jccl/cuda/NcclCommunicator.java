@@ -142,6 +142,8 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
     final List<DeviceBuffer> retiredScratch = new ArrayList<>();
     /** Tests set this to run AlltoAll/Gather/Scatter through grouped send/recv even on NCCL 2.28+. */
     volatile boolean forceSendRecvFallback;
+    /** The communicator settings this one was created with (Options.withSetting): its children inherit them. */
+    final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
     /**
      * The last JCCL_TRACE_BUFFER operations; guarded by its own monitor. A launch does not touch
      * it: the works it armed are recorded from the ring, in launch order, by whoever next needs
@@ -150,8 +152,6 @@ public final class NcclCommunicator extends org.jccl.spi.AbstractCommunicator<Nc
      * a full ring reused its slot between its completion and that record (a rare race) does it
      * land out of launch order.
      */
-    /** The communicator settings this one was created with (Options.withSetting): its children inherit them. */
-    final java.util.Map<String, String> settings = org.jccl.internal.Settings.bound();
     final org.jccl.diag.FlightRecorder recorder = org.jccl.diag.FlightRecorder.fromEnv(OP_NAMES);
     final java.nio.file.Path traceDir = org.jccl.diag.FlightRecorder.traceDirFromEnv();
     /** Ring index up to which works are in the recorder; guarded by the recorder. */

@@ -56,6 +56,7 @@ public final class Launcher {
     private Duration grace = DEFAULT_GRACE;
     private boolean plainRank0;
     private Path directory;
+    private List<String> rank0Command;
 
     /**
      * A launcher of {@code ranks} processes of {@code command}.
@@ -91,6 +92,12 @@ public final class Launcher {
     }
 
     /** Rank 0's output unprefixed (carriage returns pass through at once): for {@code jccl perf --ranks}. */
+    /** Starts rank 0 with {@code rank0} instead of the command (e.g. with JVM flags of its own). */
+    public Launcher rank0Command(List<String> rank0) {
+        this.rank0Command = List.copyOf(rank0);
+        return this;
+    }
+
     public Launcher plainRank0(boolean plain) {
         this.plainRank0 = plain;
         return this;
@@ -201,7 +208,7 @@ public final class Launcher {
         }
 
         private void start(int r) throws IOException {
-            ProcessBuilder pb = new ProcessBuilder(command);
+            ProcessBuilder pb = new ProcessBuilder(r == 0 && rank0Command != null ? rank0Command : command);
             pb.environment().putAll(env);
             pb.environment().put("JCCL_RANK", Integer.toString(r));
             pb.environment().put("JCCL_LOCAL_RANK", Integer.toString(r));

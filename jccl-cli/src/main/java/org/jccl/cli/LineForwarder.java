@@ -35,7 +35,7 @@ final class LineForwarder implements Runnable {
      * @param in                   the child's stream
      * @param target               where lines go; its monitor orders the writes of all forwarders
      * @param prefix               text put before each line ("" for none)
-     * @param dropIncubatorWarning whether to drop the JVM's incubator notice (once)
+     * @param dropIncubatorWarning whether to drop the JVM's notices: the incubator one (once), an AOT record's
      */
     LineForwarder(InputStream in, PrintStream target, String prefix, boolean dropIncubatorWarning) {
         this.in = in;
@@ -78,6 +78,9 @@ final class LineForwarder implements Runnable {
             dropped = true;
             return;
         }
+        if (dropIncubatorWarning && isAotRecordNotice(bytes)) {
+            return;
+        }
         if (!startsWith(bytes, prefix)) {
             batch.writeBytes(prefix); // jccl's own log lines already carry it
         }
@@ -89,6 +92,18 @@ final class LineForwarder implements Runnable {
 
     private static boolean startsWith(byte[] line, byte[] start) {
         return line.length >= start.length && Arrays.equals(line, 0, start.length, start, 0, start.length);
+    }
+
+    /** What a JVM in -XX:AOTMode=record prints at exit (JCCL_AOT=on's training rank): not the program's output. */
+    static final byte[] AOT_RECORD_NOTICE = "AOTConfiguration recorded: ".getBytes(StandardCharsets.US_ASCII);
+
+    private static boolean isAotRecordNotice(byte[] line) {
+        int i = 0;
+        while (i < line.length && line[i] == ' ') {
+            i++;
+        }
+        return line.length - i >= AOT_RECORD_NOTICE.length
+                && Arrays.equals(line, i, i + AOT_RECORD_NOTICE.length, AOT_RECORD_NOTICE, 0, AOT_RECORD_NOTICE.length);
     }
 
     private static boolean isIncubatorWarning(byte[] line) {

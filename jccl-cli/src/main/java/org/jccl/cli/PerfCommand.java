@@ -384,20 +384,53 @@ final class PerfCommand implements Callable<Integer> {
 
     /** Starts {@code n} ranks of this same command through the launcher; rank 0 prints the table. */
     private int relaunch(int n) {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElse(JavaCommand.currentJava()));
+        String java = ProcessHandle.current().info().command().orElse(JavaCommand.currentJava());
+        List<String> jvm = new ArrayList<>();
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             // A debugger agent would clash on its port in every rank; the ranks have no ./jccl stderr filter.
             if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-Djccl.stderr.")) {
-                cmd.add(a);
+                jvm.add(a);
             }
         }
-        cmd.add("-Djccl.stderr.tty=" + Progress.stderrIsTerminal());
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
-        cmd.add(Main.class.getName());
-        cmd.addAll(childArgs(parent.args));
-        return new Launcher(n, cmd).plainRank0(true).run(parent.out, parent.err);
+        String cp = System.getProperty("java.class.path");
+        List<String> rest = new ArrayList<>();
+        rest.add("-Djccl.stderr.tty=" + Progress.stderrIsTerminal());
+        rest.add("-cp");
+        rest.add(cp);
+        rest.add(Main.class.getName());
+        rest.addAll(childArgs(parent.args));
+        AotCache.Plan aot = null;
+        if (AotCache.enabled(org.jccl.internal.Settings.get("JCCL_AOT"))) {
+            try {
+                aot = AotCache.plan(AotCache.dir(System.getenv("XDG_CACHE_HOME"), System.getProperty("user.home")), jvm, cp);
+            } catch (java.io.IOException e) {
+                parent.err.println("jccl perf: JCCL_AOT=on, but no AOT cache can be used (" + e.getMessage()
+                        + "): running without one");
+            }
+        }
+        Launcher launcher = new Launcher(n, command(java, jvm, aot == null ? List.of() : aot.rankFlags(), rest));
+        if (aot != null) {
+            launcher.rank0Command(command(java, jvm, aot.rank0Flags(), rest));
+        }
+        try {
+            return launcher.plainRank0(true).run(parent.out, parent.err);
+        } finally {
+            if (aot != null && aot.training() != null) {
+                String why = AotCache.create(aot, java, jvm, cp);
+                if (why != null) {
+                    parent.err.println("jccl perf: JCCL_AOT=on: no AOT cache made (" + why + "); the next run trains again");
+                }
+            }
+        }
+    }
+
+    private static List<String> command(String java, List<String> jvm, List<String> extra, List<String> rest) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(java);
+        cmd.addAll(jvm);
+        cmd.addAll(extra);
+        cmd.addAll(rest);
+        return cmd;
     }
 
     /** The arguments after "perf", without --ranks and its value. */

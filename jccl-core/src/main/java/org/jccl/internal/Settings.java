@@ -61,7 +61,7 @@ public final class Settings {
         }
         // logging and native libraries
         for (String v : List.of("JCCL_DEBUG", "JCCL_NCCL_LIBRARY", "JCCL_NCCL_NONBLOCKING", "JCCL_CUDA_LIBRARY",
-                "JCCL_MPI_LIBRARY", "JCCL_MPI_BLOCKING", "JCCL_JAVA")) {
+                "JCCL_MPI_LIBRARY", "JCCL_MPI_BLOCKING", "JCCL_JAVA", "JCCL_AOT")) {
             m.put(v, Scope.PROCESS);
         }
         return Collections.unmodifiableMap(m);

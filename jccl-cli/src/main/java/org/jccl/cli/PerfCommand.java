@@ -605,8 +605,24 @@ final class PerfCommand implements Callable<Integer> {
                 cfg.maxBytes(), cfg.stepFactor() > 1 ? cfg.stepFactor() : cfg.stepBytes(),
                 cfg.stepFactor() > 1 ? "factor" : "bytes", cfg.warmup(), cfg.iters(), cfg.check() ? 1 : 0,
                 cfg.blocking() ? 1 : 0, cfg.graphLaunches()));
+        int local = localRanks();
+        if (info.backend().equals("host") && local > info.cores()) {
+            sb.append("# note: ").append(local).append(" local ranks on ").append(info.cores()).append(" CPUs take turns on ")
+                    .append("the cores (and with the JIT): small sizes measure the scheduler more than the library; ")
+                    .append("run at most one rank per core to measure jccl").append(nl);
+        }
         sb.append("#").append(nl).append("# Using devices").append(nl).append(devices).append("#").append(nl);
         return sb.toString();
+    }
+
+    /** The ranks on this host (JCCL_LOCAL_WORLD_SIZE, set by jccl's launcher), or 0 when unknown. */
+    private static int localRanks() {
+        try {
+            String v = org.jccl.internal.Settings.get("JCCL_LOCAL_WORLD_SIZE");
+            return v == null ? 0 : Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 
     private static String title(PerfConfig cfg, RunInfo info) {

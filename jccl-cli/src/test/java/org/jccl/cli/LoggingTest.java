@@ -29,9 +29,12 @@ class LoggingTest {
         assertNotEquals(0, r.code(), r.err());
         List<String> lines = r.err().lines().toList();
         for (int rank = 0; rank < 2; rank++) {
-            String mismatch = "collective mismatch: rank " + rank + " called allReduce #1";
+            // Each rank's own call is named, first when it saw the mismatch itself, after the other's
+            // when the other rank saw it first ("rank 0 detected a mismatch: ... but rank 1 called ...")
+            String mismatch = "rank " + rank + " called allReduce #1";
             String thrownLine = "[" + rank + "] Exception in thread \"main\"";
-            long thrown = lines.stream().filter(l -> l.startsWith(thrownLine) && l.contains(mismatch)).count();
+            long thrown = lines.stream().filter(l -> l.startsWith(thrownLine) && l.contains("collective mismatch: ")
+                    && l.contains(mismatch)).count();
             assertEquals(1, thrown, "rank " + rank + "'s exception, once:\n" + r.err());
             assertFalse(lines.stream().anyMatch(l -> l.contains("WARN") && l.contains(mismatch)),
                     "the failure the caller gets is not logged as a warning too:\n" + r.err());

@@ -76,6 +76,8 @@ class PerfEndToEndTest {
             assertEquals(0, r.code(), r.err());
             assertTrue(r.out().contains("# Out of bounds values : 0 OK"), r.out());
             assertFalse(r.err().contains("\r"), "no progress line when stderr is not a terminal");
+            assertEquals(n > org.jccl.internal.Affinity.cpus(), r.out().contains("# note: " + n + " local ranks on "
+                    + org.jccl.internal.Affinity.cpus() + " CPUs take turns"), "the header says when ranks outnumber CPUs:\n" + r.out());
             List<Row> rows = PerfJson.read(json).getFirst().rows();
             assertEquals(expectedRows(n, 2, n == 3), rows.size());
             assertAllCorrect(rows);

@@ -29,6 +29,7 @@ final class ErrorCases {
                 KitCase.of("errors.mismatch.type", c -> mismatch(c, Traits.Mismatch.TYPE, ErrorCases::typeMismatch, "INT32", "FLOAT32")),
                 KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, Traits.Mismatch.ROOT_SMALL, rootMismatch(8), "root 0", "root 1")),
                 KitCase.of("errors.mismatch.scatterRoot", c -> mismatch(c, Traits.Mismatch.SCATTER_ROOT, ErrorCases::scatterRootMismatch, "root 0", "root 1")),
+                KitCase.of("errors.mismatch.gatherRoot", c -> mismatch(c, Traits.Mismatch.GATHER_ROOT, ErrorCases::gatherRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
                 KitCase.of("errors.mismatch.reduceRoot", c -> mismatch(c, Traits.Mismatch.REDUCE_ROOT, ErrorCases::reduceRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.collective", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
@@ -158,6 +159,12 @@ final class ErrorCases {
         int root = ctx.rank() == 0 ? 0 : 1;
         Buffer send = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 7, ctx.rank(), 8L * ctx.size());
         c.scatter(send, ctx.poisoned(DataType.FLOAT32, 8), root);
+    }
+
+    /** Rank 0 gathers 8 floats per rank to root 0, every other rank to root 1 (with 2 ranks: each to itself). */
+    private static void gatherRootMismatch(Ctx ctx, Communicator c) {
+        int root = ctx.rank() == 0 ? 0 : 1;
+        c.gather(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 8, ctx.rank(), 8), ctx.poisoned(DataType.FLOAT32, 8L * ctx.size()), root);
     }
 
     /** Rank 0 reduces 8 floats to root 0, every other rank to root 1 (with 2 ranks: each to itself). */

@@ -29,6 +29,12 @@ public final class ChunkedAllGather {
             long slot = t.inData(g);
             MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
             t.postIn(g, first);
+            if (!receives && c == 0 && !t.eager()) {
+                // JCCL_CHECK=1: a gather's other ranks check every rank's call too before they
+                // return, so that ranks naming different roots fail in the call (by default they
+                // post and return, and learn it at their next collective)
+                t.awaitAllIn(g);
+            }
             if (receives) {
                 Chunks.copyFromEverySlot(t, g, slot, recv.segment(), blockBytes, first * es, bytes);
             }

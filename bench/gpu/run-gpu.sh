@@ -11,7 +11,7 @@
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
 # Phases (JCCL_GPU_PHASES, comma separated): probe, p2p (jccl perf sendrecv on NCCL to 256 MiB, threads and processes,
-# async and blocking), cold (cold -n 20 -w 5 against steady, with and without
+# async and blocking, and -G 10), cold (cold -n 20 -w 5 against steady, with and without
 # JCCL_WARMUP, threads and processes: cold-summary.txt; JCCL_GPU_COLD_MAX, default 256M), graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
 # side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
 # JCCL_NCCL_NONBLOCKING=1), bench, torch, matrix; on request car (CustomAllReduceTest), carbench (NCCL vs jccl's all-reduce
@@ -209,6 +209,10 @@ if has p2p; then # jccl perf sendrecv on NCCL (a ring: each rank sends to the ne
       echo "[jccl perf sendrecv --backend nccl $how -z $z] exit $rc"; grep -E '^ +[0-9]+ +[0-9]+ +float|Out of bounds' "$OUT/p2p-$tag-z$z.log" | tail -4
     done
   done
+  # the send/recv group inside a CUDA graph capture (-G)
+  timeout -k 10 90 "${cli[@]}" -g "$NGPU" -b 8 -e 64M -f 8 -G 10 > "$OUT/p2p-graph.log" 2>&1
+  rc=$?; check "p2p-graph" $rc
+  echo "[jccl perf sendrecv --backend nccl -g $NGPU -G 10] exit $rc"; grep -E '^ +[0-9]+ +[0-9]+ +float|Out of bounds' "$OUT/p2p-graph.log" | tail -3
 fi
 
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log

@@ -64,7 +64,7 @@ public final class HostBackend implements Backend {
                 idBytes = store.get("host/id", options.timeout());
             }
             String id = options.jobId() + "-" + new String(idBytes, StandardCharsets.UTF_8);
-            double warmup = JitWarmup.seconds();
+            double warmup = org.jccl.internal.WarmupSetting.seconds();
             boolean pin = pinning();
             Communicator comm = create(options, store, id, hostId(), TcpConfig.Transport.fromEnv(),
                     (liveness == null ? Liveness.NONE : liveness).watch(options.size()));

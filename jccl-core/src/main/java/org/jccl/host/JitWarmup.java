@@ -1,14 +1,12 @@
 package org.jccl.host;
 
 import java.lang.foreign.Arena;
-import java.lang.management.CompilationMXBean;
-import java.lang.management.ManagementFactory;
 import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.internal.Log;
-import org.jccl.internal.Settings;
+import org.jccl.internal.WarmupSetting;
 
 /**
  * Runs the host engine's hot paths at communicator creation until the JIT has compiled them, so
@@ -30,7 +28,7 @@ import org.jccl.internal.Settings;
  * type never seen) makes C2 throw away the compiled call path, kernels inlined in it included, and
  * run it in the interpreter until it is compiled again. After each block the ranks
  * agree, through one small all-reduce, whether any rank's JIT finished a compilation in the last
- * 60 ms; the warm-up ends once none did and the warm-ups of this JVM made at least {@link #MIN_CALLS}
+ * 60 ms; the warm-up ends once none did and the warm-ups of this JVM made at least {@link WarmupSetting#MIN_CALLS}
  * collectives, or once {@code JCCL_WARMUP} seconds have passed on any rank. Every rank runs the same
  * calls, so the sequence numbers stay aligned; at the end every rank restarts the numbering
  * ({@link org.jccl.host.engine.EngineCommunicator#restartNumbering}), so error messages and the
@@ -39,29 +37,12 @@ import org.jccl.internal.Settings;
 final class JitWarmup {
     private static final Log LOG = Log.get(JitWarmup.class);
 
-    /** The default bound, in seconds. */
-    static final double DEFAULT_SECONDS = org.jccl.internal.WarmupSetting.DEFAULT_SECONDS;
-    /**
-     * The warm-up ends once no rank's JIT finished a compilation for this long (counted from the
-     * start, so it also is the shortest warm-up).
-     */
-    private static final long QUIET_NANOS = 60_000_000L;
     // Counts that are no multiple of a vector (up to 16 floats): the kernels' vector loops and
     // their scalar tails both run, so a later count of another remainder finds both compiled.
     private static final int SMALL = 7;
     private static final int MID = 4099;
     private static final int LARGE = 65541;
 
-    /**
-     * Collectives the warm-ups of this JVM must have made before a quiet JIT may end one. A quiet
-     * JIT alone says little early on: C2 compiles a method only once it has run about 15 000 times
-     * in profiled C1 code (HotSpot's Tier4CompileThreshold), so for the first thousands of calls
-     * no compilation is due and the queue is empty. A warm-up that stopped at that quiet (after 22
-     * blocks on 2 cores) left the whole call path in C1 code, and C2 compiled it during the
-     * caller's first sizes. Counted per JVM: a second communicator's warm-up, whose code is
-     * compiled, leaves at the first quiet stretch.
-     */
-    static final long MIN_CALLS = 20_000;
     /**
      * Every this many blocks the warm-up restarts the numbering (as it does at its end), so that
      * the code after a restart (the flight recorder's first entry) is profiled too: a branch the
@@ -78,15 +59,6 @@ final class JitWarmup {
     private JitWarmup() {
     }
 
-    /** JCCL_WARMUP: seconds (0 or "off": none), default {@value #DEFAULT_SECONDS}. */
-    static double seconds() {
-        return org.jccl.internal.WarmupSetting.seconds();
-    }
-
-    /** A JCCL_WARMUP value (null: unset) as seconds (one parser for every backend: WarmupSetting). */
-    static double seconds(String v) {
-        return org.jccl.internal.WarmupSetting.seconds(v);
-    }
 
     /**
      * Warms {@code comm}'s paths for at most {@code maxSeconds} (collective: every rank calls it
@@ -99,8 +71,6 @@ final class JitWarmup {
         }
         long t0 = System.nanoTime();
         long limit = (long) (maxSeconds * 1e9);
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
         int blocks = 0;
         try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
             // Both kinds of arena: a confined segment's accesses check the owner thread, a shared
@@ -110,7 +80,9 @@ final class JitWarmup {
             Buffers[] sets = {new Buffers(confined, n, false), new Buffers(shared, n, true)};
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);
-            long compiled = watch ? jit.getTotalCompilationTime() : 0;
+            // the quiet stretch counts from the start, so it also is the shortest warm-up
+            long compiled = WarmupSetting.compilationMillis();
+            boolean watch = compiled >= 0;
             long lastCompile = t0;
             while (true) {
                 long b0 = System.nanoTime();
@@ -120,16 +92,13 @@ final class JitWarmup {
                 int bk = blocks;
                 LOG.trace(comm.rank(), () -> "JIT warm-up block " + bk + ": " + (now - b0) / 1000 + " us, "
                         + CALLS.get() + " calls in this JVM");
-                long total = watch ? jit.getTotalCompilationTime() : 0;
+                long total = WarmupSetting.compilationMillis();
                 if (total != compiled) {
                     compiled = total;
                     lastCompile = now;
                 }
                 long elapsed = now - t0;
-                // A C2 compilation takes tens of milliseconds and is counted when it ends: only a
-                // quiet stretch that long says the queue is empty.
-                boolean busy = !watch || now - lastCompile < QUIET_NANOS || CALLS.get() < MIN_CALLS;
-                vote[0] = busy ? 1 : 0;
+                vote[0] = WarmupSetting.busy(watch, now, lastCompile, CALLS.get()) ? 1 : 0;
                 vote[1] = elapsed >= limit ? 1 : 0;
                 comm.allReduce(voteBuf, voteBuf, ReduceOp.MAX);
                 if (vote[0] == 0 || vote[1] == 1) {

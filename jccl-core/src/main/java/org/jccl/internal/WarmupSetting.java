@@ -7,7 +7,7 @@ import java.util.Locale;
 /**
  * {@code JCCL_WARMUP}, read the same way by every backend that warms its call path at communicator
  * creation (the host engine's {@code JitWarmup}, the NCCL backend's {@code NcclWarmup}), and the
- * JVM's compilation clock both use to tell when the JIT has gone quiet.
+ * JVM's compilation clock and the rule both use to tell when the JIT has gone quiet ({@link #busy}).
  */
 public final class WarmupSetting {
     /** The default bound, in seconds. */
@@ -47,6 +47,33 @@ public final class WarmupSetting {
         }
         throw new IllegalArgumentException("JCCL_WARMUP=" + v + " is not a number of seconds between 0 and 600 "
                 + "(0 or off: no warm-up at communicator creation; unset: " + DEFAULT_SECONDS + ")");
+    }
+
+    /**
+     * A warm-up ends once no rank's JIT finished a compilation for this long: a C2 compilation
+     * takes tens of milliseconds and is counted when it ends, so only a quiet stretch that long
+     * says the queue is empty.
+     */
+    public static final long QUIET_NANOS = 60_000_000L;
+
+    /**
+     * Collectives the warm-ups of a JVM must have made before a quiet JIT may end one. A quiet
+     * JIT alone says little early on: C2 compiles a method only once it has run about 15 000 times
+     * in profiled C1 code (HotSpot's Tier4CompileThreshold), so for the first thousands of calls
+     * no compilation is due and the queue is empty. A warm-up that stopped at that quiet (after 22
+     * blocks on 2 cores) left the whole call path in C1 code, and C2 compiled it during the
+     * caller's first sizes. Counted per JVM (each backend its own warm-ups): a second
+     * communicator's warm-up, whose code is compiled, leaves at the first quiet stretch.
+     */
+    public static final long MIN_CALLS = 20_000;
+
+    /**
+     * A rank's vote after a warm-up block: go on while its JIT is not monitored, a compilation
+     * ended less than {@link #QUIET_NANOS} before {@code now}, or the JVM's warm-ups made fewer than
+     * {@link #MIN_CALLS} collectives.
+     */
+    public static boolean busy(boolean monitored, long now, long lastCompile, long jvmCalls) {
+        return !monitored || now - lastCompile < QUIET_NANOS || jvmCalls < MIN_CALLS;
     }
 
     /**

@@ -100,13 +100,13 @@ class JitWarmupTest {
 
     @Test
     void theSettingIsSecondsOrOffAndAnythingElseIsAnErrorNamingIt() throws Exception {
-        assertEquals(JitWarmup.DEFAULT_SECONDS, JitWarmup.seconds(null));
-        assertEquals(JitWarmup.DEFAULT_SECONDS, JitWarmup.seconds(" on "));
-        assertEquals(0.0, JitWarmup.seconds("off"));
-        assertEquals(0.0, JitWarmup.seconds("0"));
-        assertEquals(2.5, JitWarmup.seconds("2.5"));
+        assertEquals(org.jccl.internal.WarmupSetting.DEFAULT_SECONDS, org.jccl.internal.WarmupSetting.seconds(null));
+        assertEquals(org.jccl.internal.WarmupSetting.DEFAULT_SECONDS, org.jccl.internal.WarmupSetting.seconds(" on "));
+        assertEquals(0.0, org.jccl.internal.WarmupSetting.seconds("off"));
+        assertEquals(0.0, org.jccl.internal.WarmupSetting.seconds("0"));
+        assertEquals(2.5, org.jccl.internal.WarmupSetting.seconds("2.5"));
         for (String bad : new String[] {"-1", "601", "NaN", "soon"}) {
-            IllegalArgumentException x = assertThrows(IllegalArgumentException.class, () -> JitWarmup.seconds(bad));
+            IllegalArgumentException x = assertThrows(IllegalArgumentException.class, () -> org.jccl.internal.WarmupSetting.seconds(bad));
             assertTrue(x.getMessage().startsWith("JCCL_WARMUP=" + bad), x.getMessage());
         }
         Exception e = assertThrows(Exception.class, () -> ThreadRanks.run(2, T, Duration.ofSeconds(60),

@@ -28,7 +28,7 @@ final class NcclDerive {
     static NcclCommunicator derive(NcclCommunicator c, String what, String checkTag, NcclInit.Start call) {
         // The child reads its settings (JCCL_CHECK, JCCL_TRACE_*) as the parent did: with the parent's own bound.
         return org.jccl.internal.Settings.with(c.settings, () -> {
-            double warmup = NcclWarmup.seconds(); // a bad JCCL_WARMUP fails before NCCL starts
+            double warmup = org.jccl.internal.WarmupSetting.seconds(); // a bad JCCL_WARMUP fails before NCCL starts
             NcclCommunicator child = deriveWithSettings(c, what, checkTag, call);
             if (child != null) {
                 warm(child, warmup);

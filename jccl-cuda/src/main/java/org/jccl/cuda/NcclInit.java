@@ -49,7 +49,7 @@ final class NcclInit {
         NcclArgs.checkCreateArgs(rank, size, uniqueId, timeout);
         device.ensureOpen();
         CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
-        double warmup = NcclWarmup.seconds(); // and so does a bad JCCL_WARMUP
+        double warmup = org.jccl.internal.WarmupSetting.seconds(); // and so does a bad JCCL_WARMUP
         Arena arena = Arena.ofShared();
         Making m = null;
         NcclCommunicator c;
@@ -103,7 +103,7 @@ final class NcclInit {
         }
         int n = devices.size();
         CustomAllReduce.mode(org.jccl.internal.Settings.get("JCCL_ALGO")); // a bad JCCL_ALGO fails before NCCL starts
-        double warmup = NcclWarmup.seconds(); // read here: the warm-up threads do not see this thread's settings
+        double warmup = org.jccl.internal.WarmupSetting.seconds(); // read here: the warm-up threads do not see this thread's settings
         byte[] uniqueId = Nccl.newUniqueId();
         NcclArgs.checkCreateArgs(0, n, uniqueId, timeout);
         Arena[] arenas = new Arena[n];

@@ -50,7 +50,7 @@ import org.jccl.internal.WarmupSetting;
  * over time} on a device buffer, copied back to the host, so that every rank runs the same calls
  * (they are real NCCL collectives: a rank that stopped earlier would leave the others waiting).
  * A rank is busy while its JIT finished a compilation in the last 60 ms or the warm-ups of this JVM
- * made fewer than {@value #MIN_CALLS} calls (C2 compiles a method after about 15 000 calls: before
+ * made fewer than {@value WarmupSetting#MIN_CALLS} calls (C2 compiles a method after about 15 000 calls: before
  * that a quiet JIT only means nothing was due yet); over time once {@code JCCL_WARMUP} seconds
  * passed. In a JVM whose warm-ups already made that minimum, the quiet stretch counts from before
  * the first block, so a later communicator leaves after one block unless a compilation ended in it.
@@ -80,13 +80,6 @@ import org.jccl.internal.WarmupSetting;
 final class NcclWarmup {
     private static final Log LOG = NcclCommunicator.LOG;
 
-    /**
-     * The warm-up ends once no rank's JIT finished a compilation for this long (counted from the
-     * start in a JVM that has not made {@link #MIN_CALLS} yet, so it also is the shortest warm-up there).
-     */
-    static final long QUIET_NANOS = 60_000_000L;
-    /** Collectives the warm-ups of this JVM must have made before a quiet JIT may end one (as JitWarmup's). */
-    static final long MIN_CALLS = 20_000;
     /** Every this many blocks the numbering restarts and one block runs without jccl's kernels. */
     static final int RESTART_EVERY = 16;
     // Counts that are no multiple of a vector or of a 16-byte pack: the kernels' main loops and tails both run.
@@ -105,11 +98,6 @@ final class NcclWarmup {
     static final AtomicInteger RUNS = new AtomicInteger();
 
     private NcclWarmup() {
-    }
-
-    /** JCCL_WARMUP as it applies now (communicator settings first), in seconds: 0 for none. */
-    static double seconds() {
-        return WarmupSetting.seconds();
     }
 
     // ------------------------------------------------------------------ the plan (pure, unit tested)
@@ -154,14 +142,12 @@ final class NcclWarmup {
         return off;
     }
 
-    /** When the quiet stretch starts: at {@code t0}, or before it in a JVM whose warm-ups made their minimum. */
+    /**
+     * When the quiet stretch starts: at {@code t0} (so it also is the shortest warm-up), or a
+     * whole quiet stretch before it in a JVM whose warm-ups made their minimum.
+     */
     static long initialLastCompile(long t0, long jvmCalls) {
-        return jvmCalls >= MIN_CALLS ? t0 - QUIET_NANOS : t0;
-    }
-
-    /** This rank's vote after a block: go on while a compilation ended less than 60 ms ago, or the JVM's minimum is not made. */
-    static boolean busy(boolean monitored, long now, long lastCompile, long jvmCalls) {
-        return !monitored || now - lastCompile < QUIET_NANOS || jvmCalls < MIN_CALLS;
+        return jvmCalls >= WarmupSetting.MIN_CALLS ? t0 - WarmupSetting.QUIET_NANOS : t0;
     }
 
     /**
@@ -327,9 +313,7 @@ final class NcclWarmup {
                     compiled = total;
                     lastCompile = now;
                 }
-                // A C2 compilation takes tens of milliseconds and is counted when it ends: only a
-                // quiet stretch that long says the queue is empty.
-                vote.segment().setAtIndex(JAVA_INT, 0, busy(monitored, now, lastCompile, CALLS.get()) ? 1 : 0);
+                vote.segment().setAtIndex(JAVA_INT, 0, WarmupSetting.busy(monitored, now, lastCompile, CALLS.get()) ? 1 : 0);
                 vote.segment().setAtIndex(JAVA_INT, 1, now - t0 >= limit ? 1 : 0);
                 b.vote.copyFrom(vote);
                 c.allReduce(b.vote, b.vote, ReduceOp.MAX);

@@ -91,16 +91,16 @@ class NcclWarmupPlanTest {
         // cold: quiet counts from the start, and the JVM's minimum must be made first
         long cold = NcclWarmup.initialLastCompile(t0, 0);
         assertEquals(t0, cold);
-        assertTrue(NcclWarmup.busy(true, t0 + 2 * ms, cold, 100));
-        assertTrue(NcclWarmup.busy(true, t0 + 100 * ms, cold, NcclWarmup.MIN_CALLS - 1), "below the minimum");
-        assertFalse(NcclWarmup.busy(true, t0 + 100 * ms, cold, NcclWarmup.MIN_CALLS));
-        assertTrue(NcclWarmup.busy(true, t0 + 100 * ms, t0 + 50 * ms, NcclWarmup.MIN_CALLS), "a compilation 50 ms ago");
+        assertTrue(WarmupSetting.busy(true, t0 + 2 * ms, cold, 100));
+        assertTrue(WarmupSetting.busy(true, t0 + 100 * ms, cold, WarmupSetting.MIN_CALLS - 1), "below the minimum");
+        assertFalse(WarmupSetting.busy(true, t0 + 100 * ms, cold, WarmupSetting.MIN_CALLS));
+        assertTrue(WarmupSetting.busy(true, t0 + 100 * ms, t0 + 50 * ms, WarmupSetting.MIN_CALLS), "a compilation 50 ms ago");
         // warm: the first quiet block ends it
-        long warm = NcclWarmup.initialLastCompile(t0, NcclWarmup.MIN_CALLS);
-        assertFalse(NcclWarmup.busy(true, t0 + ms, warm, NcclWarmup.MIN_CALLS + 60));
-        assertTrue(NcclWarmup.busy(true, t0 + ms, t0 + ms, NcclWarmup.MIN_CALLS + 60), "a compilation ended in the block");
+        long warm = NcclWarmup.initialLastCompile(t0, WarmupSetting.MIN_CALLS);
+        assertFalse(WarmupSetting.busy(true, t0 + ms, warm, WarmupSetting.MIN_CALLS + 60));
+        assertTrue(WarmupSetting.busy(true, t0 + ms, t0 + ms, WarmupSetting.MIN_CALLS + 60), "a compilation ended in the block");
         // no compilation clock: only the bound ends it
-        assertTrue(NcclWarmup.busy(false, t0 + 1000 * ms, warm, Long.MAX_VALUE));
+        assertTrue(WarmupSetting.busy(false, t0 + 1000 * ms, warm, Long.MAX_VALUE));
     }
 
     @Test
@@ -134,9 +134,9 @@ class NcclWarmupPlanTest {
             assertTrue(x.getMessage().startsWith("JCCL_WARMUP=" + bad), x.getMessage());
         }
         // read through the settings bound to the creating thread, as a communicator's creation does
-        double bound = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "0.25"), NcclWarmup::seconds);
+        double bound = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "0.25"), WarmupSetting::seconds);
         assertEquals(0.25, bound);
-        double off = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "off"), NcclWarmup::seconds);
+        double off = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "off"), WarmupSetting::seconds);
         assertEquals(0.0, off);
     }
 

@@ -91,13 +91,13 @@ public final class Launcher {
         return this;
     }
 
-    /** Rank 0's output unprefixed (carriage returns pass through at once): for {@code jccl perf --ranks}. */
     /** Starts rank 0 with {@code rank0} instead of the command (e.g. with JVM flags of its own). */
     public Launcher rank0Command(List<String> rank0) {
         this.rank0Command = List.copyOf(rank0);
         return this;
     }
 
+    /** Rank 0's output unprefixed (carriage returns pass through at once): for {@code jccl perf --ranks}. */
     public Launcher plainRank0(boolean plain) {
         this.plainRank0 = plain;
         return this;

@@ -22,11 +22,13 @@ final class LineForwarder implements Runnable {
     /** The JVM's notice for --add-modules jdk.incubator.vector: noise in every rank's stderr. */
     static final byte[] INCUBATOR_WARNING =
             "WARNING: Using incubator modules: jdk.incubator.vector".getBytes(StandardCharsets.US_ASCII);
+    /** What a JVM in -XX:AOTMode=record prints at exit (JCCL_AOT=on's training rank): not the program's output. */
+    static final byte[] AOT_RECORD_NOTICE = "AOTConfiguration recorded: ".getBytes(StandardCharsets.US_ASCII);
 
     private final InputStream in;
     private final PrintStream target;
     private final byte[] prefix;
-    private final boolean dropIncubatorWarning;
+    private final boolean dropJvmNotices;
     private boolean dropped;
 
     /**
@@ -35,13 +37,13 @@ final class LineForwarder implements Runnable {
      * @param in                   the child's stream
      * @param target               where lines go; its monitor orders the writes of all forwarders
      * @param prefix               text put before each line ("" for none)
-     * @param dropIncubatorWarning whether to drop the JVM's notices: the incubator one (once), an AOT record's
+     * @param dropJvmNotices       whether to drop the JVM's notices: the incubator one (once), an AOT record's
      */
-    LineForwarder(InputStream in, PrintStream target, String prefix, boolean dropIncubatorWarning) {
+    LineForwarder(InputStream in, PrintStream target, String prefix, boolean dropJvmNotices) {
         this.in = in;
         this.target = target;
         this.prefix = prefix.getBytes(StandardCharsets.UTF_8);
-        this.dropIncubatorWarning = dropIncubatorWarning;
+        this.dropJvmNotices = dropJvmNotices;
     }
 
     @Override
@@ -74,14 +76,14 @@ final class LineForwarder implements Runnable {
     private void emit(ByteArrayOutputStream line, ByteArrayOutputStream batch, boolean addNewline) {
         byte[] bytes = line.toByteArray();
         line.reset();
-        if (dropIncubatorWarning && !dropped && isIncubatorWarning(bytes)) {
+        if (dropJvmNotices && !dropped && isIncubatorWarning(bytes)) {
             dropped = true;
             return;
         }
-        if (dropIncubatorWarning && isAotRecordNotice(bytes)) {
+        if (dropJvmNotices && isAotRecordNotice(bytes)) {
             return;
         }
-        if (!startsWith(bytes, prefix)) {
+        if (!startsWith(bytes, 0, prefix)) {
             batch.writeBytes(prefix); // jccl's own log lines already carry it
         }
         batch.writeBytes(bytes);
@@ -90,20 +92,16 @@ final class LineForwarder implements Runnable {
         }
     }
 
-    private static boolean startsWith(byte[] line, byte[] start) {
-        return line.length >= start.length && Arrays.equals(line, 0, start.length, start, 0, start.length);
+    private static boolean startsWith(byte[] line, int from, byte[] start) {
+        return line.length - from >= start.length && Arrays.equals(line, from, from + start.length, start, 0, start.length);
     }
-
-    /** What a JVM in -XX:AOTMode=record prints at exit (JCCL_AOT=on's training rank): not the program's output. */
-    static final byte[] AOT_RECORD_NOTICE = "AOTConfiguration recorded: ".getBytes(StandardCharsets.US_ASCII);
 
     private static boolean isAotRecordNotice(byte[] line) {
         int i = 0;
         while (i < line.length && line[i] == ' ') {
             i++;
         }
-        return line.length - i >= AOT_RECORD_NOTICE.length
-                && Arrays.equals(line, i, i + AOT_RECORD_NOTICE.length, AOT_RECORD_NOTICE, 0, AOT_RECORD_NOTICE.length);
+        return startsWith(line, i, AOT_RECORD_NOTICE);
     }
 
     private static boolean isIncubatorWarning(byte[] line) {

@@ -496,6 +496,8 @@ public final class PerfRunner {
             return Math.max(s.byteSize(), r == null ? 0 : r.byteSize());
         }
         private final int prev = (rank - 1 + ranks) % ranks;
+        /** The blocking send/recv's two works (-z 1), reused from call to call. */
+        private final List<Work> pair = new ArrayList<>(2);
 
         Launch(Collective c, Collective.Counts k, boolean inPlace, Buffer send, Buffer recv, ReduceOp op, int root) {
             this.c = c;
@@ -535,17 +537,11 @@ public final class PerfRunner {
                 case SCATTER -> comm.scatter(s, r, root);
                 case SENDRECV -> {
                     // A blocking send could wait for the matching receive: post both, then wait.
-                    AutoCloseable g = SendRecvGroup.open(comm);
-                    Work a;
-                    Work b;
-                    try {
-                        a = comm.sendAsync(s, next);
-                        b = comm.recvAsync(r, prev);
-                    } finally {
-                        SendRecvGroup.close(g);
+                    pair.clear();
+                    postSendRecv(pair);
+                    for (Work w : pair) {
+                        w.await();
                     }
-                    a.await();
-                    b.await();
                 }
             }
         }
@@ -560,16 +556,16 @@ public final class PerfRunner {
                 case ALLTOALL -> sink.add(comm.allToAllAsync(s, r));
                 case GATHER -> sink.add(comm.gatherAsync(s, r, root));
                 case SCATTER -> sink.add(comm.scatterAsync(s, r, root));
-                case SENDRECV -> {
-                    AutoCloseable g = SendRecvGroup.open(comm);
-                    try {
-                        sink.add(comm.sendAsync(s, next));
-                        sink.add(comm.recvAsync(r, prev));
-                    } finally {
-                        SendRecvGroup.close(g);
-                    }
-                }
+                case SENDRECV -> postSendRecv(sink);
             }
+        }
+
+        /** This rank's send to the next rank and receive from the previous, issued together (SendRecvGroup). */
+        private void postSendRecv(List<Work> sink) {
+            SendRecvGroup.issue(comm, () -> {
+                sink.add(comm.sendAsync(s, next));
+                sink.add(comm.recvAsync(r, prev));
+            });
         }
 
         /** In-place send/recv sends and receives through one buffer: its result is undefined (as in nccl-tests). */

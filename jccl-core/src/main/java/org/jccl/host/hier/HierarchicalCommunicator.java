@@ -739,7 +739,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         HostBuffer src = null;
         if (myHost == rootHost) {
             try {
-                agreeOnRoot(root, rootLocal);
+                agreeOnRoot(rootLocal);
                 if (rootLocal == 0) {
                     src = leader() ? s : null;
                 } else if (rank() == root) {
@@ -776,25 +776,18 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
 
     /**
      * A scatter's first step on the root's host: its ranks agree on the root (a one-element
-     * broadcast of it from the root's local rank). Without it a root that is not its host's leader
+     * broadcast from the root's local rank). Without it a root that is not its host's leader
      * would hand its data to a leader that believes itself the root, every later step would agree,
      * and the ranks would go on with the wrong blocks. With the broadcast, ranks that name
      * different roots of this host call it from different roots, or it and another collective,
-     * which shared memory refuses (a receiver here, an eager root at its next collective).
+     * which shared memory refuses (a receiver here, an eager root at its next collective). The
+     * element's value does not matter: ranks that name the same local rank name the same root.
      */
-    private void agreeOnRoot(int root, int rootLocal) {
+    private void agreeOnRoot(int rootLocal) {
         if (rootTag == null) {
             rootTag = Arena.ofAuto().allocate(4, 4);
         }
-        rootTag.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, root);
         loc().broadcast(HostBuffer.of(DataType.INT32, rootTag, 1), rootLocal);
-        int theirs = rootTag.get(java.lang.foreign.ValueLayout.JAVA_INT, 0);
-        if (theirs != root) {
-            throw new CollectiveMismatchException("collective mismatch at collective #" + collectiveSequence() + ": rank "
-                    + rank() + " called scatter with root " + root + " but its host's rank that it takes for that root "
-                    + "scatters as root " + theirs + ": every rank must call the same collectives with the same type, "
-                    + "count, op and root in the same order");
-        }
     }
 
     @Override

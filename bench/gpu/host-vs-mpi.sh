@@ -29,10 +29,14 @@
 #   warmab     16 ranks, steady all-reduce 16 B..4 KiB, JCCL_WARMUP default (3 s) against 10, alternating, twice
 #   async      steady all-reduce 16 B..1 MiB with async calls (-z 0, jccl perf's default) and blocking ones (-z 1),
 #              HOSTCMP_ASYNC_RANKS (default "2 16")
-#   asyncab    async all-reduce (-z 0) 16 B..64 KiB, steady and cold, .gpu/cli-base against .gpu/cli, interleaved, twice
+#   asyncab    async all-reduce (-z 0) 16 B..64 KiB, steady and cold, .gpu/cli-base against .gpu/cli (HOSTCMP_ASYNC_BUILDS), interleaved, twice
 #              (HOSTCMP_ASYNC_RANKS), and this build's blocking calls once
+#   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
+#              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
 #              .gpu/cli interleaved, twice, then cli-base with -XX:CICompilerCount=2
+#   jitcc      16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB, rank JVMs with their default
+#              JIT compiler threads against -XX:CICompilerCount=2, interleaved, twice
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -187,11 +191,33 @@ fi
 if [[ $PHASES == *,asyncab,* ]]; then # async calls (-z 0): the build in .gpu/cli-base against this one, interleaved
   for rep in 1 2; do
     for n in ${HOSTCMP_ASYNC_RANKS:-2 16}; do
-      for v in cli-base cli; do
+      for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
         ZMODE=0 CLI=$v jccl "$n" "asyncab-$v-$rep" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
         ZMODE=0 CLI=$v jccl "$n" "asyncab-cold-$v-$rep" allreduce -b 16 -e 64K -f 4
       done
       [ "$rep" = 1 ] && jccl "$n" "asyncab-z1" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
+    done
+  done
+fi
+if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; the first run trains the cache
+  export XDG_CACHE_HOME
+  XDG_CACHE_HOME=$(mktemp -d /tmp/jccl-aot-XXXX)
+  JCCL_AOT=on jccl 2 aot-train allreduce -b 16 -e 16M -f 4
+  ls -la "$XDG_CACHE_HOME"/jccl/aot >> "$R/run.log" 2>&1
+  for rep in $(seq 1 "${HOSTCMP_AOT_REPS:-3}"); do
+    for a in off on; do
+      JCCL_AOT=$a jccl 2 "aot-$a-$rep" allreduce -b 16 -e 16M -f 4
+      PIN="taskset -c 0,1" JCCL_AOT=$a jccl 2 "aot2c-$a-$rep" allreduce -b 16 -e 16M -f 4
+    done
+  done
+  PIN=""
+fi
+if [[ $PHASES == *,jitcc,* ]]; then # 16 ranks' first sizes: the JVM's default compiler threads against 2
+  for rep in 1 2; do
+    for cc in default 2; do
+      o=""; [ "$cc" = default ] || o="-XX:CICompilerCount=$cc"
+      JOPTS="$o" jccl 16 "jitcc-ar-$cc-$rep" allreduce -b 16 -e 4K -f 4 -n 2000 -w 500
+      JOPTS="$o" jccl 16 "jitcc-rs-$cc-$rep" reducescatter -b 256 -e 64K -f 16 -n 2000 -w 500
     done
   done
 fi

@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.LinkedBlockingDeque;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
@@ -51,7 +51,12 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     /** Deaths the store's heartbeats report, in this communicator's ranks. */
     protected final Liveness.Watch watch;
     private final ReentrantLock lock = new ReentrantLock();
-    private final LinkedBlockingDeque<EngineWork> queue = new LinkedBlockingDeque<>();
+    /** Async works in posting order: the callers add, the worker takes (lock-free, no wake-up per add). */
+    private final ConcurrentLinkedQueue<EngineWork> queue = new ConcurrentLinkedQueue<>();
+    /** True while the worker is parked on an empty queue: an enqueue must wake it. */
+    private volatile boolean workerParked;
+    /** How the caller and the worker wait for each other; set with the worker. */
+    private volatile AsyncWaits waits;
     private final AtomicInteger pending = new AtomicInteger();
     /** The work queued last (a blocking collective behind async work waits for it). */
     private volatile EngineWork lastQueued;
@@ -67,7 +72,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private int shrinks;
     /** The deadline of the call running now (under the call lock); subclasses start their waits with it. */
     protected long callNanos;
-    private Thread worker;
+    private volatile Thread worker;
     private volatile JcclException broken;
     private volatile boolean closed;
 
@@ -243,7 +248,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
 
     /** Async calls run on the worker thread: a buffer confined to the caller's thread cannot be used there. */
     private HostBuffer async(HostBuffer b, String name) {
-        if (b != null && !b.segment().isAccessibleBy(workerThread())) {
+        Thread t = worker;
+        if (b != null && !b.segment().isAccessibleBy(t != null ? t : workerThread())) {
             throw new IllegalArgumentException(name + " belongs to a confined Arena of another thread, but async "
                     + "operations (and a send/recv issued while async ones are pending) run on jccl's worker thread: "
                     + "allocate it from Arena.ofShared() or Arena.ofAuto(), or use the blocking call once the async "
@@ -360,34 +366,71 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private Work submit(String what, Duration d, Runnable body) {
         checkOpen();
         long tn = d.toNanos();
-        return enqueue(new EngineWork(what + " on rank " + rank(), d, () -> run(body, tn), null));
+        return enqueue(new EngineWork(what + " on rank " + rank(), d, () -> run(body, tn), null, asyncWaits()));
     }
 
     private Work enqueue(EngineWork w) {
         pending.incrementAndGet();
         lastQueued = w;
-        queue.add(w);
-        workerThread();
+        Thread t = worker;
+        if (t == null) {
+            t = workerThread();
+        }
+        queue.offer(w);
+        if (workerParked) {
+            LockSupport.unpark(t);
+        }
         return w;
+    }
+
+    private AsyncWaits asyncWaits() {
+        if (worker == null) {
+            workerThread();
+        }
+        return waits;
     }
 
     private synchronized Thread workerThread() {
         if (worker == null) {
+            // The worker inherits the calling thread's CPUs (a pinned rank's share), as do the waits' choice
+            waits = AsyncWaits.ofCallingThread();
             worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank()).start(this::workerLoop);
         }
         return worker;
     }
 
+    /** The worker's next work, or null once closed: polls, then parks until an enqueue (or close) wakes it. */
+    private EngineWork nextWork() {
+        EngineWork w = queue.poll();
+        if (w != null) {
+            return w;
+        }
+        AsyncWaits aw = waits;
+        long start = System.nanoTime();
+        while (!closed) {
+            w = queue.poll();
+            if (w != null) {
+                return w;
+            }
+            long idle = System.nanoTime() - start;
+            if (!aw.workerParksAfter(idle)) {
+                aw.workerIdle(idle);
+                continue;
+            }
+            workerParked = true;
+            if (queue.isEmpty() && !closed) {
+                LockSupport.parkNanos(this, 50_000_000L); // closed is checked at least this often
+            }
+            workerParked = false;
+        }
+        return null;
+    }
+
     private void workerLoop() {
         while (!closed) {
-            EngineWork w;
-            try {
-                w = queue.poll(50, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                break;
-            }
+            EngineWork w = nextWork();
             if (w == null) {
-                continue;
+                break;
             }
             if (w.p2p != null) {
                 runP2pBatch(w);
@@ -432,7 +475,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             boolean[] laneBusy = new boolean[2 * size()];
             while (open > 0) {
                 checkOpen();
-                EngineWork next = queue.peekFirst();
+                EngineWork next = queue.peek();
                 if (next != null && next.p2p != null && queue.remove(next)) {
                     batch.add(next);
                     trace(next);
@@ -705,7 +748,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         }
         checkOpen();
         String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        Work w = enqueue(new EngineWork(what + " on rank " + rank(), t, null, newP2p(isSend, b, peer)));
+        Work w = enqueue(new EngineWork(what + " on rank " + rank(), t, null, newP2p(isSend, b, peer), asyncWaits()));
         if (!async) {
             w.await();
         }
@@ -879,6 +922,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             w = worker;
         }
         if (w != null) {
+            LockSupport.unpark(w);
             try {
                 w.join(2_000);
             } catch (InterruptedException e) {

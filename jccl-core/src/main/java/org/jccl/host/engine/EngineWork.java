@@ -2,50 +2,66 @@ package org.jccl.host.engine;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.jccl.AbortedException;
 import org.jccl.CollectiveTimeoutException;
 import org.jccl.JcclException;
 import org.jccl.Work;
 
-/** Work of the host engine (every transport): completed by the communicator's worker thread. */
+/**
+ * Work of the host engine (every transport): completed by the communicator's worker thread.
+ *
+ * <p>A waiter polls first ({@link AsyncWaits}: spinning where the rank has a CPU to spare for it,
+ * else yielding and short timed parks) and registers to be woken only when the wait turns long, so
+ * that completing a short operation costs the worker no system call.
+ */
 final class EngineWork implements Work {
-    private final CountDownLatch latch = new CountDownLatch(1);
     private final String description;
     private final Duration defaultTimeout;
+    private final AsyncWaits waits;
     /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
     final long timeoutNanos;
     final Runnable body;
     final P2p p2p;
     /** Flight recorder handle of a send/recv (set by the worker). */
     long trace = -1;
-    private volatile JcclException failure;
+    /** Written before {@link #done} is set; read after it is seen. */
+    private JcclException failure;
+    private volatile boolean done;
+    /** The thread parked in {@link #await(Duration)} for a long wait, to be woken on completion. */
+    private volatile Thread waiter;
 
-    EngineWork(String description, Duration defaultTimeout, Runnable body, P2p p2p) {
+    EngineWork(String description, Duration defaultTimeout, Runnable body, P2p p2p, AsyncWaits waits) {
         this.description = description;
         this.defaultTimeout = defaultTimeout;
         this.timeoutNanos = defaultTimeout.toNanos();
         this.body = body;
         this.p2p = p2p;
+        this.waits = waits;
     }
 
     void complete() {
-        latch.countDown();
+        done = true;
+        wake();
     }
 
     void fail(JcclException e) {
         failure = e;
-        latch.countDown();
+        done = true;
+        wake();
+    }
+
+    private void wake() {
+        Thread t = waiter;
+        if (t != null) {
+            LockSupport.unpark(t);
+        }
     }
 
     @Override
     public boolean isDone() {
-        return latch.getCount() == 0;
+        return done;
     }
-
-    /** A waiter's idling: 20 yields, then parks from 1 us doubling to 50 us. */
-    private static final org.jccl.spi.IdleStrategy AWAIT = new org.jccl.spi.BackoffIdleStrategy(0, 20, 1_000, 50_000);
 
     @Override
     public void await() {
@@ -57,26 +73,29 @@ final class EngineWork implements Work {
 
     @Override
     public boolean await(Duration timeout) {
-        if (latch.getCount() != 0) {
-            // Wait without registering as a waiter: a few yields, then parks of growing length (1 us
-            // to 50 us). The worker's countDown then never has a thread to wake, so completing an
-            // operation costs it no system call and no context switch on the caller's behalf; on
-            // a machine with few cores that keeps a stream of async calls as fast as blocking ones.
-            long end = System.nanoTime() + timeout.toNanos();
-            for (int i = 0; latch.getCount() != 0 && !Thread.currentThread().isInterrupted(); i++) {
-                if (AWAIT.isParking(i) && System.nanoTime() - end > 0) {
+        if (!done) {
+            long start = System.nanoTime();
+            long end = start + timeout.toNanos();
+            for (int i = 0; !done; i++) {
+                long now = System.nanoTime();
+                if (now - end >= 0) {
                     return false;
                 }
-                AWAIT.idle(i);
+                if (Thread.interrupted()) {
+                    Thread.currentThread().interrupt();
+                    throw new AbortedException("interrupted while waiting for " + description);
+                }
+                long waited = now - start;
+                if (!waits.registersAfter(waited)) {
+                    waits.callerIdle(i, waited);
+                    continue;
+                }
+                waiter = Thread.currentThread();
+                if (!done) {
+                    LockSupport.parkNanos(this, end - now);
+                }
+                waiter = null;
             }
-        }
-        try {
-            if (!latch.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-                return false;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AbortedException("interrupted while waiting for " + description);
         }
         JcclException f = failure;
         if (f != null) {
@@ -87,11 +106,11 @@ final class EngineWork implements Work {
 
     @Override
     public JcclException exception() {
-        return isDone() ? failure : null;
+        return done ? failure : null;
     }
 
     @Override
     public String toString() {
-        return "Work[" + description + (isDone() ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
+        return "Work[" + description + (done ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
     }
 }

@@ -1,0 +1,84 @@
+package org.jccl.host.engine;
+
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * How the two threads of a rank's async calls wait for each other: the caller in {@code
+ * Work.await} for its work, the worker for the next work on an empty queue. Both poll first and
+ * park, registered to be woken, only once the wait is long: a stream of small async calls then
+ * never pays a wake-up (a system call, and on a VM an interrupt to a halted CPU) per call.
+ *
+ * <p>With a CPU to spare, that is a rank whose threads may use two or more CPUs, each thread spins
+ * while the other is expected back within microseconds, then yields. On a single CPU the two share
+ * it: the caller yields, then parks in short timed pauses without registering, so that the worker
+ * finishing a work never has to wake it (a woken caller would preempt the worker it waits for).
+ */
+final class AsyncWaits {
+    /** A caller with a CPU to spare spins this long for its work, then yields. */
+    private static final long CALLER_SPIN_NANOS = 50_000;
+    /** ... and registers and parks after this long. */
+    private static final long CALLER_YIELD_NANOS = 200_000;
+    /** A caller on one CPU: yields this many polls, then parks from 1 us doubling to 50 us... */
+    private static final int SHARED_YIELDS = 20;
+    /** ... and registers and parks after this long. */
+    private static final long SHARED_REGISTER_NANOS = 1_000_000;
+    /** A worker with a CPU to spare spins this long on an empty queue, then yields. */
+    private static final long WORKER_SPIN_NANOS = 50_000;
+    /** ... and parks after this long (with one CPU: yields only, as long). */
+    private static final long WORKER_YIELD_NANOS = 1_000_000;
+    private static final long SHARED_WORKER_YIELD_NANOS = 20_000;
+
+    private final boolean spare;
+
+    private AsyncWaits(boolean spare) {
+        this.spare = spare;
+    }
+
+    /**
+     * The waits of a rank whose threads run where the calling thread may (a pinned rank's worker
+     * inherits its caller's CPUs).
+     */
+    static AsyncWaits ofCallingThread() {
+        return new AsyncWaits(Runtime.getRuntime().availableProcessors() >= 2);
+    }
+
+    /** Whether a caller that waited {@code waitedNanos} registers and parks until woken. */
+    boolean registersAfter(long waitedNanos) {
+        return waitedNanos >= (spare ? CALLER_YIELD_NANOS : SHARED_REGISTER_NANOS);
+    }
+
+    /** One poll of a caller's short wait ({@code iteration} counts the polls of this wait). */
+    void callerIdle(int iteration, long waitedNanos) {
+        if (spare) {
+            if (waitedNanos < CALLER_SPIN_NANOS) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        } else if (iteration < SHARED_YIELDS) {
+            Thread.yield();
+        } else {
+            int over = Math.min(iteration - SHARED_YIELDS, 6);
+            LockSupport.parkNanos(Math.min(1_000L << over, 50_000L));
+        }
+    }
+
+    /** Whether a worker whose queue has been empty for {@code idleNanos} parks until an enqueue wakes it. */
+    boolean workerParksAfter(long idleNanos) {
+        return idleNanos >= (spare ? WORKER_YIELD_NANOS : SHARED_WORKER_YIELD_NANOS);
+    }
+
+    /** One poll of a worker's empty queue. */
+    void workerIdle(long idleNanos) {
+        if (spare && idleNanos < WORKER_SPIN_NANOS) {
+            Thread.onSpinWait();
+        } else {
+            Thread.yield();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return spare ? "AsyncWaits[spin, yield, park]" : "AsyncWaits[one CPU: yield, park]";
+    }
+}

@@ -36,10 +36,13 @@ final class AsyncWaits {
 
     /**
      * The waits of a rank whose threads run where the calling thread may (a pinned rank's worker
-     * inherits its caller's CPUs).
+     * inherits its caller's CPUs), with {@code localRanks} ranks on this host: a CPU to spare when
+     * the thread may use two or more and the machine has two per local rank (ranks that outnumber
+     * the CPUs are not pinned, and their threads must not spin).
      */
-    static AsyncWaits ofCallingThread() {
-        return new AsyncWaits(Runtime.getRuntime().availableProcessors() >= 2);
+    static AsyncWaits ofCallingThread(int localRanks) {
+        int mine = Runtime.getRuntime().availableProcessors();
+        return new AsyncWaits(mine >= 2 && org.jccl.internal.Affinity.cpus() >= 2L * Math.max(1, localRanks));
     }
 
     /** Whether a caller that waited {@code waitedNanos} registers and parks until woken. */

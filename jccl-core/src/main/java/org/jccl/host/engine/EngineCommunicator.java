@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
 import org.jccl.Buffer;
@@ -57,7 +56,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private volatile boolean workerParked;
     /** How the caller and the worker wait for each other; set with the worker. */
     private volatile AsyncWaits waits;
-    private final AtomicInteger pending = new AtomicInteger();
+    private final PendingCount pending = new PendingCount();
     /** The work queued last (a blocking collective behind async work waits for it). */
     private volatile EngineWork lastQueued;
     /** The communicator settings this one was created with (Options.withSetting): its splits and shrinks inherit them. */
@@ -370,7 +369,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     }
 
     private Work enqueue(EngineWork w) {
-        pending.incrementAndGet();
+        pending.queued();
         lastQueued = w;
         Thread t = worker;
         if (t == null) {
@@ -392,8 +391,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
 
     private synchronized Thread workerThread() {
         if (worker == null) {
-            // The worker inherits the calling thread's CPUs (a pinned rank's share), as do the waits' choice
-            waits = AsyncWaits.ofCallingThread();
+            // The worker inherits the calling thread's CPUs (a pinned rank's share); the waits are chosen by them
+            waits = AsyncWaits.ofCallingThread(transport.localRanks());
             worker = Thread.ofPlatform().daemon().name("jccl-host-" + id + "-r" + rank()).start(this::workerLoop);
         }
         return worker;
@@ -446,7 +445,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             } catch (RuntimeException | Error e) {
                 failure = new JcclException("rank " + rank() + ": async operation failed: " + e, e);
             }
-            pending.decrementAndGet();
+            pending.finished();
             if (failure == null) {
                 w.complete();
             } else {
@@ -498,7 +497,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                     }
                     if (w.p2p.isDone()) {
                         recorder.completed(w.trace);
-                        pending.decrementAndGet();
+                        pending.finished();
                         w.complete();
                         open--;
                     } else {
@@ -529,7 +528,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             for (EngineWork w : batch) {
                 if (!w.isDone()) {
                     recorder.failed(w.trace);
-                    pending.decrementAndGet();
+                    pending.finished();
                     w.fail(j);
                 }
             }
@@ -548,7 +547,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private void failPending(JcclException e) {
         EngineWork w;
         while ((w = queue.poll()) != null) {
-            pending.decrementAndGet();
+            pending.finished();
             w.fail(e);
         }
     }

@@ -18,6 +18,9 @@ public interface Transport extends AutoCloseable {
     /** Ends every wait of this rank with an {@link org.jccl.AbortedException}; callable from any thread. */
     void abort(String reason);
 
+    /** Ranks of the communicator on this host, the calling one included (they share its CPUs). */
+    int localRanks();
+
     /** Releases the transport; idempotent. */
     @Override
     void close();

@@ -87,9 +87,16 @@ public final class ShmTransport implements Transport {
 
     /** Description of the call in progress, for error messages (set per call, no allocation). */
     public final CallInfo call = new CallInfo();
+    private final int localRanks;
+
+    @Override
+    public int localRanks() {
+        return localRanks;
+    }
 
     private ShmTransport(int rank, int size, Geometry geo, Arena arena, MemorySegment[] segs, long[] pids,
-                         IdleStrategy idle, Path file, String name) {
+                         IdleStrategy idle, Path file, String name, int localRanks) {
+        this.localRanks = localRanks;
         this.rank = rank;
         this.size = size;
         this.geo = geo;
@@ -154,7 +161,7 @@ public final class ShmTransport implements Transport {
             store.get("shm/all-mapped", timeout);
             Files.deleteIfExists(file);
             ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file,
-                    name);
+                    name, localRanks);
             ok = true;
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
                     + " bytes, slot " + geo.slotBytes() + " x " + geo.k());

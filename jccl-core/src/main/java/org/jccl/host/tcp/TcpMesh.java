@@ -101,7 +101,7 @@ final class TcpMesh {
                 }
             }
             TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector,
-                    cfg.spinNanos(localRanks));
+                    cfg.spinNanos(localRanks), localRanks);
             for (int p = 0; p < size; p++) {
                 if (p != rank && collPeer.test(p)) {
                     coll[p] = new TcpConnection[k];

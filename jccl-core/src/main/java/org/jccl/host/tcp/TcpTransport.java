@@ -95,10 +95,17 @@ public final class TcpTransport implements Transport {
     private boolean closed;
     /** Deaths the store's heartbeats report, in this transport's ranks (set once, before use). */
     org.jccl.spi.Liveness.Watch watch;
+    private final int localRanks;
+
+    @Override
+    public int localRanks() {
+        return localRanks;
+    }
 
     TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
-                         TcpConnection[] p2p, Selector selector, long spinNanos) {
+                         TcpConnection[] p2p, Selector selector, long spinNanos, int localRanks) {
         this.spinNanos = spinNanos;
+        this.localRanks = localRanks;
         this.poll = new TimedIdleStrategy(Math.min(YIELD_AFTER_NANOS, spinNanos), spinNanos, 1);
         this.name = name;
         this.commId = commId;

@@ -37,6 +37,12 @@
 #              .gpu/cli interleaved, twice, then cli-base with -XX:CICompilerCount=2
 #   jitcc      16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB, rank JVMs with their default
 #              JIT compiler threads against -XX:CICompilerCount=2, interleaved, twice
+#   hostprof   where small rooted collectives spend their time: 4 ranks, 16 B, steady (-n 300000), every rank JVM under
+#              async-profiler (ctimer, HOSTCMP_PROF_INTERVAL default 50us; .gpu/libasyncProfiler.so), collapsed stacks
+#              per rank in prof-<coll>-<pid>.txt; HOSTCMP_PROF_COLLS (default "gather broadcast allgather")
+#   smallab    small sizes (16 B, 256 B) of every collective at HOSTCMP_SMALL_RANKS (default 4), steady (-n 100000
+#              -w 20000), the builds in HOSTCMP_SMALL_BUILDS (default "cli-base cli") interleaved, twice; Open MPI (default
+#              and cma) once, for reference
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -211,6 +217,27 @@ if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; 
     done
   done
   PIN=""
+fi
+if [[ $PHASES == *,hostprof,* ]]; then # async-profiler in every rank JVM, small rooted collectives at 4 ranks
+  for c in ${HOSTCMP_PROF_COLLS:-gather broadcast allgather}; do
+    JOPTS="-agentpath:$PWD/.gpu/libasyncProfiler.so=start,event=ctimer,interval=${HOSTCMP_PROF_INTERVAL:-50us},file=$R/prof-$c-%p.txt,collapsed" \
+      jccl 4 "prof-$c" "$c" -b 16 -e 16 -n 300000 -w 20000
+    jccl 4 "noprof-$c" "$c" -b 16 -e 16 -n 300000 -w 20000
+  done
+fi
+if [[ $PHASES == *,smallab,* ]]; then # small sizes of every collective: builds interleaved, and Open MPI
+  for n in ${HOSTCMP_SMALL_RANKS:-4}; do
+    for rep in 1 2; do
+      for c in allreduce gather broadcast scatter reduce allgather alltoall reducescatter; do
+        for v in ${HOSTCMP_SMALL_BUILDS:-cli-base cli}; do
+          CLI=$v jccl "$n" "small-$c-$v-$rep" "$c" -b 16 -e 256 -f 16 -n 100000 -w 20000
+        done
+      done
+    done
+    for cfg in default cma; do
+      mpi "$n" "$cfg" small allreduce,gather,broadcast,scatter,reduce,allgather,alltoall,reducescatter -b 16 -e 256 -f 16 -T 0.1 -c 0
+    done
+  done
 fi
 if [[ $PHASES == *,jitcc,* ]]; then # 16 ranks' first sizes: the JVM's default compiler threads against 2
   for rep in 1 2; do

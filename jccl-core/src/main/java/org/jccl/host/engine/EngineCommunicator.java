@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 import org.jccl.AbortedException;
 import org.jccl.Buffer;
 import org.jccl.Checks;
@@ -49,7 +48,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     protected final Store store;
     /** Deaths the store's heartbeats report, in this communicator's ranks. */
     protected final Liveness.Watch watch;
-    private final ReentrantLock lock = new ReentrantLock();
+    private final CallLock lock = new CallLock();
     /** Async works in posting order: the callers add, the worker takes (lock-free, no wake-up per add). */
     private final ConcurrentLinkedQueue<EngineWork> queue = new ConcurrentLinkedQueue<>();
     /** True while the worker is parked on an empty queue: an enqueue must wake it. */

@@ -17,10 +17,13 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class CallLock {
     private static final VarHandle STATE;
+    private static final VarHandle OWNER;
 
     static {
         try {
-            STATE = MethodHandles.lookup().findVarHandle(CallLock.class, "state", int.class);
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            STATE = l.findVarHandle(CallLock.class, "state", int.class);
+            OWNER = l.findVarHandle(CallLock.class, "owner", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -56,16 +59,6 @@ final class CallLock {
 
     private void setOwner() {
         OWNER.setOpaque(this, Thread.currentThread());
-    }
-
-    private static final VarHandle OWNER;
-
-    static {
-        try {
-            OWNER = MethodHandles.lookup().findVarHandle(CallLock.class, "owner", Thread.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
     }
 
     private void slowLock() {

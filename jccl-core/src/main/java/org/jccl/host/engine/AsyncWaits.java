@@ -1,7 +1,5 @@
 package org.jccl.host.engine;
 
-import java.util.concurrent.locks.LockSupport;
-
 /**
  * How the two threads of a rank's async calls wait for each other: the caller in {@code
  * Work.await} for its work, the worker for the next work on an empty queue. Both poll first and
@@ -18,8 +16,8 @@ final class AsyncWaits {
     private static final long CALLER_SPIN_NANOS = 50_000;
     /** ... and registers and parks after this long. */
     private static final long CALLER_YIELD_NANOS = 200_000;
-    /** A caller on one CPU: yields this many polls, then parks from 1 us doubling to 50 us... */
-    private static final int SHARED_YIELDS = 20;
+    /** A caller on one CPU: 20 yields, then parks from 1 us doubling to 50 us... */
+    private static final org.jccl.spi.IdleStrategy SHARED_CALLER = new org.jccl.spi.BackoffIdleStrategy(0, 20, 1_000, 50_000);
     /** ... and registers and parks after this long. */
     private static final long SHARED_REGISTER_NANOS = 1_000_000;
     /** A worker with a CPU to spare spins this long on an empty queue, then yields. */
@@ -58,11 +56,8 @@ final class AsyncWaits {
             } else {
                 Thread.yield();
             }
-        } else if (iteration < SHARED_YIELDS) {
-            Thread.yield();
         } else {
-            int over = Math.min(iteration - SHARED_YIELDS, 6);
-            LockSupport.parkNanos(Math.min(1_000L << over, 50_000L));
+            SHARED_CALLER.idle(iteration);
         }
     }
 

@@ -246,8 +246,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
 
     /** Async calls run on the worker thread: a buffer confined to the caller's thread cannot be used there. */
     private HostBuffer async(HostBuffer b, String name) {
-        Thread t = worker;
-        if (b != null && !b.segment().isAccessibleBy(t != null ? t : workerThread())) {
+        if (b != null && !b.segment().isAccessibleBy(workerThread())) {
             throw new IllegalArgumentException(name + " belongs to a confined Arena of another thread, but async "
                     + "operations (and a send/recv issued while async ones are pending) run on jccl's worker thread: "
                     + "allocate it from Arena.ofShared() or Arena.ofAuto(), or use the blocking call once the async "
@@ -370,10 +369,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private Work enqueue(EngineWork w) {
         pending.queued();
         lastQueued = w;
-        Thread t = worker;
-        if (t == null) {
-            t = workerThread();
-        }
+        Thread t = workerThread();
         queue.offer(w);
         if (workerParked) {
             LockSupport.unpark(t);
@@ -382,13 +378,17 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     }
 
     private AsyncWaits asyncWaits() {
-        if (worker == null) {
-            workerThread();
-        }
+        workerThread();
         return waits;
     }
 
-    private synchronized Thread workerThread() {
+    /** The worker thread, started (with its waits) on first use; no lock once it runs. */
+    private Thread workerThread() {
+        Thread t = worker;
+        return t != null ? t : startWorker();
+    }
+
+    private synchronized Thread startWorker() {
         if (worker == null) {
             // The worker inherits the calling thread's CPUs (a pinned rank's share); the waits are chosen by them
             waits = AsyncWaits.ofCallingThread(transport.localRanks());

@@ -81,8 +81,7 @@ final class EngineWork implements Work {
                 if (now - end >= 0) {
                     return false;
                 }
-                if (Thread.interrupted()) {
-                    Thread.currentThread().interrupt();
+                if (Thread.currentThread().isInterrupted()) {
                     throw new AbortedException("interrupted while waiting for " + description);
                 }
                 long waited = now - start;

@@ -100,8 +100,7 @@ final class TcpMesh {
                     chans[p][e.getKey() % (k + 1)] = e.getValue();
                 }
             }
-            TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector,
-                    cfg.spinNanos(localRanks), localRanks);
+            TcpTransport t = new TcpTransport(name, commId, rank, size, cfg, coll, p2p, selector, localRanks);
             for (int p = 0; p < size; p++) {
                 if (p != rank && collPeer.test(p)) {
                     coll[p] = new TcpConnection[k];

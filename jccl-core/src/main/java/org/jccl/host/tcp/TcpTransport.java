@@ -103,8 +103,8 @@ public final class TcpTransport implements Transport {
     }
 
     TcpTransport(String name, long commId, int rank, int size, TcpConfig cfg, TcpConnection[][] coll,
-                         TcpConnection[] p2p, Selector selector, long spinNanos, int localRanks) {
-        this.spinNanos = spinNanos;
+                         TcpConnection[] p2p, Selector selector, int localRanks) {
+        this.spinNanos = cfg.spinNanos(localRanks);
         this.localRanks = localRanks;
         this.poll = new TimedIdleStrategy(Math.min(YIELD_AFTER_NANOS, spinNanos), spinNanos, 1);
         this.name = name;

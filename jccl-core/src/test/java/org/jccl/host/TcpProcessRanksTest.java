@@ -14,9 +14,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
 /**
- * Real JVMs with a job token: every collective over TCP only ({@code JCCL_TRANSPORT=tcp}, 2-4
- * processes), on two pretend hosts of two ranks each ({@code JCCL_HOST_ID}: shared memory inside,
- * TCP between the leaders), and a SIGKILLed rank over TCP.
+ * Real JVMs with a job token: every collective over TCP only ({@code JCCL_TRANSPORT=tcp}, 3 and 4
+ * processes) and a SIGKILLed rank over TCP. Two pretend hosts of two ranks each ({@code
+ * JCCL_HOST_ID}: shared memory inside, TCP between the leaders) run the conformance kit in
+ * ConformanceTest#processesAsRanks (hier).
  */
 class TcpProcessRanksTest {
     /** A rank SIGKILLed mid all-reduce over TCP: docs/RELIABILITY.md's time to error (upper end, under load), asserted at <= 3x. */
@@ -67,17 +68,12 @@ class TcpProcessRanksTest {
         return m;
     }
 
+    /** 3 and 4 processes: the conformance kit runs 2 (ConformanceTest#processesAsRanks, tcp). */
     @ParameterizedTest(name = "{0} processes over TCP")
-    @ValueSource(ints = {2, 3, 4})
+    @ValueSource(ints = {3, 4})
     void everyCollectiveOverTcpOnly(int n) throws Exception {
         runCheck(n, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"),
                 r -> Map.of());
-    }
-
-    @Test
-    void twoPretendHostsOfTwoRanksEach() throws Exception {
-        runCheck(4, ProcessRanksTest.with(ProcessRanksTest.NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"), r -> Map.of("JCCL_HOST_ID", r < 2 ? "hostA" : "hostB",
-                "JCCL_LOCAL_RANK", Integer.toString(r % 2), "JCCL_LOCAL_WORLD_SIZE", "2"));
     }
 
     @Test

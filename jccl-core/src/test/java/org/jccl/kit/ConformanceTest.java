@@ -106,9 +106,10 @@ class ConformanceTest {
     void processesAsRanks(String name, String[] hosts, String transport) throws Exception {
         int n = hosts.length;
         String label = name + " " + n + " processes " + String.join("", hosts);
-        try (TcpStoreServer server = TcpStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), null)) {
+        String job = "kitp" + Long.toHexString(System.nanoTime());
+        String token = "tok-" + job; // a job token, as a launcher sets one
+        try (TcpStoreServer server = TcpStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", 0), token)) {
             List<Procs.Proc> procs = new ArrayList<>();
-            String job = "kitp" + Long.toHexString(System.nanoTime());
             try {
                 for (int r = 0; r < n; r++) {
                     Map<String, String> env = new HashMap<>();
@@ -117,6 +118,7 @@ class ConformanceTest {
                     env.put("JCCL_STORE", "127.0.0.1:" + server.port());
                     env.put("JCCL_STORE_SERVED", "1"); // the test serves the store, as a launcher would
                     env.put("JCCL_JOB_ID", job);
+                    env.put("JCCL_TOKEN", token);
                     env.put("JCCL_TIMEOUT", TIMEOUT.toSeconds() + "s");
                     env.put("JCCL_HOST_ID", hosts[r]);
                     env.put("JCCL_TRANSPORT", transport);
@@ -149,6 +151,10 @@ class ConformanceTest {
                     p.process().destroyForcibly();
                 }
             }
+        }
+        try (Stream<java.nio.file.Path> files = java.nio.file.Files.list(org.jccl.host.shm.ShmTransport.shmDirectory())) {
+            List<java.nio.file.Path> left = files.filter(f -> f.getFileName().toString().startsWith("jccl-" + job)).toList();
+            assertTrue(left.isEmpty(), label + ": shared memory files left behind: " + left);
         }
     }
 

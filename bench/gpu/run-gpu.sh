@@ -10,7 +10,8 @@
 #                                       probes the machine, runs the GPU tests, the benchmark and torch.
 #
 # With the device tool: run(command="bash .gpu/run.sh", carry=[".jre", ".gpu"], kind="nvidia-h100-x2").
-# Phases (JCCL_GPU_PHASES, comma separated): probe, p2p (jccl perf sendrecv on NCCL to 256 MiB, threads and processes,
+# Phases (JCCL_GPU_PHASES, comma separated): probe, classes (JCCL_GPU_CLASSES: test classes alone), anchors (nccl-tests
+# against jccl perf for every collective, cold and steady: anchors-summary.txt), p2p (jccl perf sendrecv on NCCL to 256 MiB, threads and processes,
 # async and blocking, and -G 10), cold (cold -n 20 -w 5 against steady, with and without
 # JCCL_WARMUP, threads and processes: cold-summary.txt; JCCL_GPU_COLD_MAX, default 256M), graph (CUDA graphs: CudaGraphTest, jccl perf -G and nccl-tests -G
 # side by side, on request), tests (then the conformance kit, NcclConformanceTest: kit.log), tests-nb (the feature and fault tests again with
@@ -64,6 +65,11 @@ if [ "$mode" = stage ]; then
     cp "$wt"/jccl-core/target-base/jccl-core-*-SNAPSHOT.jar "$dest/.gpu/lib-base/jccl-core.jar" # not its -tests.jar
     cp "$wt"/jccl-cuda/target-base/jccl-cuda-*.jar "$dest/.gpu/lib-base/jccl-cuda.jar"
     (cd "$src" && git worktree remove --force "$wt")
+  fi
+  # JCCL_GPU_NCCL_TESTS=<nccl-tests source tree>: the anchors phase builds it there (the GPU machine has no nccl-tests)
+  if [ -n "${JCCL_GPU_NCCL_TESTS:-}" ]; then
+    mkdir -p "$dest/.gpu/nccl-tests" && cp -r "$JCCL_GPU_NCCL_TESTS"/src "$JCCL_GPU_NCCL_TESTS"/Makefile "$dest/.gpu/nccl-tests/"
+    [ -d "$JCCL_GPU_NCCL_TESTS/os" ] && cp -r "$JCCL_GPU_NCCL_TESTS/os" "$dest/.gpu/nccl-tests/"
   fi
   cp "$src/bench/gpu/run-gpu.sh" "$src/bench/gpu/torch_allreduce.py" "$dest/.gpu/"
   printf '#!/usr/bin/env bash\nexec bash "$(dirname "$0")/run-gpu.sh" device "$@"\n' > "$dest/.gpu/run.sh"
@@ -215,6 +221,74 @@ if has p2p; then # jccl perf sendrecv on NCCL (a ring: each rank sends to the ne
   echo "[jccl perf sendrecv --backend nccl -g $NGPU -G 10] exit $rc"; grep -E '^ +[0-9]+ +[0-9]+ +float|Out of bounds' "$OUT/p2p-graph.log" | tail -3
 fi
 
+if has classes; then # JCCL_GPU_CLASSES="NcclFeaturesTest NcclWarmupTest": those test classes of org.jccl.cuda alone
+  sel=(); for c in ${JCCL_GPU_CLASSES:-NcclFeaturesTest}; do sel+=(--select-class "org.jccl.cuda.$c"); done
+  junit classes 300 "${sel[@]}"
+fi
+
+if has anchors; then # item 5: nccl-tests (-t N -g 1 and -g N, built here from .gpu/nccl-tests) against jccl perf
+  # (-g N and --ranks N) for every collective nccl-tests has a perf binary for, cold (-n 20 -w 5) and steady
+  # (-n 1000 -w 200), JCCL_GPU_ANCHOR_MAX (default 256M): anchors-summary.txt
+  NT=/tmp/nt
+  if [ -d .gpu/nccl-tests/src ]; then
+    t0=$(date +%s)
+    ( cd .gpu/nccl-tests && timeout -k 5 240 make -s -j"$(nproc)" -C src MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=/usr \
+        BUILDDIR=$NT NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90 $NT/all_reduce_perf $NT/all_gather_perf \
+        $NT/reduce_scatter_perf $NT/broadcast_perf $NT/alltoall_perf $NT/sendrecv_perf ) > "$OUT/nt-build.log" 2>&1
+    rc=$?; check nt-build $rc; echo "[nccl-tests build] exit $rc, $(( $(date +%s) - t0 )) s"
+  else
+    echo "[anchors] .gpu/nccl-tests is missing (stage with JCCL_GPU_NCCL_TESTS=<nccl-tests tree>): jccl perf only"
+  fi
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf)
+  A=(-b 8 -e "${JCCL_GPU_ANCHOR_MAX:-256M}" -f 8)
+  for op in ${JCCL_GPU_ANCHOR_OPS:-all_reduce all_gather reduce_scatter broadcast alltoall sendrecv}; do
+    jop=${op//_/}
+    for it in "cold:-n 20 -w 5" "steady:-n 1000 -w 200"; do
+      n=${it%%:*}; iters=${it#*:}
+      if [ -x $NT/${op}_perf ]; then
+        for how in "t${NGPU}g1:-t $NGPU -g 1" "g${NGPU}:-g $NGPU"; do
+          [ "$n" = steady ] && [ "${how%%:*}" = "g${NGPU}" ] && continue
+          timeout -k 5 90 $NT/${op}_perf ${how#*:} "${A[@]}" $iters > "$OUT/an-$op-nt-${how%%:*}-$n.log" 2>&1
+          rc=$?; check "an-$op-nt-${how%%:*}-$n" $rc
+        done
+      fi
+      for how in "g${NGPU}:-g $NGPU" "ranks${NGPU}:--ranks $NGPU"; do
+        [ "$n" = steady ] && [ "${how%%:*}" = "ranks${NGPU}" ] && continue
+        timeout -k 5 120 "${cli[@]}" $jop --backend nccl ${how#*:} "${A[@]}" $iters > "$OUT/an-$op-jccl-${how%%:*}-$n.log" 2>&1
+        rc=$?; check "an-$op-jccl-${how%%:*}-$n" $rc
+      done
+      echo "[anchors $op $n] done after $(( $(date +%s) - start )) s"
+    done
+  done
+  $PY - "$OUT" "$NGPU" <<'PYEOF' | tee "$OUT/anchors-summary.txt"
+import sys, os, re
+out, g = sys.argv[1], sys.argv[2]
+def rows(f):
+    d = {}
+    try:
+        for line in open(f):
+            w = line.split()
+            if len(w) >= 9 and w[0].isdigit() and w[1].isdigit():
+                try: d[int(w[0])] = (float(w[5]), w[8])  # out-of-place time (us), #wrong
+                except ValueError: pass
+    except OSError: pass
+    return d
+ops = sorted({f.split("-")[1] for f in os.listdir(out) if f.startswith("an-")})
+cols = [("nt", f"t{g}g1", "cold"), ("nt", f"g{g}", "cold"), ("jccl", f"g{g}", "cold"), ("jccl", f"ranks{g}", "cold"),
+        ("nt", f"t{g}g1", "steady"), ("jccl", f"g{g}", "steady")]
+for op in ops:
+    d = {c: rows(f"{out}/an-{op}-{c[0]}-{c[1]}-{c[2]}.log") for c in cols}
+    print(f"== {op}, float, out of place, time (us); ratio = jccl / nccl-tests -t {g} -g 1 (same iterations)")
+    print(f"{'bytes':>10} " + " ".join(f"{c[0]+' '+c[1]+' '+c[2]:>18}" for c in cols) + f" {'cold -g':>8} {'cold ranks':>10} {'steady -g':>9}")
+    for b in sorted(set().union(*[set(v) for v in d.values()])):
+        t = [d[c].get(b, (float('nan'), '-'))[0] for c in cols]
+        wrong = [d[c].get(b, (0, '0'))[1] for c in cols if c[0] == "jccl"]
+        flag = "" if all(w in ("0", "N/A", "-") for w in wrong) else "  WRONG " + ",".join(wrong)
+        print(f"{b:>10} " + " ".join(f"{x:>18.2f}" for x in t) + f" {t[2]/t[0]:>8.2f} {t[3]/t[0]:>10.2f} {t[5]/t[4]:>9.2f}" + flag)
+PYEOF
+fi
+
 if has kit; then # the conformance kit on 2 and 4 GPUs (threads and processes; JCCL_CHECK=1 mismatches): kit.log
   junit kit 540 --select-class org.jccl.cuda.NcclConformanceTest
 fi
@@ -223,23 +297,31 @@ if has car; then # jccl's own all-reduce kernels (CustomAllReduce): correctness,
   junit car 150 --select-class org.jccl.cuda.CustomAllReduceTest
 fi
 
-if has carbench; then # all-reduce through jccl: NCCL vs jccl's kernels (JCCL_ALGO) in the same call; JCCL_CAR_GPUS="2 4"
+if has carbench; then # all-reduce through jccl: NCCL vs jccl's kernels (JCCL_ALGO) in the same call; JCCL_CAR_GPUS="2 4";
+  # JCCL_CAR_VARIANTS="512:32 256:64": kernel grids to compare (threads per block : most blocks, -Djccl.car.*)
   tmp=$(mktemp -d)
+  variants=${JCCL_CAR_VARIANTS:-512:32}
   for g in ${JCCL_CAR_GPUS:-2}; do
     [ "$g" -le "$NGPU" ] || continue
     for run in $(seq 1 "${JCCL_CAR_RUNS:-2}"); do
-      for algo in nccl auto oneshot twoshot; do
-        JCCL_ALGO=$algo timeout -k 5 60 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 1M -f 2 \
-          -w 100 -g "$g" --no-overhead > "$tmp/$algo.log" 2>&1
-        rc=$?; check "carbench-g$g-$algo-$run" $rc
-        { echo "==== JCCL_ALGO=$algo, $g GPUs, run $run (exit $rc)"; cat "$tmp/$algo.log"; } >> "$OUT/carbench-g$g.log"
+      logs=(); heads=()
+      for job in nccl:- auto:- $(for v in $variants; do echo oneshot:$v twoshot:$v; done); do
+        algo=${job%%:*}; v=${job#*:}; props=()
+        [ "$v" != - ] && props=(-Djccl.car.threads=${v%%:*} -Djccl.car.maxBlocks=${v#*:})
+        name=$algo${v/:/x}; name=${name//-/}
+        JCCL_ALGO=$algo timeout -k 5 60 "${JAVA[@]}" "${props[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 1M -f 2 \
+          -w 100 -g "$g" --no-overhead > "$tmp/$name.log" 2>&1
+        rc=$?; check "carbench-g$g-$name-$run" $rc
+        { echo "==== JCCL_ALGO=$algo ${props[*]}, $g GPUs, run $run (exit $rc)"; cat "$tmp/$name.log"; } >> "$OUT/carbench-g$g.log"
+        logs+=("$tmp/$name.log"); heads+=("$name")
       done
-      echo "== all-reduce float sum, $g GPUs (one thread each), run $run: time (us) per JCCL_ALGO and ratio to nccl"
-      awk 'FNR==1 {f++} /^ +[0-9]+ +[0-9]+ +float/ {t[f, $1]=$5; if (f==1) sizes[++n]=$1}
-           END {printf "%10s %9s %9s %9s %9s %8s %8s %8s\n", "bytes", "nccl", "auto", "oneshot", "twoshot", "auto/n", "1shot/n", "2shot/n";
-                for (i=1;i<=n;i++) {s=sizes[i]; printf "%10d %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f\n", s, t[1,s], t[2,s], t[3,s], t[4,s],
-                  t[2,s]/t[1,s], t[3,s]/t[1,s], t[4,s]/t[1,s]}}' \
-        "$tmp/nccl.log" "$tmp/auto.log" "$tmp/oneshot.log" "$tmp/twoshot.log" | tee -a "$OUT/carbench-summary.txt"
+      echo "== all-reduce float sum, $g GPUs (one thread each), run $run: time (us) per JCCL_ALGO[threads x max blocks]; /n = ratio to nccl"
+      awk -v heads="${heads[*]}" 'FNR==1 {f++} /^ +[0-9]+ +[0-9]+ +float/ {t[f, $1]=$5; if (f==1) sizes[++n]=$1}
+           END {k=split(heads, h, " "); printf "%10s", "bytes"; for (j=1;j<=k;j++) printf " %13s", h[j];
+                for (j=2;j<=k;j++) printf " %8s", "/n"; printf "\n";
+                for (i=1;i<=n;i++) {s=sizes[i]; printf "%10d", s; for (j=1;j<=k;j++) printf " %13.2f", t[j,s];
+                  for (j=2;j<=k;j++) printf " %8.2f", t[j,s]/t[1,s]; printf "\n"}}' \
+        "${logs[@]}" | tee -a "$OUT/carbench-summary.txt"
     done
   done
   rm -rf "$tmp"

@@ -9,14 +9,15 @@
 // process). Layout of that buffer:
 //   [PEERS_OFF, +64)   this rank's view of every rank's buffer (char* [MAX_RANKS]), written once at set-up
 //   [CTL_OFF,   +8)    epoch (calls so far) and done (blocks of the current call that finished); this rank only
-//   [FLAGS_OFF, ...)   flags[block][peer]: the last barrier value peer's block `block` reached; written by peers
+//   [FLAGS_OFF, ...)   flags[block][peer] (MAX_BLOCKS x MAX_RANKS): the last barrier value peer's block `block` reached; written by peers
 //   [DATA_OFF, ...)    two data slots of slotBytes each; call e uses slot e & 1
 //
 // A call copies its input into its own slot, meets the other ranks at a flag barrier, and reads the others' slots:
 //   one-shot: every rank reduces every element from every rank's slot (one barrier);
 //   two-shot: rank r reduces partition r into its own slot (reduce-scatter), a second barrier, then every rank
 //             copies partition q from rank q's slot (all-gather).
-// The barrier is per block: block b of rank r waits only for block b of the other ranks, because block b reads
+// The grid and the block size are the host's choice (CustomAllReduce.blocks, .threads), the same on every rank;
+// a block of any size from 32 threads up to THREADS works. The barrier is per block: block b of rank r waits only for block b of the other ranks, because block b reads
 // exactly the elements that block b of every rank copied (the element -> block mapping depends only on count,
 // the rank count and the grid, never on a rank's own pointers). Flags hold 2 * epoch + phase + 1 and are
 // compared as serial numbers (>=), so a rank that ran ahead into the next barrier cannot be missed.
@@ -41,12 +42,12 @@
 namespace {
 
 constexpr int MAX_RANKS = 8;
-constexpr int MAX_BLOCKS = 32;
+constexpr int MAX_BLOCKS = 128;
 constexpr int THREADS = 512;
 constexpr long long PEERS_OFF = 0;
 constexpr long long CTL_OFF = 64;
 constexpr long long FLAGS_OFF = 128;
-constexpr long long DATA_OFF = 4096;
+constexpr long long DATA_OFF = 8192;
 static_assert(FLAGS_OFF + 4LL * MAX_BLOCKS * MAX_RANKS <= DATA_OFF, "flags overlap the data slots");
 
 struct Ctl {

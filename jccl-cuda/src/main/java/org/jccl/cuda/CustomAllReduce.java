@@ -52,8 +52,16 @@ final class CustomAllReduce {
     /** Bytes of one data slot: the largest all-reduce the kernels take. */
     static final long SLOT_BYTES = 1L << 20;
     /** Layout of each rank's buffer (the same constants as custom_allreduce.cu). */
-    static final long PEERS_OFF = 0, DATA_OFF = 4096;
-    static final int MAX_RANKS = 8, MAX_BLOCKS = 32, THREADS = 512;
+    static final long PEERS_OFF = 0, DATA_OFF = 8192;
+    /** The kernels' limits: ranks, blocks of one call (the flag area's size), threads of a block. */
+    static final int MAX_RANKS = 8, MAX_BLOCKS = 128, THREADS = 512;
+    /**
+     * Threads of a block and most blocks of a call. Benchmarks may set them
+     * ({@code -Djccl.car.threads=32..512}, {@code -Djccl.car.maxBlocks=1..128}) to compare grids;
+     * they are not a user setting.
+     */
+    static final int BLOCK_THREADS = property("jccl.car.threads", 512, 32, THREADS),
+            GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS);
     static final long BUFFER_BYTES = DATA_OFF + 2 * SLOT_BYTES;
     /** What JCCL_ALGO asks of a GPU communicator. */
     static final int AUTO = 0, NCCL = 1, ONE_SHOT = 2, TWO_SHOT = 3;
@@ -196,11 +204,30 @@ final class CustomAllReduce {
         return bytes <= twoShotMax(n) ? TWO_SHOT : NCCL;
     }
 
-    /** Blocks of one call: one per {@link #THREADS} packs of 16 bytes that a rank handles, 1..{@link #MAX_BLOCKS}. */
+    /**
+     * Blocks of one call: one per {@link #BLOCK_THREADS} packs of 16 bytes, 1..{@link #GRID_MAX}.
+     * Both algorithms size the grid by the whole buffer: two-shot copies and gathers all of it (only
+     * its reduce handles one rank's part).
+     */
     static int blocks(int algo, int n, long count, DataType type) {
         long packs = count * type.byteSize() / 16;
-        long work = algo == TWO_SHOT ? (packs + n - 1) / n : packs;
-        return (int) Math.max(1, Math.min(MAX_BLOCKS, (work + THREADS - 1) / THREADS));
+        return (int) Math.max(1, Math.min(GRID_MAX, (packs + BLOCK_THREADS - 1) / BLOCK_THREADS));
+    }
+
+    private static int property(String name, int def, int min, int max) {
+        String v = System.getProperty(name);
+        if (v == null || v.isBlank()) {
+            return def;
+        }
+        try {
+            int i = Integer.parseInt(v.strip());
+            if (i >= min && i <= max) {
+                return i;
+            }
+        } catch (NumberFormatException ignored) {
+            // the error below
+        }
+        throw new IllegalArgumentException("-D" + name + "=" + v + " is not an integer from " + min + " to " + max);
     }
 
     // ------------------------------------------------------------------ the call
@@ -235,7 +262,7 @@ final class CustomAllReduce {
         a.set(JAVA_LONG, 64, hostWords);
         a.set(JAVA_LONG, 72, hostWords + 4);
         a.set(JAVA_LONG, 80, spinLimitNanos);
-        CudaDriver.launchKernel(fn, grid, 1, 1, THREADS, 1, 1, 0, stream, params);
+        CudaDriver.launchKernel(fn, grid, 1, 1, BLOCK_THREADS, 1, 1, 0, stream, params);
     }
 
     /** A kernel that gave up (spin limit) or was aborted leaves its mark in the status word: the communicator fails. */

@@ -70,7 +70,9 @@ final class NcclHealth {
 
     private static String missingText(NcclCommunicator c, NcclWork w, List<Integer> missing) {
         if (w.kind() == SEND || w.kind() == RECV) {
-            return "its peer, rank " + w.peer + ", never matched it";
+            return "its peer, rank " + w.peer + ", never matched it (NCCL runs a rank's ungrouped sends and receives in"
+                    + " stream order: if every rank of a ring sends before it receives, none ever receives; issue each"
+                    + " rank's send and receive of one exchange inside one NcclGroup)";
         }
         if (missing.isEmpty()) {
             return c.jobStore == null ? "a peer rank is probably dead or stuck (without a store jccl cannot tell which)"

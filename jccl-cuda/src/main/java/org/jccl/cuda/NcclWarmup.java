@@ -35,7 +35,8 @@ import org.jccl.internal.WarmupSetting;
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
  * own kernels where they are attached), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
  * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
- * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); out of place (the output above
+ * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); a send/recv ring step in one
+ * {@link NcclGroup} and, with an even rank count, blocking send/recv pairs; out of place (the output above
  * its input in even blocks, below it in odd ones) and in place (through the same object in even blocks, through a second view of the
  * memory in odd ones), the root moving from rank to rank, blocking calls, a burst of asynchronous
  * ones (some on the communicator's stream passed as the caller's) awaited before going on, and a
@@ -516,6 +517,31 @@ final class NcclWarmup {
                 c.scatter(whole2, part, root);
             }
             c.barrier();
+            // Send/recv: a ring step in one group (as jccl perf sendrecv and nccl-tests issue it), and
+            // with an even rank count blocking pairs (even ranks send first, odd ranks receive first).
+            if (n > 1) {
+                int next = (c.rank() + 1) % n;
+                int prev = (c.rank() + n - 1) % n;
+                DeviceBuffer other = s == 0 ? partHi : partLo;
+                works.clear();
+                try (NcclGroup g = NcclGroup.start()) {
+                    works.add(c.sendAsync(part, next));
+                    works.add(c.recvAsync(other, prev));
+                }
+                for (NcclWork w : works) {
+                    w.await();
+                }
+                if (n % 2 == 0) {
+                    int peer = c.rank() ^ 1;
+                    if ((c.rank() & 1) == 0) {
+                        c.send(part, peer);
+                        c.recv(other, peer);
+                    } else {
+                        c.recv(other, peer);
+                        c.send(part, peer);
+                    }
+                }
+            }
             // Asynchronous calls, awaited before anything else runs.
             works.clear();
             for (int r = 0; r < BURST; r++) {

@@ -39,6 +39,21 @@ class CustomAllReduceSourceTest {
     }
 
     @Test
+    void theBufferLayoutAndLimitsAreTheKernelSources() throws Exception {
+        String cu = Files.readString(Path.of("src/main/cuda/custom_allreduce.cu"));
+        java.util.function.Function<String, Long> constant = name -> {
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("constexpr (?:int|long long) " + name + " = (\\d+);").matcher(cu);
+            assertTrue(m.find(), name + " is not a constant of custom_allreduce.cu");
+            return Long.parseLong(m.group(1));
+        };
+        assertEquals(CustomAllReduce.MAX_RANKS, constant.apply("MAX_RANKS"));
+        assertEquals(CustomAllReduce.MAX_BLOCKS, constant.apply("MAX_BLOCKS"));
+        assertEquals(CustomAllReduce.THREADS, constant.apply("THREADS"));
+        assertEquals(CustomAllReduce.PEERS_OFF, constant.apply("PEERS_OFF"));
+        assertEquals(CustomAllReduce.DATA_OFF, constant.apply("DATA_OFF"));
+    }
+
+    @Test
     void jcclAlgoTakesTheGpuNamesAndRejectsOthersNamingThem() {
         assertEquals(CustomAllReduce.AUTO, CustomAllReduce.mode(null));
         assertEquals(CustomAllReduce.AUTO, CustomAllReduce.mode(" "));
@@ -83,8 +98,10 @@ class CustomAllReduceSourceTest {
         assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1, DataType.FLOAT32));
         assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2048, DataType.FLOAT32));
         assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2052, DataType.FLOAT32));
-        assertEquals(CustomAllReduce.MAX_BLOCKS, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1 << 20,
+        assertEquals(CustomAllReduce.GRID_MAX, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1 << 20,
                 DataType.FLOAT32));
-        assertEquals(4, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
+        // two-shot: the whole buffer's packs (it copies and gathers all of them), not one rank's part
+        assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
+        assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
     }
 }

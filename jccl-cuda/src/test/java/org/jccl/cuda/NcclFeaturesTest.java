@@ -540,6 +540,65 @@ class NcclFeaturesTest {
         }
     }
 
+    /**
+     * A ring whose ranks each send to the next before receiving from the previous, with no group:
+     * NCCL runs a rank's ungrouped sends and receives in stream order, so each send can wait for a
+     * receive that is queued behind its peer's own send. Whatever NCCL does with it, no rank may
+     * hang: each either receives the right data or fails by the communicator's deadline (3 s) with
+     * a CollectiveTimeoutException that names its peer and says to issue the pair in one group.
+     */
+    @Test
+    void anUngroupedSendBeforeReceiveRingEndsByTheDeadline() throws Exception {
+        List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofSeconds(3));
+        List<DeviceBuffer> bufs = warmUp(fresh, 1024);
+        List<DeviceBuffer> outs = new ArrayList<>();
+        try {
+            for (NcclCommunicator c : fresh) {
+                float[] v = new float[1024];
+                java.util.Arrays.fill(v, c.rank() + 1);
+                bufs.get(c.rank()).copyFrom(HostBuffer.of(v));
+                outs.add(c.device().allocate(DataType.FLOAT32, 1024));
+                outs.getLast().clear();
+            }
+            long t0 = System.nanoTime();
+            List<String> outcome = Gpu.onEach(fresh, Duration.ofSeconds(60), c -> {
+                int r = c.rank();
+                int prev = (r + n - 1) % n;
+                NcclWork send = c.sendAsync(bufs.get(r), (r + 1) % n);
+                NcclWork recv = c.recvAsync(outs.get(r), prev);
+                try {
+                    send.await();
+                    recv.await();
+                } catch (JcclException e) {
+                    double secs = (System.nanoTime() - t0) / 1e9;
+                    return (e instanceof CollectiveTimeoutException ? "timeout" : "failed") + String.format(" after %.2f s: ", secs)
+                            + e.getMessage();
+                }
+                float[] got = Gpu.download(outs.get(r));
+                return got[0] == prev + 1 && got[1023] == prev + 1 ? "received" : "wrong data: " + got[0] + " from rank " + prev;
+            });
+            double secs = (System.nanoTime() - t0) / 1e9;
+            System.out.println("ungrouped send-before-receive ring, " + n + " ranks, " + String.format("%.2f s: ", secs) + outcome);
+            for (int r = 0; r < n; r++) {
+                String o = outcome.get(r);
+                if (o.equals("received")) {
+                    continue;
+                }
+                assertTrue(!o.startsWith("wrong"), "rank " + r + ": " + o);
+                boolean namesPeer = o.contains("rank " + ((r + 1) % n)) || o.contains("rank " + ((r + n - 1) % n));
+                assertTrue(namesPeer, "rank " + r + "'s error must name its peer: " + o);
+                if (o.startsWith("timeout")) {
+                    assertTrue(o.contains("NcclGroup"), "rank " + r + "'s timeout must say to group the pair: " + o);
+                }
+            }
+            // 3 s deadline, the watchdog's poll, the abort, and the others' grace (NcclHealth): well under 3x
+            assertTrue(secs < 15, "the ring ended after " + secs + " s");
+        } finally {
+            outs.forEach(DeviceBuffer::close);
+            abortAndClose(fresh, bufs);
+        }
+    }
+
     @Test
     void largeBuffersAndCountZero() throws Exception {
         // Count 0 is a valid no-op; a 2^28-element (1 GiB) all-reduce checks 64-bit sizes end to end.

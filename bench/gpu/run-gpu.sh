@@ -305,7 +305,7 @@ if has carbench; then # all-reduce through jccl: NCCL vs jccl's kernels (JCCL_AL
     [ "$g" -le "$NGPU" ] || continue
     for run in $(seq 1 "${JCCL_CAR_RUNS:-2}"); do
       logs=(); heads=()
-      for job in nccl:- auto:- $(for v in $variants; do echo oneshot:$v twoshot:$v; done); do
+      for job in nccl:- auto:- $(for v in $variants; do for a in ${JCCL_CAR_ALGOS:-oneshot twoshot ll}; do echo $a:$v; done; done); do
         algo=${job%%:*}; v=${job#*:}; props=()
         [ "$v" != - ] && props=(-Djccl.car.threads=${v%%:*} -Djccl.car.maxBlocks=${v#*:})
         name=$algo${v/:/x}; name=${name//-/}

@@ -11,11 +11,21 @@
 //   [CTL_OFF,   +8)    epoch (calls so far) and done (blocks of the current call that finished); this rank only
 //   [FLAGS_OFF, ...)   flags[block][peer] (MAX_BLOCKS x MAX_RANKS): the last barrier value peer's block `block` reached; written by peers
 //   [DATA_OFF, ...)    two data slots of slotBytes each; call e uses slot e & 1
+//   [LL_OFF, ...)      LL areas (LL_OFF = DATA_OFF + 2 * slotBytes): [parity][sender] of LL_SLOT bytes each, written by
+//                      the sender; call e uses parity e & 1
 //
 // A call copies its input into its own slot, meets the other ranks at a flag barrier, and reads the others' slots:
 //   one-shot: every rank reduces every element from every rank's slot (one barrier);
 //   two-shot: rank r reduces partition r into its own slot (reduce-scatter), a second barrier, then every rank
 //             copies partition q from rank q's slot (all-gather).
+//   ll:       no barrier and no slot: every rank pushes its input into its LL area of every other rank's buffer as
+//             16-byte lines {data, flag, data, flag} (NCCL's LL format: 8 payload bytes per line, the flag in each
+//             aligned 8-byte half, stored and loaded as one 16-byte volatile access) with flag = epoch + 1, then
+//             reduces from its own memory as each line's flags arrive. One one-way NVLink write instead of a
+//             barrier and a remote read; twice the bytes on the wire, so for small messages (<= LL_SLOT / 2).
+//             Two parities suffice for the same reason as two slots: rank r writes parity e & 1 of rank p again in
+//             call e + 2 only after its call e + 1 received p's data of call e + 1, which p wrote after its call e
+//             had read everything. Stale lines carry an older flag (e - 1, never e + 1); the area starts zeroed.
 // The grid and the block size are the host's choice (CustomAllReduce.blocks, .threads), the same on every rank;
 // a block of any size from 32 threads up to THREADS works. The barrier is per block: block b of rank r waits only for block b of the other ranks, because block b reads
 // exactly the elements that block b of every rank copied (the element -> block mapping depends only on count,
@@ -30,10 +40,11 @@
 // rounded to nearest even, no FMA), then rounded once to the element type (round to nearest even). Every rank
 // computes every element this way, so the result is bitwise the same on every rank and in every run.
 //
-// Failure: a barrier spins on its flag with a bound. Every 256 spins it reads the host-pinned abort word (set by
+// Failure: a barrier (or an LL line) spins on its flag with a bound. Every 256 spins it reads the host-pinned abort word (set by
 // the host when the communicator is aborted, e.g. by the watchdog on a deadline) and the global timer; on abort
 // or after spinLimitNs it writes 2 (aborted) or 1 (timed out) into the host-pinned status word and the whole call
-// returns without writing its output. No instruction here traps, and no NVLink multicast is used.
+// returns without writing its output (ll: without writing the lines that thread had left). No instruction here
+// traps, and no NVLink multicast is used.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -48,6 +59,9 @@ constexpr long long PEERS_OFF = 0;
 constexpr long long CTL_OFF = 64;
 constexpr long long FLAGS_OFF = 128;
 constexpr long long DATA_OFF = 8192;
+constexpr long long LL_SLOT = 131072;  // 128 KiB: one sender's LL lines of one parity: 64 KiB of payload
+constexpr int ALGO_ONE_SHOT = 0, ALGO_TWO_SHOT = 1, ALGO_LL = 2;  // CustomAllReduce.kernelAlgo
+static_assert(ALGO_TWO_SHOT != ALGO_ONE_SHOT && ALGO_TWO_SHOT != ALGO_LL, "the algorithms need distinct codes");
 static_assert(FLAGS_OFF + 4LL * MAX_BLOCKS * MAX_RANKS <= DATA_OFF, "flags overlap the data slots");
 
 struct Ctl {
@@ -209,8 +223,162 @@ template <typename T> __device__ __forceinline__ T reduce_elem(char* const* slot
     return Conv<T>::from(acc);
 }
 
+// ---- LL: 16-byte lines {data0, flag, data1, flag}
+
+__device__ __forceinline__ void st_ll(uint4* p, uint2 d, unsigned int f) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(d.x), "r"(f), "r"(d.y), "r"(f)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_ll(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// Waits for line p to carry flag f in both halves; false after an abort or the spin limit (status written).
+__device__ __forceinline__ bool wait_ll(const uint4* p, unsigned int f, const Args& a, uint2& out,
+                                        unsigned long long& start) {
+    unsigned int spins = 0;
+    while (true) {
+        uint4 x = ld_ll(p);
+        if (x.y == f && x.w == f) {
+            out = make_uint2(x.x, x.z);
+            return true;
+        }
+        if ((++spins & 255) == 0) {
+            if (*a.abort_word != 0) {
+                *a.status = 2;
+                return false;
+            }
+            unsigned long long now = global_timer();
+            if (start == 0) {
+                start = now;
+            } else if (now - start > a.spin_limit_ns) {
+                *a.status = 1;
+                return false;
+            }
+        }
+    }
+}
+
+// Line l (8 bytes: 8 / sizeof(T) elements) of the user's buffer, zero past count.
+template <typename T> __device__ __forceinline__ uint2 load_line(const T* in, long long l, long long count, bool aligned) {
+    constexpr int E = 8 / sizeof(T);
+    const long long base = l * E;
+    if (aligned && base + E <= count) {
+        return reinterpret_cast<const uint2*>(in)[l];
+    }
+    union {
+        uint2 v;
+        T e[E];
+    } u;
+    u.v = make_uint2(0, 0);
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        if (base + k < count) {
+            u.e[k] = in[base + k];
+        }
+    }
+    return u.v;
+}
+
+template <typename T> __device__ __forceinline__ void store_line(T* out, long long l, uint2 v, long long count, bool aligned) {
+    constexpr int E = 8 / sizeof(T);
+    const long long base = l * E;
+    if (aligned && base + E <= count) {
+        reinterpret_cast<uint2*>(out)[l] = v;
+        return;
+    }
+    union {
+        uint2 v;
+        T e[E];
+    } u;
+    u.v = v;
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        if (base + k < count) {
+            out[base + k] = u.e[k];
+        }
+    }
+}
+
+// The lines of every rank, summed in rank order in fp32 (as reduce_pack).
+template <typename T> __device__ __forceinline__ uint2 reduce_line(const uint2* v, int n) {
+    constexpr int E = 8 / sizeof(T);
+    union U {
+        uint2 v;
+        T e[E];
+    };
+    U in;
+    in.v = v[0];
+    float acc[E];
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        acc[k] = Conv<T>::to(in.e[k]);
+    }
+#pragma unroll
+    for (int p = 1; p < MAX_RANKS; p++) {
+        if (p < n) {
+            in.v = v[p];
+#pragma unroll
+            for (int k = 0; k < E; k++) {
+                acc[k] = __fadd_rn(acc[k], Conv<T>::to(in.e[k]));
+            }
+        }
+    }
+    U o;
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        o.e[k] = Conv<T>::from(acc[k]);
+    }
+    return o.v;
+}
+
 template <typename T>
-__device__ void all_reduce(char* self, const T* in, T* out, long long count, int rank, int nranks, int two_shot,
+__device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int epoch, long long ll_off) {
+    const unsigned int f = epoch + 1u;
+    const long long par = ll_off + (long long)(epoch & 1) * MAX_RANKS * LL_SLOT;
+    const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 7) == 0;
+    const long long lines = (count * (long long)sizeof(T) + 7) / 8;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    // push: this rank's lines into its area of every other rank
+    for (long long l = gid; l < lines; l += stride) {
+        uint2 d = load_line(in, l, count, aligned);
+        for (int p = 0; p < a.nranks; p++) {
+            if (p != a.rank) {
+                st_ll(reinterpret_cast<uint4*>(a.peers[p] + par + a.rank * LL_SLOT) + l, d, f);
+            }
+        }
+    }
+    // reduce each line once every rank's copy of it has arrived here
+    unsigned long long start = 0;
+    for (long long l = gid; l < lines; l += stride) {
+        uint2 v[MAX_RANKS];
+        bool ok = true;
+#pragma unroll
+        for (int p = 0; p < MAX_RANKS; p++) {
+            if (p < a.nranks) {
+                if (p == a.rank) {
+                    v[p] = load_line(in, l, count, aligned);
+                } else if (ok) {
+                    ok = wait_ll(reinterpret_cast<const uint4*>(a.self + par + p * LL_SLOT) + l, f, a, v[p], start);
+                }
+            }
+        }
+        if (!ok) {
+            break;
+        }
+        store_line(out, l, reduce_line<T>(v, a.nranks), count, aligned);
+    }
+}
+
+template <typename T>
+__device__ void all_reduce(char* self, const T* in, T* out, long long count, int rank, int nranks, int algo,
                            long long slot_bytes, const volatile int* abort_word, volatile int* status,
                            unsigned long long spin_limit_ns) {
     constexpr int N = Pack<T>::N;
@@ -238,7 +406,9 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
     const bool tail_thread = blockIdx.x == 0 && threadIdx.x < tail;
     bool ok;
 
-    if (!two_shot) {
+    if (algo == ALGO_LL) {
+        ll_all_reduce<T>(a, in, out, count, epoch, DATA_OFF + 2 * slot_bytes);
+    } else if (algo == ALGO_ONE_SHOT) {
         for (long long i = gid; i < packs; i += stride) {
             mine[i] = load_user(in, i, aligned);
         }
@@ -308,10 +478,10 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
 
 #define JCCL_CAR_KERNEL(NAME, T)                                                                                    \
     extern "C" __global__ void __launch_bounds__(THREADS)                                                           \
-        NAME(char* self, const void* in, void* out, long long count, int rank, int nranks, int two_shot,          \
+        NAME(char* self, const void* in, void* out, long long count, int rank, int nranks, int algo,              \
              long long slot_bytes, const volatile int* abort_word, volatile int* status,                            \
              unsigned long long spin_limit_ns) {                                                                    \
-        all_reduce<T>(self, static_cast<const T*>(in), static_cast<T*>(out), count, rank, nranks, two_shot,       \
+        all_reduce<T>(self, static_cast<const T*>(in), static_cast<T*>(out), count, rank, nranks, algo,           \
                       slot_bytes, abort_word, status, spin_limit_ns);                                               \
     }
 

@@ -62,9 +62,15 @@ final class CustomAllReduce {
      */
     static final int BLOCK_THREADS = property("jccl.car.threads", 512, 32, THREADS),
             GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS);
-    static final long BUFFER_BYTES = DATA_OFF + 2 * SLOT_BYTES;
+    /** One sender's LL lines of one parity (LL_SLOT in custom_allreduce.cu): half of it is payload. */
+    static final long LL_SLOT = 128L << 10;
+    /** Largest all-reduce (bytes) the LL kernel takes. */
+    static final long LL_MAX = LL_SLOT / 2;
+    /** Where the LL areas start: after the two data slots. */
+    static final long LL_OFF = DATA_OFF + 2 * SLOT_BYTES;
+    static final long BUFFER_BYTES = LL_OFF + 2L * MAX_RANKS * LL_SLOT;
     /** What JCCL_ALGO asks of a GPU communicator. */
-    static final int AUTO = 0, NCCL = 1, ONE_SHOT = 2, TWO_SHOT = 3;
+    static final int AUTO = 0, NCCL = 1, ONE_SHOT = 2, TWO_SHOT = 3, LL = 4;
     /** Exchanged per rank at set-up: pid, host id, device uuid, buffer pointer, IPC handle, ok. */
     private static final int BLOB = 128;
     private static final int ARGS = 11;
@@ -148,8 +154,9 @@ final class CustomAllReduce {
             case "nccl" -> NCCL;
             case "oneshot" -> ONE_SHOT;
             case "twoshot", "rsag" -> TWO_SHOT;
+            case "ll" -> LL;
             default -> throw new IllegalArgumentException("JCCL_ALGO is '" + algo + "': a GPU (nccl backend) communicator "
-                    + "takes nccl, oneshot, twoshot (also rsag) or auto; unset it to let the tuner choose");
+                    + "takes nccl, oneshot, twoshot (also rsag), ll or auto; unset it to let the tuner choose");
         };
     }
 
@@ -198,6 +205,9 @@ final class CustomAllReduce {
         if (mode == ONE_SHOT || mode == TWO_SHOT) {
             return mode;
         }
+        if (mode == LL) {
+            return bytes <= LL_MAX ? LL : NCCL;
+        }
         if (bytes <= oneShotMax(n)) {
             return ONE_SHOT;
         }
@@ -210,8 +220,19 @@ final class CustomAllReduce {
      * its reduce handles one rank's part).
      */
     static int blocks(int algo, int n, long count, DataType type) {
-        long packs = count * type.byteSize() / 16;
-        return (int) Math.max(1, Math.min(GRID_MAX, (packs + BLOCK_THREADS - 1) / BLOCK_THREADS));
+        long bytes = count * type.byteSize();
+        long items = algo == LL ? (bytes + 7) / 8 : bytes / 16; // LL: one 8-byte line per thread
+        return (int) Math.max(1, Math.min(GRID_MAX, (items + BLOCK_THREADS - 1) / BLOCK_THREADS));
+    }
+
+    /** The kernel's code of an algorithm (ALGO_* in custom_allreduce.cu). */
+    static int kernelAlgo(int algo) {
+        return switch (algo) {
+            case ONE_SHOT -> 0;
+            case TWO_SHOT -> 1;
+            case LL -> 2;
+            default -> throw new IllegalArgumentException("not a kernel algorithm: " + algo);
+        };
     }
 
     private static int property(String name, int def, int min, int max) {
@@ -244,12 +265,12 @@ final class CustomAllReduce {
         }
         checkStatus();
         long fn = type == DataType.FLOAT32 ? fnF32 : type == DataType.FLOAT16 ? fnF16 : fnBf16;
-        launchKernel(fn, blocks(algo, size, count, type), sp, rp, count, algo == TWO_SHOT, stream);
+        launchKernel(fn, blocks(algo, size, count, type), sp, rp, count, algo, stream);
         launches++;
         return true;
     }
 
-    private void launchKernel(long fn, int grid, long sp, long rp, long count, boolean twoShot, long stream) {
+    private void launchKernel(long fn, int grid, long sp, long rp, long count, int algo, long stream) {
         MemorySegment a = args;
         a.set(JAVA_LONG, 0, buffer);
         a.set(JAVA_LONG, 8, sp);
@@ -257,7 +278,7 @@ final class CustomAllReduce {
         a.set(JAVA_LONG, 24, count);
         a.set(JAVA_INT, 32, rank);
         a.set(JAVA_INT, 40, size);
-        a.set(JAVA_INT, 48, twoShot ? 1 : 0);
+        a.set(JAVA_INT, 48, kernelAlgo(algo));
         a.set(JAVA_LONG, 56, SLOT_BYTES);
         a.set(JAVA_LONG, 64, hostWords);
         a.set(JAVA_LONG, 72, hostWords + 4);
@@ -295,7 +316,7 @@ final class CustomAllReduce {
         try {
             comm.device.makeCurrent();
             launchKernel(fn, blocks(algo, size, send.count(), type), send.rawPointer(), recv.rawPointer(), send.count(),
-                    algo == TWO_SHOT, stream.handle());
+                    algo, stream.handle());
         } finally {
             comm.lock.unlock();
         }
@@ -328,6 +349,7 @@ final class CustomAllReduce {
                 c.device.makeCurrent();
                 buf = CudaDriver.memAlloc(BUFFER_BYTES);
                 CudaDriver.memsetD8(buf, (byte) 0, DATA_OFF);
+                CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF); // LL flags start below any epoch
                 words = CudaDriver.memAllocHost(8);
                 MemorySegment.ofAddress(words).reinterpret(8).fill((byte) 0);
                 handle = CudaDriver.ipcGetMemHandle(buf);
@@ -447,6 +469,7 @@ final class CustomAllReduce {
             c.device.makeCurrent();
             ptrs[i] = CudaDriver.memAlloc(BUFFER_BYTES);
             CudaDriver.memsetD8(ptrs[i], (byte) 0, DATA_OFF);
+            CudaDriver.memsetD8(ptrs[i] + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF);
             words[i] = CudaDriver.memAllocHost(8);
             MemorySegment.ofAddress(words[i]).reinterpret(8).fill((byte) 0);
             for (NcclCommunicator d : comms) {
@@ -613,7 +636,7 @@ final class CustomAllReduce {
         }
         try {
             comm.device.makeCurrent();
-            launchKernel(fnF32, 1, 0, 0, 0, false, comm.streamHandle);
+            launchKernel(fnF32, 1, 0, 0, 0, ONE_SHOT, comm.streamHandle);
             org.jccl.spi.TimedIdleStrategy b = CudaDevice.gpuWait();
             int r;
             while ((r = CudaDriver.streamQuery(comm.streamHandle)) != 0) {

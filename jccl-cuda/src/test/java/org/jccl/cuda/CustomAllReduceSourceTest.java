@@ -51,6 +51,13 @@ class CustomAllReduceSourceTest {
         assertEquals(CustomAllReduce.THREADS, constant.apply("THREADS"));
         assertEquals(CustomAllReduce.PEERS_OFF, constant.apply("PEERS_OFF"));
         assertEquals(CustomAllReduce.DATA_OFF, constant.apply("DATA_OFF"));
+        assertEquals(CustomAllReduce.LL_SLOT, constant.apply("LL_SLOT"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile(
+                "constexpr int ALGO_ONE_SHOT = (\\d+), ALGO_TWO_SHOT = (\\d+), ALGO_LL = (\\d+);").matcher(cu);
+        assertTrue(m.find(), "the kernel's algorithm codes");
+        assertEquals(Integer.parseInt(m.group(1)), CustomAllReduce.kernelAlgo(CustomAllReduce.ONE_SHOT));
+        assertEquals(Integer.parseInt(m.group(2)), CustomAllReduce.kernelAlgo(CustomAllReduce.TWO_SHOT));
+        assertEquals(Integer.parseInt(m.group(3)), CustomAllReduce.kernelAlgo(CustomAllReduce.LL));
     }
 
     @Test
@@ -61,8 +68,9 @@ class CustomAllReduceSourceTest {
         assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.mode("oneshot"));
         assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.mode("twoshot"));
         assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.mode("rsag"));
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.mode("LL"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CustomAllReduce.mode("ring"));
-        assertTrue(e.getMessage().contains("'ring'") && e.getMessage().contains("nccl, oneshot, twoshot"), e.getMessage());
+        assertTrue(e.getMessage().contains("'ring'") && e.getMessage().contains("nccl, oneshot, twoshot (also rsag), ll"), e.getMessage());
     }
 
     @Test
@@ -83,6 +91,10 @@ class CustomAllReduceSourceTest {
         assertEquals(CustomAllReduce.TWO_SHOT, CustomAllReduce.choose(CustomAllReduce.TWO_SHOT, 2, slotFloats,
                 DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.NCCL, 2, 2, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.LL, 4, CustomAllReduce.LL_MAX / 2,
+                DataType.FLOAT16, SUM));
+        assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.LL, 4, CustomAllReduce.LL_MAX / 4 + 1,
+                DataType.FLOAT32, SUM), "more than LL_MAX never goes to the LL kernel, even forced");
         // every size the tuner gives the kernels fits a slot; above the tuner's limits NCCL runs
         for (int n = 2; n <= 8; n++) {
             for (long bytes = 4; bytes <= 4 * CustomAllReduce.SLOT_BYTES; bytes *= 2) {
@@ -102,6 +114,9 @@ class CustomAllReduceSourceTest {
                 DataType.FLOAT32));
         // two-shot: the whole buffer's packs (it copies and gathers all of them), not one rank's part
         assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
+        // LL: one 8-byte line per thread
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 1, DataType.FLOAT16));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 1025, DataType.FLOAT32));
         assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
     }
 }

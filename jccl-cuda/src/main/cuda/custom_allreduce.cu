@@ -239,9 +239,11 @@ __device__ __forceinline__ uint4 ld_ll(const uint4* p) {
     return v;
 }
 
-// Waits for line p to carry flag f in both halves; false after an abort or the spin limit (status written).
+// Waits for line p to carry flag f in both halves; false after an abort or the spin limit (status written). Every
+// thread of a block may spin here, so only the first lane of each warp reads the host-pinned abort word (over
+// PCIe) and tells the block through *stop in shared memory.
 __device__ __forceinline__ bool wait_ll(const uint4* p, unsigned int f, const Args& a, uint2& out,
-                                        unsigned long long& start) {
+                                        unsigned long long& start, volatile int* stop) {
     unsigned int spins = 0;
     while (true) {
         uint4 x = ld_ll(p);
@@ -250,8 +252,12 @@ __device__ __forceinline__ bool wait_ll(const uint4* p, unsigned int f, const Ar
             return true;
         }
         if ((++spins & 255) == 0) {
-            if (*a.abort_word != 0) {
+            if (*stop != 0) {
+                return false;
+            }
+            if ((threadIdx.x & 31) == 0 && *a.abort_word != 0) {
                 *a.status = 2;
+                *stop = 1;
                 return false;
             }
             unsigned long long now = global_timer();
@@ -259,6 +265,7 @@ __device__ __forceinline__ bool wait_ll(const uint4* p, unsigned int f, const Ar
                 start = now;
             } else if (now - start > a.spin_limit_ns) {
                 *a.status = 1;
+                *stop = 1;
                 return false;
             }
         }
@@ -339,7 +346,8 @@ template <typename T> __device__ __forceinline__ uint2 reduce_line(const uint2* 
 }
 
 template <typename T>
-__device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int epoch, long long ll_off) {
+__device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int epoch, long long ll_off,
+                              volatile int* stop) {
     const unsigned int f = epoch + 1u;
     const long long par = ll_off + (long long)(epoch & 1) * MAX_RANKS * LL_SLOT;
     const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 7) == 0;
@@ -366,7 +374,7 @@ __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long coun
                 if (p == a.rank) {
                     v[p] = load_line(in, l, count, aligned);
                 } else if (ok) {
-                    ok = wait_ll(reinterpret_cast<const uint4*>(a.self + par + p * LL_SLOT) + l, f, a, v[p], start);
+                    ok = wait_ll(reinterpret_cast<const uint4*>(a.self + par + p * LL_SLOT) + l, f, a, v[p], start, stop);
                 }
             }
         }
@@ -385,8 +393,10 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
     Args a{self, reinterpret_cast<char* const*>(self + PEERS_OFF), rank, nranks, abort_word, status, spin_limit_ns};
     Ctl* ctl = reinterpret_cast<Ctl*>(self + CTL_OFF);
     __shared__ unsigned int s_epoch;
+    __shared__ int s_stop;  // ll: a thread saw the abort word or the spin limit
     if (threadIdx.x == 0) {
         s_epoch = ctl->epoch;
+        s_stop = 0;
     }
     __syncthreads();
     const unsigned int epoch = s_epoch;
@@ -407,7 +417,7 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
     bool ok;
 
     if (algo == ALGO_LL) {
-        ll_all_reduce<T>(a, in, out, count, epoch, DATA_OFF + 2 * slot_bytes);
+        ll_all_reduce<T>(a, in, out, count, epoch, DATA_OFF + 2 * slot_bytes, &s_stop);
     } else if (algo == ALGO_ONE_SHOT) {
         for (long long i = gid; i < packs; i += stride) {
             mine[i] = load_user(in, i, aligned);

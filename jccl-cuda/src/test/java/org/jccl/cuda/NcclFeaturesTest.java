@@ -546,10 +546,15 @@ class NcclFeaturesTest {
      * receive that is queued behind its peer's own send. Whatever NCCL does with it, no rank may
      * hang: each either receives the right data or fails by the communicator's deadline (3 s) with
      * a CollectiveTimeoutException that names its peer and says to issue the pair in one group.
+     * The communicators are created with the JIT warm-up, as by default: it connects every pair
+     * of ranks (its all-to-all and send/recv ring). Without it (the suite's JCCL_WARMUP=0) the
+     * first send between two ranks connects them inside ncclSend, where a blocking communicator
+     * waits for the peer's matching call with no deadline (NcclCommunicator's class comment).
      */
     @Test
     void anUngroupedSendBeforeReceiveRingEndsByTheDeadline() throws Exception {
-        List<NcclCommunicator> fresh = NcclCommunicator.initAll(devs, Duration.ofSeconds(3));
+        List<NcclCommunicator> fresh = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "0.3"),
+                () -> NcclCommunicator.initAll(devs, Duration.ofSeconds(3)));
         List<DeviceBuffer> bufs = warmUp(fresh, 1024);
         List<DeviceBuffer> outs = new ArrayList<>();
         try {
@@ -561,7 +566,9 @@ class NcclFeaturesTest {
                 outs.getLast().clear();
             }
             long t0 = System.nanoTime();
-            List<String> outcome = Gpu.onEach(fresh, Duration.ofSeconds(60), c -> {
+            List<String> outcome;
+            try {
+                outcome = Gpu.onEach(fresh, Duration.ofSeconds(60), c -> {
                 int r = c.rank();
                 int prev = (r + n - 1) % n;
                 NcclWork send = c.sendAsync(bufs.get(r), (r + 1) % n);
@@ -576,7 +583,19 @@ class NcclFeaturesTest {
                 }
                 float[] got = Gpu.download(outs.get(r));
                 return got[0] == prev + 1 && got[1023] == prev + 1 ? "received" : "wrong data: " + got[0] + " from rank " + prev;
-            });
+                });
+            } catch (java.util.concurrent.TimeoutException hang) {
+                StringBuilder b = new StringBuilder("the ring hung past 60 s; threads:\n");
+                Thread.getAllStackTraces().forEach((t, st) -> {
+                    if (t.getName().startsWith("pool-")) {
+                        b.append(t.getName()).append('\n');
+                        for (StackTraceElement e : st) {
+                            b.append("    ").append(e).append('\n');
+                        }
+                    }
+                });
+                throw new AssertionError(b.toString(), hang);
+            }
             double secs = (System.nanoTime() - t0) / 1e9;
             System.out.println("ungrouped send-before-receive ring, " + n + " ranks, " + String.format("%.2f s: ", secs) + outcome);
             for (int r = 0; r < n; r++) {

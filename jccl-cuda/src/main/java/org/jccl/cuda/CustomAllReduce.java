@@ -56,11 +56,11 @@ final class CustomAllReduce {
     /** The kernels' limits: ranks, blocks of one call (the flag area's size), threads of a block. */
     static final int MAX_RANKS = 8, MAX_BLOCKS = 128, THREADS = 512;
     /**
-     * Threads of a block and most blocks of a call. Benchmarks may set them
-     * ({@code -Djccl.car.threads=32..512}, {@code -Djccl.car.maxBlocks=1..128}) to compare grids;
-     * they are not a user setting.
+     * Threads of a block (0: each algorithm's own, {@link #threads}) and most blocks of a call.
+     * Benchmarks may set them ({@code -Djccl.car.threads=32..512}, {@code -Djccl.car.maxBlocks=1..128})
+     * to compare grids; they are not a user setting.
      */
-    static final int BLOCK_THREADS = property("jccl.car.threads", 512, 32, THREADS),
+    static final int BLOCK_THREADS = property("jccl.car.threads", 0, 32, THREADS),
             GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS);
     /** One sender's LL lines of one parity (LL_SLOT in custom_allreduce.cu): half of it is payload. */
     static final long LL_SLOT = 128L << 10;
@@ -167,6 +167,17 @@ final class CustomAllReduce {
     }
 
     /**
+     * Largest all-reduce (bytes) the tuner gives LL (below it, one-shot up to {@link #oneShotMax}).
+     * Measured on 2 and 4 H100s (NcclBench, bench/gpu/results/2026-11-27-4xH100-car-ll/): LL took
+     * 0.44-0.69x NCCL's time up to 64 KiB, where one-shot took 0.52-0.85x; LL cannot take more
+     * (its lines double the bytes; {@link #LL_MAX}). More than 4 ranks push more copies of every
+     * line and are unmeasured: a cautious 16 KiB.
+     */
+    static long llMax(int n) {
+        return n <= 4 ? LL_MAX : 16L << 10;
+    }
+
+    /**
      * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured through jccl
      * (NcclBench, one thread per GPU, float sum, NCCL 2.28.3 in the same device call; logs in
      * bench/gpu/results/2026-11-27-custom-allreduce): on 2x H100 one-shot took 0.56-0.93x NCCL's time
@@ -187,7 +198,7 @@ final class CustomAllReduce {
     }
 
     /**
-     * The algorithm for one all-reduce: ONE_SHOT, TWO_SHOT or NCCL. NCCL for anything the kernels
+     * The algorithm for one all-reduce: LL, ONE_SHOT, TWO_SHOT or NCCL. NCCL for anything the kernels
      * cannot run: another operator than SUM, another type than FLOAT32/FLOAT16/BFLOAT16, no
      * elements, more bytes than a slot.
      */
@@ -208,6 +219,9 @@ final class CustomAllReduce {
         if (mode == LL) {
             return bytes <= LL_MAX ? LL : NCCL;
         }
+        if (bytes <= llMax(n)) {
+            return LL;
+        }
         if (bytes <= oneShotMax(n)) {
             return ONE_SHOT;
         }
@@ -215,14 +229,25 @@ final class CustomAllReduce {
     }
 
     /**
-     * Blocks of one call: one per {@link #BLOCK_THREADS} packs of 16 bytes, 1..{@link #GRID_MAX}.
-     * Both algorithms size the grid by the whole buffer: two-shot copies and gathers all of it (only
-     * its reduce handles one rank's part).
+     * Threads of a block: 256 for LL, 512 for one-shot and two-shot. Measured on 2 and 4 H100s
+     * (NcclBench, bench/gpu/results/2026-11-27-4xH100-car-ll/): LL with 256 threads per block took
+     * 0.44-0.57x NCCL's time from 8 B to 64 KiB on 2 GPUs and 0.49-0.69x on 4 in the steadier of two
+     * runs, against 0.52-0.66x / 0.52-0.75x with 512 and 0.57-0.78x / 0.53-0.74x with 128.
+     */
+    static int threads(int algo) {
+        return BLOCK_THREADS > 0 ? BLOCK_THREADS : algo == LL ? 256 : 512;
+    }
+
+    /**
+     * Blocks of one call: one per {@link #threads} packs of 16 bytes (LL: lines of 8 bytes),
+     * 1..{@link #GRID_MAX}. Both barrier algorithms size the grid by the whole buffer: two-shot
+     * copies and gathers all of it (only its reduce handles one rank's part).
      */
     static int blocks(int algo, int n, long count, DataType type) {
         long bytes = count * type.byteSize();
-        long items = algo == LL ? (bytes + 7) / 8 : bytes / 16; // LL: one 8-byte line per thread
-        return (int) Math.max(1, Math.min(GRID_MAX, (items + BLOCK_THREADS - 1) / BLOCK_THREADS));
+        long items = algo == LL ? (bytes + 7) / 8 : bytes / 16;
+        int t = threads(algo);
+        return (int) Math.max(1, Math.min(GRID_MAX, (items + t - 1) / t));
     }
 
     /** The kernel's code of an algorithm (ALGO_* in custom_allreduce.cu). */
@@ -237,7 +262,7 @@ final class CustomAllReduce {
 
     private static int property(String name, int def, int min, int max) {
         String v = System.getProperty(name);
-        if (v == null || v.isBlank()) {
+        if (v == null || v.isBlank() || v.strip().equals("0") && def == 0) {
             return def;
         }
         try {
@@ -283,7 +308,7 @@ final class CustomAllReduce {
         a.set(JAVA_LONG, 64, hostWords);
         a.set(JAVA_LONG, 72, hostWords + 4);
         a.set(JAVA_LONG, 80, spinLimitNanos);
-        CudaDriver.launchKernel(fn, grid, 1, 1, BLOCK_THREADS, 1, 1, 0, stream, params);
+        CudaDriver.launchKernel(fn, grid, 1, 1, threads(algo), 1, 1, 0, stream, params);
     }
 
     /** A kernel that gave up (spin limit) or was aborted leaves its mark in the status word: the communicator fails. */

@@ -76,8 +76,12 @@ class CustomAllReduceSourceTest {
     @Test
     void theTunerGivesTheKernelsOnlyWhatTheyCanRun() {
         int auto = CustomAllReduce.AUTO;
-        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
-        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4 + 1,
+                DataType.FLOAT32, SUM), "above LL's limit: one-shot");
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 8, (16 << 10) / 4 + 1, DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 0, DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 16, DataType.FLOAT32,
                 ReduceOp.Kind.MAX.ncclValue()));
@@ -99,7 +103,7 @@ class CustomAllReduceSourceTest {
         for (int n = 2; n <= 8; n++) {
             for (long bytes = 4; bytes <= 4 * CustomAllReduce.SLOT_BYTES; bytes *= 2) {
                 int a = CustomAllReduce.choose(auto, n, bytes / 4, DataType.FLOAT32, SUM);
-                long limit = Math.max(CustomAllReduce.oneShotMax(n), CustomAllReduce.twoShotMax(n));
+                long limit = Math.max(CustomAllReduce.llMax(n), Math.max(CustomAllReduce.oneShotMax(n), CustomAllReduce.twoShotMax(n)));
                 assertEquals(bytes <= limit, a != CustomAllReduce.NCCL, n + " ranks, " + bytes + " B");
             }
         }
@@ -114,9 +118,11 @@ class CustomAllReduceSourceTest {
                 DataType.FLOAT32));
         // two-shot: the whole buffer's packs (it copies and gathers all of them), not one rank's part
         assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
-        // LL: one 8-byte line per thread
+        // LL: one 8-byte line per thread, 256 threads a block
         assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 1, DataType.FLOAT16));
-        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 1025, DataType.FLOAT32));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 513, DataType.FLOAT32));
+        assertEquals(Math.min(32, CustomAllReduce.GRID_MAX), CustomAllReduce.blocks(CustomAllReduce.LL, 4, CustomAllReduce.LL_MAX / 4,
+                DataType.FLOAT32));
         assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
     }
 }

@@ -555,14 +555,17 @@ class NcclFeaturesTest {
     void anUngroupedSendBeforeReceiveRingEndsByTheDeadline() throws Exception {
         List<NcclCommunicator> fresh = org.jccl.internal.Settings.with(java.util.Map.of("JCCL_WARMUP", "0.3"),
                 () -> NcclCommunicator.initAll(devs, Duration.ofSeconds(3)));
-        List<DeviceBuffer> bufs = warmUp(fresh, 1024);
+        // 4 KiB fits NCCL's buffers between connected ranks (the sends may complete before any
+        // receive); 64 MiB cannot, so each send waits on the GPU for a receive queued behind its peer's
+        int count = Integer.getInteger("jccl.test.ringCount", 16 << 20);
+        List<DeviceBuffer> bufs = warmUp(fresh, count);
         List<DeviceBuffer> outs = new ArrayList<>();
         try {
             for (NcclCommunicator c : fresh) {
-                float[] v = new float[1024];
+                float[] v = new float[count];
                 java.util.Arrays.fill(v, c.rank() + 1);
                 bufs.get(c.rank()).copyFrom(HostBuffer.of(v));
-                outs.add(c.device().allocate(DataType.FLOAT32, 1024));
+                outs.add(c.device().allocate(DataType.FLOAT32, count));
                 outs.getLast().clear();
             }
             long t0 = System.nanoTime();
@@ -582,7 +585,7 @@ class NcclFeaturesTest {
                             + e.getMessage();
                 }
                 float[] got = Gpu.download(outs.get(r));
-                return got[0] == prev + 1 && got[1023] == prev + 1 ? "received" : "wrong data: " + got[0] + " from rank " + prev;
+                return got[0] == prev + 1 && got[count - 1] == prev + 1 ? "received" : "wrong data: " + got[0] + " from rank " + prev;
                 });
             } catch (java.util.concurrent.TimeoutException hang) {
                 StringBuilder b = new StringBuilder("the ring hung past 60 s; threads:\n");
@@ -597,7 +600,8 @@ class NcclFeaturesTest {
                 throw new AssertionError(b.toString(), hang);
             }
             double secs = (System.nanoTime() - t0) / 1e9;
-            System.out.println("ungrouped send-before-receive ring, " + n + " ranks, " + String.format("%.2f s: ", secs) + outcome);
+            System.out.println("ungrouped send-before-receive ring, " + n + " ranks, " + count + " floats, "
+                    + String.format("%.2f s: ", secs) + outcome);
             for (int r = 0; r < n; r++) {
                 String o = outcome.get(r);
                 if (o.equals("received")) {

@@ -69,7 +69,7 @@ if [ "$mode" = stage ]; then
   # JCCL_GPU_NCCL_TESTS=<nccl-tests source tree>: the anchors phase builds it there (the GPU machine has no nccl-tests)
   if [ -n "${JCCL_GPU_NCCL_TESTS:-}" ]; then
     mkdir -p "$dest/.gpu/nccl-tests" && cp -r "$JCCL_GPU_NCCL_TESTS"/src "$JCCL_GPU_NCCL_TESTS"/Makefile "$dest/.gpu/nccl-tests/"
-    [ -d "$JCCL_GPU_NCCL_TESTS/os" ] && cp -r "$JCCL_GPU_NCCL_TESTS/os" "$dest/.gpu/nccl-tests/"
+    for d in os verifiable; do [ -d "$JCCL_GPU_NCCL_TESTS/$d" ] && cp -r "$JCCL_GPU_NCCL_TESTS/$d" "$dest/.gpu/nccl-tests/"; done
   fi
   cp "$src/bench/gpu/run-gpu.sh" "$src/bench/gpu/torch_allreduce.py" "$dest/.gpu/"
   printf '#!/usr/bin/env bash\nexec bash "$(dirname "$0")/run-gpu.sh" device "$@"\n' > "$dest/.gpu/run.sh"

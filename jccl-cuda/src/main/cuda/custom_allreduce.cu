@@ -180,6 +180,39 @@ template <typename T> __device__ __forceinline__ void store_user(T* out, long lo
     }
 }
 
+// The vectors of ranks 0..n-1 (16-byte packs or 8-byte LL lines of elements of T), summed element by element in
+// rank order in fp32 (acc = x0; acc = acc + x1; ...; no FMA), each sum rounded once to T.
+template <typename T, typename V> __device__ __forceinline__ V sum_in_rank_order(const V* v, int n) {
+    constexpr int E = sizeof(V) / sizeof(T);
+    union U {
+        V v;
+        T e[E];
+    };
+    U in;
+    in.v = v[0];
+    float acc[E];
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        acc[k] = Conv<T>::to(in.e[k]);
+    }
+#pragma unroll
+    for (int p = 1; p < MAX_RANKS; p++) {
+        if (p < n) {
+            in.v = v[p];
+#pragma unroll
+            for (int k = 0; k < E; k++) {
+                acc[k] = __fadd_rn(acc[k], Conv<T>::to(in.e[k]));
+            }
+        }
+    }
+    U o;
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        o.e[k] = Conv<T>::from(acc[k]);
+    }
+    return o.v;
+}
+
 // Pack i of every rank's slot, summed in rank order in fp32.
 template <typename T> __device__ __forceinline__ uint4 reduce_pack(char* const* slots, int n, long long i) {
     uint4 v[MAX_RANKS];
@@ -189,29 +222,7 @@ template <typename T> __device__ __forceinline__ uint4 reduce_pack(char* const* 
             v[p] = __ldcg(reinterpret_cast<const uint4*>(slots[p]) + i);
         }
     }
-    Pack<T> in;
-    in.v = v[0];
-    float acc[Pack<T>::N];
-#pragma unroll
-    for (int k = 0; k < Pack<T>::N; k++) {
-        acc[k] = Conv<T>::to(in.e[k]);
-    }
-#pragma unroll
-    for (int p = 1; p < MAX_RANKS; p++) {
-        if (p < n) {
-            in.v = v[p];
-#pragma unroll
-            for (int k = 0; k < Pack<T>::N; k++) {
-                acc[k] = __fadd_rn(acc[k], Conv<T>::to(in.e[k]));
-            }
-        }
-    }
-    Pack<T> out;
-#pragma unroll
-    for (int k = 0; k < Pack<T>::N; k++) {
-        out.e[k] = Conv<T>::from(acc[k]);
-    }
-    return out.v;
+    return sum_in_rank_order<T>(v, n);
 }
 
 // Element j (of the tail past the last whole pack) of every rank's slot, summed in rank order in fp32.
@@ -313,38 +324,6 @@ template <typename T> __device__ __forceinline__ void store_line(T* out, long lo
     }
 }
 
-// The lines of every rank, summed in rank order in fp32 (as reduce_pack).
-template <typename T> __device__ __forceinline__ uint2 reduce_line(const uint2* v, int n) {
-    constexpr int E = 8 / sizeof(T);
-    union U {
-        uint2 v;
-        T e[E];
-    };
-    U in;
-    in.v = v[0];
-    float acc[E];
-#pragma unroll
-    for (int k = 0; k < E; k++) {
-        acc[k] = Conv<T>::to(in.e[k]);
-    }
-#pragma unroll
-    for (int p = 1; p < MAX_RANKS; p++) {
-        if (p < n) {
-            in.v = v[p];
-#pragma unroll
-            for (int k = 0; k < E; k++) {
-                acc[k] = __fadd_rn(acc[k], Conv<T>::to(in.e[k]));
-            }
-        }
-    }
-    U o;
-#pragma unroll
-    for (int k = 0; k < E; k++) {
-        o.e[k] = Conv<T>::from(acc[k]);
-    }
-    return o.v;
-}
-
 template <typename T>
 __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int epoch, long long ll_off,
                               volatile int* stop) {
@@ -381,7 +360,7 @@ __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long coun
         if (!ok) {
             break;
         }
-        store_line(out, l, reduce_line<T>(v, a.nranks), count, aligned);
+        store_line(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
     }
 }
 

@@ -33,7 +33,8 @@ import org.jccl.internal.WarmupSetting;
  *
  * <p>What runs, in blocks, on the communicator's own stream and a few small device buffers (one
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
- * own kernels where they are attached), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
+ * own kernels where they are attached: LL), of a size the tuner gives jccl's one-shot kernel ({@link
+ * #oneShotCount}), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
  * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
  * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); a send/recv ring step in one
  * {@link NcclGroup} and, with an even rank count, blocking send/recv pairs; out of place (the output above
@@ -118,13 +119,25 @@ final class NcclWarmup {
         return new long[] {overSlot};
     }
 
-    /** Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID}, then {@link #ncclSizedCounts}. */
+    /**
+     * A float32 SUM count the tuner gives jccl's one-shot kernel on {@code n} ranks: just above the
+     * LL kernel's limit ({@link #SMALL} and {@link #MID} run LL), with a tail after the 16-byte packs.
+     */
+    static long oneShotCount(int n) {
+        return CustomAllReduce.llMax(n) / 4 + 5;
+    }
+
+    /**
+     * Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID} (LL), {@link
+     * #oneShotCount}, then {@link #ncclSizedCounts}.
+     */
     static long[] allReduceCounts(int n) {
         long[] big = ncclSizedCounts(n);
-        long[] all = new long[2 + big.length];
+        long[] all = new long[3 + big.length];
         all[0] = SMALL;
         all[1] = MID;
-        System.arraycopy(big, 0, all, 2, big.length);
+        all[2] = oneShotCount(n);
+        System.arraycopy(big, 0, all, 3, big.length);
         return all;
     }
 
@@ -492,7 +505,7 @@ final class NcclWarmup {
                 c.allReduce(i[1], o[1], sum);
                 c.allReduce(o[1], x[1], sum);
             }
-            for (int k = 2; k < i.length; k++) { // on NCCL by the tuner's size limits
+            for (int k = 2; k < i.length; k++) { // one-shot, then NCCL by the tuner's size limits
                 c.allReduce(i[k], o[k], sum);
                 c.allReduce(o[k], x[k], sum);
             }

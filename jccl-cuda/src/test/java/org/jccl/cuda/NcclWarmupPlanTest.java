@@ -30,10 +30,18 @@ class NcclWarmupPlanTest {
     void theSmallCountsRunJcclsKernelsAndTheOthersReachNcclByTheTunersSizeRules() {
         for (int n = 2; n <= CustomAllReduce.MAX_RANKS; n++) {
             for (long small : new long[] {NcclWarmup.SMALL, NcclWarmup.MID}) {
-                assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, small,
+                // MID is above LL's limit with 5-8 ranks (16 KiB): one-shot there
+                int expected = small * 4 <= CustomAllReduce.llMax(n) ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;
+                assertEquals(expected, CustomAllReduce.choose(CustomAllReduce.AUTO, n, small,
                         DataType.FLOAT32, SUM), small + " floats on " + n + " ranks");
-                assertTrue(small * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
+                assertTrue(small * 4 % 8 != 0, "a count with a tail after the 8-byte lines");
             }
+            assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, n, NcclWarmup.SMALL,
+                    DataType.FLOAT32, SUM), "LL runs in every block");
+            long oneShot = NcclWarmup.oneShotCount(n);
+            assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, oneShot, DataType.FLOAT32,
+                    SUM), oneShot + " floats on " + n + " ranks");
+            assertTrue(oneShot * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
             long[] big = NcclWarmup.ncclSizedCounts(n);
             for (long count : big) {
                 assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.AUTO, n, count, DataType.FLOAT32,
@@ -50,12 +58,13 @@ class NcclWarmupPlanTest {
             long[] all = NcclWarmup.allReduceCounts(n);
             assertEquals(NcclWarmup.SMALL, all[0]);
             assertEquals(NcclWarmup.MID, all[1]);
-            assertEquals(2 + big.length, all.length);
+            assertEquals(oneShot, all[2]);
+            assertEquals(3 + big.length, all.length);
         }
         // the other types of a block: bfloat16 and float16 on the kernels, int32 on NCCL
-        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
                 DataType.BFLOAT16, SUM));
-        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
+        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
                 DataType.FLOAT16, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, NcclWarmup.SMALL,
                 DataType.INT32, SUM));

@@ -375,6 +375,9 @@ final class CustomAllReduce {
                 buf = CudaDriver.memAlloc(BUFFER_BYTES);
                 CudaDriver.memsetD8(buf, (byte) 0, DATA_OFF);
                 CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF); // LL flags start below any epoch
+                // cuMemsetD8 may return before it ran, and the kernels run on streams that do not wait for the
+                // legacy stream: without this a first kernel could read the flags a freed buffer left here
+                c.device.awaitLegacyStream();
                 words = CudaDriver.memAllocHost(8);
                 MemorySegment.ofAddress(words).reinterpret(8).fill((byte) 0);
                 handle = CudaDriver.ipcGetMemHandle(buf);
@@ -495,6 +498,7 @@ final class CustomAllReduce {
             ptrs[i] = CudaDriver.memAlloc(BUFFER_BYTES);
             CudaDriver.memsetD8(ptrs[i], (byte) 0, DATA_OFF);
             CudaDriver.memsetD8(ptrs[i] + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF);
+            c.device.awaitLegacyStream(); // the zeros are there before any kernel (see create)
             words[i] = CudaDriver.memAllocHost(8);
             MemorySegment.ofAddress(words[i]).reinterpret(8).fill((byte) 0);
             for (NcclCommunicator d : comms) {

@@ -172,10 +172,17 @@ final class CustomAllReduce {
      * 0.44-0.69x NCCL's time up to 64 KiB, where one-shot took 0.52-0.85x; LL cannot take more
      * (its lines double the bytes; {@link #LL_MAX}). More than 4 ranks push more copies of every
      * line and are unmeasured: a cautious 16 KiB.
+     *
+     * <p>Off ({@link #LL_BY_DEFAULT}) until a failure seen once on 2x H100 is explained: a lone
+     * rank's LL all-reduce whose peer never called returned normally instead of timing out
+     * (bench/gpu/results/2026-11-27-4xH100-car-ll/README.md, run 5). {@code JCCL_ALGO=ll} runs it.
      */
     static long llMax(int n) {
-        return n <= 4 ? LL_MAX : 16L << 10;
+        return !LL_BY_DEFAULT ? 0 : n <= 4 ? LL_MAX : 16L << 10;
     }
+
+    /** Whether the tuner picks LL (see {@link #llMax}). */
+    static final boolean LL_BY_DEFAULT = false;
 
     /**
      * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured through jccl

@@ -76,9 +76,10 @@ class CustomAllReduceSourceTest {
     @Test
     void theTunerGivesTheKernelsOnlyWhatTheyCanRun() {
         int auto = CustomAllReduce.AUTO;
-        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
-        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
-        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4, DataType.FLOAT32, SUM));
+        int small = CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;
+        assertEquals(small, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
+        assertEquals(small, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
+        assertEquals(small, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4, DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4 + 1,
                 DataType.FLOAT32, SUM), "above LL's limit: one-shot");
         assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 8, (16 << 10) / 4 + 1, DataType.FLOAT32, SUM));

@@ -36,8 +36,9 @@ class NcclWarmupPlanTest {
                         DataType.FLOAT32, SUM), small + " floats on " + n + " ranks");
                 assertTrue(small * 4 % 8 != 0, "a count with a tail after the 8-byte lines");
             }
-            assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, n, NcclWarmup.SMALL,
-                    DataType.FLOAT32, SUM), "LL runs in every block");
+            assertEquals(CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT,
+                    CustomAllReduce.choose(CustomAllReduce.AUTO, n, NcclWarmup.SMALL, DataType.FLOAT32, SUM),
+                    "the tuner's smallest kernel runs in every block");
             long oneShot = NcclWarmup.oneShotCount(n);
             assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, oneShot, DataType.FLOAT32,
                     SUM), oneShot + " floats on " + n + " ranks");
@@ -62,10 +63,9 @@ class NcclWarmupPlanTest {
             assertEquals(3 + big.length, all.length);
         }
         // the other types of a block: bfloat16 and float16 on the kernels, int32 on NCCL
-        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
-                DataType.BFLOAT16, SUM));
-        assertEquals(CustomAllReduce.LL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL,
-                DataType.FLOAT16, SUM));
+        int small = CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;
+        assertEquals(small, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL, DataType.BFLOAT16, SUM));
+        assertEquals(small, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, 2L * NcclWarmup.SMALL, DataType.FLOAT16, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.AUTO, 2, NcclWarmup.SMALL,
                 DataType.INT32, SUM));
         // the vote: MAX goes to NCCL whatever its size

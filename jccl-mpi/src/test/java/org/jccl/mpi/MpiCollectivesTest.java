@@ -34,7 +34,8 @@ class MpiCollectivesTest {
 
     /** Every collective x type x operator (blocking/async, in place or not, heap/native), splits, work in flight. */
     @ParameterizedTest(name = "{0} ranks, counts {1}")
-    @CsvSource(delimiter = ';', value = {"2;0,1,1000,30001", "3;0,1,1000,9999", "4;0,1,777"})
+    // 4 ranks: the conformance kit runs 2 (quick) and 3 (full matrix, large counts too) under mpirun (MpiConformanceTest)
+    @CsvSource(delimiter = ';', value = {"4;0,1,777"})
     void everyCollectiveMatchesTheReference(int np, String counts) throws Exception {
         MpiJob.Result r = MpiJob.run(np, MpiRankMain.class, List.of(), MPI, 240, "check", counts);
         assertAllOk(r, np);

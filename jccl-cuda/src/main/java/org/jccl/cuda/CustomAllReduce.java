@@ -250,7 +250,7 @@ final class CustomAllReduce {
      * 1..{@link #GRID_MAX}. Both barrier algorithms size the grid by the whole buffer: two-shot
      * copies and gathers all of it (only its reduce handles one rank's part).
      */
-    static int blocks(int algo, int n, long count, DataType type) {
+    static int blocks(int algo, long count, DataType type) {
         long bytes = count * type.byteSize();
         long items = algo == LL ? (bytes + 7) / 8 : bytes / 16;
         int t = threads(algo);
@@ -297,7 +297,7 @@ final class CustomAllReduce {
         }
         checkStatus();
         long fn = type == DataType.FLOAT32 ? fnF32 : type == DataType.FLOAT16 ? fnF16 : fnBf16;
-        launchKernel(fn, blocks(algo, size, count, type), sp, rp, count, algo, stream);
+        launchKernel(fn, blocks(algo, count, type), sp, rp, count, algo, stream);
         launches++;
         return true;
     }
@@ -347,7 +347,7 @@ final class CustomAllReduce {
         comm.lock.lock();
         try {
             comm.device.makeCurrent();
-            launchKernel(fn, blocks(algo, size, send.count(), type), send.rawPointer(), recv.rawPointer(), send.count(),
+            launchKernel(fn, blocks(algo, send.count(), type), send.rawPointer(), recv.rawPointer(), send.count(),
                     algo, stream.handle());
         } finally {
             comm.lock.unlock();
@@ -355,6 +355,20 @@ final class CustomAllReduce {
     }
 
     // ------------------------------------------------------------------ set-up
+
+    /**
+     * Zeroes what the kernels read before any rank wrote it in a new buffer {@code buf} of device
+     * {@code d} (current): the peer table, epoch, barrier flags and the LL areas, whose flags must
+     * start below any epoch (the data slots are always written before they are read). Returns once
+     * the zeros are there: cuMemsetD8 may return before it ran, and the kernels run on streams that
+     * do not wait for the legacy stream, so a first kernel could otherwise read what a freed buffer
+     * left at the same address.
+     */
+    private static void zeroFlags(CudaDevice d, long buf) {
+        CudaDriver.memsetD8(buf, (byte) 0, DATA_OFF);
+        CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF);
+        d.awaitLegacyStream();
+    }
 
     /**
      * Collective, for a communicator of {@link NcclCommunicator#create}: allocates this rank's buffer,
@@ -380,11 +394,7 @@ final class CustomAllReduce {
                 image();
                 c.device.makeCurrent();
                 buf = CudaDriver.memAlloc(BUFFER_BYTES);
-                CudaDriver.memsetD8(buf, (byte) 0, DATA_OFF);
-                CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF); // LL flags start below any epoch
-                // cuMemsetD8 may return before it ran, and the kernels run on streams that do not wait for the
-                // legacy stream: without this a first kernel could read the flags a freed buffer left here
-                c.device.awaitLegacyStream();
+                zeroFlags(c.device, buf);
                 words = CudaDriver.memAllocHost(8);
                 MemorySegment.ofAddress(words).reinterpret(8).fill((byte) 0);
                 handle = CudaDriver.ipcGetMemHandle(buf);
@@ -503,9 +513,7 @@ final class CustomAllReduce {
             NcclCommunicator c = comms.get(i);
             c.device.makeCurrent();
             ptrs[i] = CudaDriver.memAlloc(BUFFER_BYTES);
-            CudaDriver.memsetD8(ptrs[i], (byte) 0, DATA_OFF);
-            CudaDriver.memsetD8(ptrs[i] + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF);
-            c.device.awaitLegacyStream(); // the zeros are there before any kernel (see create)
+            zeroFlags(c.device, ptrs[i]);
             words[i] = CudaDriver.memAllocHost(8);
             MemorySegment.ofAddress(words[i]).reinterpret(8).fill((byte) 0);
             for (NcclCommunicator d : comms) {

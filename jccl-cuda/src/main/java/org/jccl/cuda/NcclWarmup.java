@@ -33,7 +33,7 @@ import org.jccl.internal.WarmupSetting;
  *
  * <p>What runs, in blocks, on the communicator's own stream and a few small device buffers (one
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
- * own kernels where they are attached: LL), of a size the tuner gives jccl's one-shot kernel ({@link
+ * own kernels where they are attached), of a size the tuner gives jccl's one-shot kernel ({@link
  * #oneShotCount}), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
  * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
  * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); a send/recv ring step in one
@@ -121,14 +121,15 @@ final class NcclWarmup {
 
     /**
      * A float32 SUM count the tuner gives jccl's one-shot kernel on {@code n} ranks: just above the
-     * LL kernel's limit ({@link #SMALL} and {@link #MID} run LL), with a tail after the 16-byte packs.
+     * LL kernel's limit when the tuner picks LL ({@link #SMALL} and {@link #MID} then run LL), with a
+     * tail after the 16-byte packs.
      */
     static long oneShotCount(int n) {
         return CustomAllReduce.llMax(n) / 4 + 5;
     }
 
     /**
-     * Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID} (LL), {@link
+     * Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID}, {@link
      * #oneShotCount}, then {@link #ncclSizedCounts}.
      */
     static long[] allReduceCounts(int n) {

@@ -112,17 +112,17 @@ class CustomAllReduceSourceTest {
 
     @Test
     void blocksFollowTheWorkOfOneRankWithinTheFlagArea() {
-        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1, DataType.FLOAT32));
-        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2048, DataType.FLOAT32));
-        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 2052, DataType.FLOAT32));
-        assertEquals(CustomAllReduce.GRID_MAX, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2, 1 << 20,
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 1, DataType.FLOAT32));
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2048, DataType.FLOAT32));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 2052, DataType.FLOAT32));
+        assertEquals(CustomAllReduce.GRID_MAX, CustomAllReduce.blocks(CustomAllReduce.ONE_SHOT, 1 << 20,
                 DataType.FLOAT32));
         // two-shot: the whole buffer's packs (it copies and gathers all of them), not one rank's part
-        assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 4, 32768, DataType.FLOAT32));
+        assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 32768, DataType.FLOAT32));
         // LL: one 8-byte line per thread, 256 threads a block
-        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 1, DataType.FLOAT16));
-        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 4, 513, DataType.FLOAT32));
-        assertEquals(Math.min(32, CustomAllReduce.GRID_MAX), CustomAllReduce.blocks(CustomAllReduce.LL, 4, CustomAllReduce.LL_MAX / 4,
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 1, DataType.FLOAT16));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 513, DataType.FLOAT32));
+        assertEquals(Math.min(32, CustomAllReduce.GRID_MAX), CustomAllReduce.blocks(CustomAllReduce.LL, CustomAllReduce.LL_MAX / 4,
                 DataType.FLOAT32));
         assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
     }

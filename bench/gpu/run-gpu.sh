@@ -20,6 +20,8 @@
 # of the JCCL_GPU_BASE build when staged with one; JCCL_GPU_OVERHEAD_REPS runs, default 2; JCCL_GPU_GC=<JVM flag> adds a
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
+# launchcost (NcclLaunchCostBench: a small op's time on a plain NCCL communicator, on jccl's data communicator and
+# through jccl; JCCL_LAUNCHCOST_GPUS, default all).
 # JCCL_GPU_TEST_WARMUP: JCCL_WARMUP of the JUnit runs (default 0, as under Maven; the benchmarks keep jccl's default).
 # The device half exits 1 when any phase failed or timed out (a failed test, a non-zero exit, no GPU found by the
 # probe), after running every phase asked for; its last line names them.
@@ -224,6 +226,16 @@ fi
 if has classes; then # JCCL_GPU_CLASSES="NcclFeaturesTest NcclWarmupTest": those test classes of org.jccl.cuda alone
   sel=(); for c in ${JCCL_GPU_CLASSES:-NcclFeaturesTest}; do sel+=(--select-class "org.jccl.cuda.$c"); done
   junit classes 300 "${sel[@]}"
+fi
+
+if has launchcost; then # where a small NCCL op's time goes: bare calls on an ncclCommInitAll communicator, bare calls
+  # on jccl's data communicator, jccl's calls (NcclLaunchCostBench; JCCL_ALGO=nccl so all-reduce is NCCL's in all three)
+  for g in ${JCCL_LAUNCHCOST_GPUS:-$NGPU}; do
+    JCCL_ALGO=nccl timeout -k 5 240 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclLaunchCostBench -g "$g" \
+      > "$OUT/launchcost-g$g.log" 2>&1
+    check "launchcost -g $g" $?
+    grep -v '^WARNING' "$OUT/launchcost-g$g.log" | tail -30
+  done
 fi
 
 if has anchors; then # item 5: nccl-tests (-t N -g 1 and -g N, built here from .gpu/nccl-tests) against jccl perf

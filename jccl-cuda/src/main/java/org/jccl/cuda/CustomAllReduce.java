@@ -320,14 +320,28 @@ final class CustomAllReduce {
 
     /** A kernel that gave up (spin limit) or was aborted leaves its mark in the status word: the communicator fails. */
     private void checkStatus() {
-        int s = (int) JAVA_INT.varHandle().getVolatile(words, 4L);
-        if (s != 0) {
-            JcclException e = new JcclException("jccl's all-reduce kernel on " + comm.describe() + " "
-                    + (s == 1 ? "waited more than " + Duration.ofNanos(spinLimitNanos) + " for a peer (a rank died or "
-                    + "stopped calling all-reduce) and gave up" : "was aborted") + ": create a new communicator");
+        JcclException e = quitEarly();
+        if (e != null) {
             NcclHealth.abortWith(comm, e);
             throw e;
         }
+    }
+
+    /**
+     * The failure a kernel recorded when it returned without writing its output (it gave up at the
+     * spin limit, or saw the abort word), or null. Checked when any work of the communicator
+     * completes, so that such a call fails itself instead of returning an unwritten buffer. A read of
+     * host memory.
+     */
+    JcclException quitEarly() {
+        int s = (int) JAVA_INT.varHandle().getVolatile(words, 4L);
+        if (s == 0) {
+            return null;
+        }
+        return new JcclException("jccl's all-reduce kernel on " + comm.describe() + " "
+                + (s == 1 ? "waited more than " + Duration.ofNanos(spinLimitNanos) + " for a peer (a rank died or "
+                + "stopped calling all-reduce) and gave up" : "was aborted") + " without writing its output: create a new "
+                + "communicator");
     }
 
     /** Makes every kernel of this communicator that waits at a barrier return (its output unwritten). Any thread. */

@@ -599,6 +599,12 @@ final class NcclHealth {
         if (f != null) {
             return f;
         }
+        CustomAllReduce car = c.car;
+        JcclException k = car == null ? null : car.quitEarly();
+        if (k != null) {
+            abortWith(c, k);
+            return c.failure.get();
+        }
         int s = NcclLibrary.asyncError(c.comm, Scratch.get());
         if (s != NcclLibrary.SUCCESS && s != NcclLibrary.IN_PROGRESS) {
             NcclException e = new NcclException("NCCL asynchronous error on " + c.describe() + " when " + w.describe()

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -204,6 +205,17 @@ class CustomAllReduceTest {
         List<NcclCommunicator> comms = null;
         try {
             comms = comms(devs, algo, Duration.ofSeconds(3));
+            // Three calls of every rank first: the lone call's area or slot then holds the peers'
+            // lines and flags of an earlier call, which must not pass for this call's.
+            Gpu.assertEachOk(comms, LIMIT, r -> {
+                try (DeviceBuffer x = r.device().allocate(DataType.FLOAT32, 1000)) {
+                    x.clear();
+                    for (int i = 0; i < 3; i++) {
+                        r.allReduce(x, ReduceOp.SUM);
+                    }
+                    return r.car.launches == 3 ? "ok" : r.car.launches + " of 3 calls ran the kernels";
+                }
+            });
             NcclCommunicator c = comms.get(0);
             try (DeviceBuffer b = c.device().allocate(DataType.FLOAT32, 1000)) {
                 b.clear();
@@ -220,6 +232,36 @@ class CustomAllReduceTest {
                 c.stream().synchronize(Duration.ofSeconds(10)); // the kernel saw the abort word and returned
                 double s = (System.nanoTime() - t1) / 1e9;
                 assertTrue(s < 2, "the stream was still busy " + s + " s after the abort");
+            }
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
+    /**
+     * A kernel that returns without writing its output fails its own call, never returning an
+     * unwritten buffer as the result. Here rank 0's kernel sees the abort word, set without failing
+     * the communicator (as a kernel that gave up at its spin limit leaves only the status word):
+     * the call must fail at once, not at the communicator's 60 s deadline, and the communicator with it.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "twoshot", "ll"})
+    void aKernelThatReturnsWithoutItsOutputFailsItsOwnCall(String algo) throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, algo, Duration.ofSeconds(60));
+            NcclCommunicator c = comms.get(0);
+            try (DeviceBuffer b = c.device().allocate(DataType.FLOAT32, 1000)) {
+                b.clear();
+                c.car.abort();
+                long t0 = System.nanoTime();
+                JcclException e = assertThrows(JcclException.class, () -> c.allReduce(b, ReduceOp.SUM));
+                double s = (System.nanoTime() - t0) / 1e9;
+                assertTrue(e.getMessage().contains("without writing its output"), e.getMessage());
+                assertTrue(s < 10, "failed after " + s + " s, not at once: " + e);
+                assertTrue(c.isAborted(), "the communicator failed with its call");
             }
         } finally {
             Gpu.closeAll(comms, devs);

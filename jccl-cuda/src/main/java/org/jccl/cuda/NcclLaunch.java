@@ -169,14 +169,26 @@ final class NcclLaunch {
         if (w.captured) {
             return; // an event recorded into a capture fires only in a launch: nothing to watch here
         }
+        freeNextSlot(c, w);
+        w.arm(c.ring.eventFor(c.device));
+        c.ring.publish(w);
+    }
+
+    /** As {@link #armInRing}, with the event of {@code first} (armed earlier in the same group, same stream). */
+    private static void armSharedInRing(NcclCommunicator c, NcclWork w, NcclWork first) {
+        freeNextSlot(c, w);
+        w.armShared(first);
+        c.ring.publish(w);
+    }
+
+    /** Makes sure the ring's next slot is free for {@code w}. Under the lock. */
+    private static void freeNextSlot(NcclCommunicator c, NcclWork w) {
         if (!c.ring.hasRoom()) {
             c.ring.advanceHead();
             if (c.ring.blocker() != null) {
                 awaitSlotLocked(c, w);
             }
         }
-        w.arm(c.ring.eventFor(c.device));
-        c.ring.publish(w);
     }
 
     /**
@@ -549,8 +561,34 @@ final class NcclLaunch {
             }
             c.device.makeCurrent();
             waitNotInProgress(c, works.get(0));
-            for (NcclWork w : works) {
-                armInRing(c, w);
+            // One event per stream: a later work on the stream of an earlier one shares its event,
+            // which is recorded after the whole group (send/recv pairs: one record instead of two).
+            // The links are set before the first of them is published, so its completion completes them.
+            int n = works.size();
+            NcclWork[] firstOnStream = n == 1 ? null : new NcclWork[n];
+            for (int i = 1; i < n; i++) {
+                NcclWork w = works.get(i);
+                for (int j = 0; j < i; j++) {
+                    NcclWork p = works.get(j);
+                    if (firstOnStream[j] == null && p.streamHandle() == w.streamHandle() && !p.captured && !w.captured) {
+                        firstOnStream[i] = p;
+                        NcclWork last = p;
+                        while (last.sharer != null) {
+                            last = last.sharer;
+                        }
+                        last.sharer = w;
+                        break;
+                    }
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                NcclWork w = works.get(i);
+                NcclWork first = firstOnStream == null ? null : firstOnStream[i];
+                if (first == null) {
+                    armInRing(c, w);
+                } else {
+                    armSharedInRing(c, w, first);
+                }
             }
         } catch (JcclException e) {
             for (NcclWork w : works) {

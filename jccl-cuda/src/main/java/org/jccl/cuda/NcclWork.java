@@ -12,7 +12,8 @@ import org.jccl.internal.VarHandles;
 
 /**
  * One enqueued NCCL operation. It completes when the CUDA event recorded right after the
- * operation on its stream completes; {@link #event()} exposes that event so a compute stream can
+ * operation on its stream completes (the operations of one {@link NcclGroup} on one communicator
+ * and stream share the event recorded after the group); {@link #event()} exposes that event so a compute stream can
  * wait for the collective without the host waiting:
  *
  * <pre>{@code
@@ -87,6 +88,21 @@ public final class NcclWork implements Work {
     void arm(CudaEvent e) {
         e.recordRaw(streamHandle);
         EVENT.setRelease(this, e); // no fence on the launch path; readers read it as a volatile
+    }
+
+    /**
+     * The next work of the same {@link NcclGroup}, communicator and stream that completes with this
+     * one's event, or null; set under the communicator's lock before this work is published.
+     */
+    NcclWork sharer;
+
+    /**
+     * Arms this work with the event of {@code first}, an earlier work of its group on the same
+     * stream, already armed: that event was recorded after the whole group, so it completes with
+     * this work too, and no event is recorded for this one (one record per stream and group).
+     */
+    void armShared(NcclWork first) {
+        EVENT.setRelease(this, first.event);
     }
 
     int kind() {
@@ -220,6 +236,10 @@ public final class NcclWork implements Work {
         }
         if (STATE.compareAndSet(this, PENDING, DONE)) {
             comm.traceEnd(this, true); // the event stays with its ring slot, free for the slot's next work
+        }
+        NcclWork s = sharer;
+        if (s != null) {
+            s.completeInOrder(); // it shares this work's event (armShared)
         }
     }
 

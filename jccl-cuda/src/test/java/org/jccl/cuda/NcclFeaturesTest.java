@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -128,6 +129,18 @@ class NcclFeaturesTest {
                     NcclWork last = (NcclWork) works.getLast();
                     assertThrows(InvalidUsageException.class, last::event);
                     assertThrows(InvalidUsageException.class, () -> c.allReduce(ar.get(r), ReduceOp.SUM));
+                }
+            }
+            for (int r = 0; r < n; r++) {
+                // One event per communicator and stream, recorded after the group: the four works
+                // share it, and the first one's completion completes the others without a query.
+                NcclWork first = (NcclWork) works.get(4 * r);
+                for (int k = 1; k < 4; k++) {
+                    assertSame(first.event(), ((NcclWork) works.get(4 * r + k)).event(), "work " + k + " of rank " + r);
+                }
+                first.await();
+                for (int k = 1; k < 4; k++) {
+                    assertTrue(((NcclWork) works.get(4 * r + k)).isFinished(), "work " + k + " of rank " + r);
                 }
             }
             for (Work w : works) {

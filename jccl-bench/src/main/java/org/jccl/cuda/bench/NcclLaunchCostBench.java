@@ -39,11 +39,14 @@ import org.jccl.cuda.NcclWork;
  *       not split: what nccl-tests creates) and a stream of its own;</li>
  *   <li>{@code data}: the bare NCCL calls on jccl's data communicator ({@link NcclCommunicator#handle()}:
  *       split from a nonblocking one with splitShare = 1) and jccl's stream;</li>
+ *   <li>{@code data+1ev}, {@code data+2ev}: the same, each operation followed by one or two
+ *       cuEventRecords (events of a ring of 512, as jccl's works use);</li>
+ *   <li>{@code grp+data}: the bare calls inside a jccl {@link NcclGroup} (its Java side alone);</li>
  *   <li>{@code jccl}: the jccl calls (send/recv in an {@link NcclGroup}), with their checks, works and events.</li>
  * </ul>
  * It prints, per rank and variant, the median time per operation (batch launched and completed)
  * and the host's enqueue time per operation (the batch's launches alone). {@code data / plain}
- * isolates the split child; {@code jccl / data} jccl's own cost.
+ * isolates the split child; {@code jccl / data} jccl's own cost, of which the event variants show the events' share.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar \
@@ -56,7 +59,8 @@ public final class NcclLaunchCostBench {
 
     static final int BATCH = 200;
     private static final String[] OPS = {"sendrecv", "allgather", "broadcast", "allreduce", "allgather0"};
-    private static final String[] VARIANTS = {"plain", "data", "jccl"};
+    private static final String[] VARIANTS = {"plain", "data", "data+1ev", "data+2ev", "grp+data", "jccl"};
+    private static final int GROUPED = 4, JCCL = 5;
     private static final int NCCL_FLOAT = 7, NCCL_SUM = 0;
     /** Floats of the 64-byte operations (per rank: all-gather's send, the others' whole buffer). */
     private static final int COUNT = 16;
@@ -105,13 +109,27 @@ public final class NcclLaunchCostBench {
             for (int r = 0; r < n; r++) {
                 all[r] = fs.get(r).get();
             }
-            System.out.printf("# %-10s %4s | %9s %9s %9s | %9s %9s %9s | %10s %10s%n", "op", "rank", "plain", "data", "jccl",
-                    "enq plain", "enq data", "enq jccl", "data/plain", "jccl/data");
+            StringBuilder head = new StringBuilder(String.format("# %-10s %4s |", "op", "rank"));
+            for (String v : VARIANTS) {
+                head.append(String.format(" %9s", v));
+            }
+            head.append(" |");
+            for (String v : VARIANTS) {
+                head.append(String.format(" %9s", "enq " + v.replace("data+", "+")));
+            }
+            System.out.println(head.append(String.format(" | %10s %10s", "data/plain", "jccl/data")));
             for (int o = 0; o < OPS.length; o++) {
                 for (int r = 0; r < n; r++) {
                     double[][] v = all[r][o];
-                    System.out.printf("  %-10s %4d | %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f | %10.2f %10.2f%n", OPS[o], r,
-                            v[0][0], v[1][0], v[2][0], v[0][1], v[1][1], v[2][1], v[1][0] / v[0][0], v[2][0] / v[1][0]);
+                    StringBuilder line = new StringBuilder(String.format("  %-10s %4d |", OPS[o], r));
+                    for (double[] x : v) {
+                        line.append(String.format(" %9.2f", x[0]));
+                    }
+                    line.append(" |");
+                    for (double[] x : v) {
+                        line.append(String.format(" %9.2f", x[1]));
+                    }
+                    System.out.println(line.append(String.format(" | %10.2f %10.2f", v[1][0] / v[0][0], v[JCCL][0] / v[1][0])));
                 }
             }
             System.out.println("# times in us per operation; enq = the host's launch time alone");
@@ -148,11 +166,16 @@ public final class NcclLaunchCostBench {
             DeviceBuffer send0 = send.slice(0, 0);
             DeviceBuffer recv0 = recv.slice(0, 0);
             double[][][] res = new double[OPS.length][VARIANTS.length][2];
+            long[] events = new long[512];
+            for (int i = 0; i < events.length; i++) {
+                events[i] = Raw.eventCreate();
+            }
+            int ev = 0;
             for (int o = 0; o < OPS.length; o++) {
                 String op = OPS[o];
                 long[][] total = new long[VARIANTS.length][batches];
                 long[][] enq = new long[VARIANTS.length][batches];
-                for (int round = 0; round < 2; round++) { // round 0 warms up the JIT and NCCL
+                for (int round = 0; round < 3; round++) { // rounds 0 and 1 warm up the JIT (C2) and NCCL
                     for (int k = 0; k < batches; k++) {
                         for (int v = 0; v < VARIANTS.length; v++) {
                             bar.await();
@@ -162,7 +185,7 @@ public final class NcclLaunchCostBench {
                             long t0 = System.nanoTime();
                             NcclWork last = null;
                             for (int i = 0; i < BATCH; i++) {
-                                if (v == 2) {
+                                if (v == JCCL) {
                                     last = switch (op) {
                                         case "sendrecv" -> {
                                             NcclWork w;
@@ -177,6 +200,19 @@ public final class NcclLaunchCostBench {
                                         case "allreduce" -> c.allReduceAsync(send, recvOne, ReduceOp.SUM);
                                         default -> c.allGatherAsync(send0, recv0);
                                     };
+                                } else if (v == GROUPED) {
+                                    try (NcclGroup g = NcclGroup.start()) {
+                                        switch (op) {
+                                            case "sendrecv" -> {
+                                                Raw.send(sp, COUNT, next, comm, stream);
+                                                Raw.recv(rp, COUNT, prev, comm, stream);
+                                            }
+                                            case "allgather" -> Raw.allGather(sp, rp, COUNT, comm, stream);
+                                            case "broadcast" -> Raw.broadcast(sp, rp, COUNT, comm, stream);
+                                            case "allreduce" -> Raw.allReduce(sp, rp, COUNT, comm, stream);
+                                            default -> Raw.allGather(sp, rp, 0, comm, stream);
+                                        }
+                                    }
                                 } else {
                                     switch (op) {
                                         case "sendrecv" -> Raw.sendRecv(sp, rp, COUNT, next, prev, comm, stream);
@@ -184,6 +220,10 @@ public final class NcclLaunchCostBench {
                                         case "broadcast" -> Raw.broadcast(sp, rp, COUNT, comm, stream);
                                         case "allreduce" -> Raw.allReduce(sp, rp, COUNT, comm, stream);
                                         default -> Raw.allGather(sp, rp, 0, comm, stream);
+                                    }
+                                    for (int e = 1; e < v && v < GROUPED; e++) { // data+1ev, data+2ev
+                                        Raw.eventRecord(events[ev], stream);
+                                        ev = (ev + 1) & 511;
                                     }
                                 }
                             }
@@ -202,6 +242,9 @@ public final class NcclLaunchCostBench {
                     res[o][v][0] = median(total[v]) / 1e3 / BATCH;
                     res[o][v][1] = median(enq[v]) / 1e3 / BATCH;
                 }
+            }
+            for (long e : events) {
+                Raw.eventDestroy(e);
             }
             return res;
         }
@@ -233,8 +276,43 @@ public final class NcclLaunchCostBench {
         static final MethodHandle ALL_REDUCE = bind("ncclAllReduce", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
                 JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
 
+        private static final SymbolLookup CU = SymbolLookup.libraryLookup("libcuda.so.1", Arena.global());
+        static final MethodHandle EVENT_CREATE = Linker.nativeLinker().downcallHandle(CU.find("cuEventCreate").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        static final MethodHandle EVENT_RECORD = Linker.nativeLinker().downcallHandle(CU.find("cuEventRecord").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+        static final MethodHandle EVENT_DESTROY = Linker.nativeLinker().downcallHandle(
+                CU.find("cuEventDestroy_v2").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+
         private static MethodHandle bind(String name, FunctionDescriptor fd) {
             return Linker.nativeLinker().downcallHandle(NCCL.find(name).orElseThrow(), fd);
+        }
+
+        /** An event without timing (CU_EVENT_DISABLE_TIMING), as jccl's works use; the current context's. */
+        static long eventCreate() {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment out = a.allocate(8);
+                check((int) EVENT_CREATE.invokeExact(out, 2), "cuEventCreate");
+                return out.get(JAVA_LONG, 0);
+            } catch (Throwable t) {
+                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+            }
+        }
+
+        static void eventRecord(long e, long stream) {
+            try {
+                check((int) EVENT_RECORD.invokeExact(e, stream), "cuEventRecord");
+            } catch (Throwable t) {
+                throw t instanceof RuntimeException e2 ? e2 : new IllegalStateException(t);
+            }
+        }
+
+        static void eventDestroy(long e) {
+            try {
+                check((int) EVENT_DESTROY.invokeExact(e), "cuEventDestroy");
+            } catch (Throwable t) {
+                throw t instanceof RuntimeException e2 ? e2 : new IllegalStateException(t);
+            }
         }
 
         private static void check(int r, String what) {
@@ -265,6 +343,22 @@ public final class NcclLaunchCostBench {
         static void commDestroy(long comm) {
             try {
                 check((int) DESTROY.invokeExact(comm), "ncclCommDestroy");
+            } catch (Throwable t) {
+                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+            }
+        }
+
+        static void send(long sp, long count, int peer, long comm, long stream) {
+            try {
+                check((int) SEND.invokeExact(sp, count, NCCL_FLOAT, peer, comm, stream), "ncclSend");
+            } catch (Throwable t) {
+                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+            }
+        }
+
+        static void recv(long rp, long count, int peer, long comm, long stream) {
+            try {
+                check((int) RECV.invokeExact(rp, count, NCCL_FLOAT, peer, comm, stream), "ncclRecv");
             } catch (Throwable t) {
                 throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
             }

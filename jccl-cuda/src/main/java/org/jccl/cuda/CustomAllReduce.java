@@ -173,16 +173,18 @@ final class CustomAllReduce {
      * (its lines double the bytes; {@link #LL_MAX}). More than 4 ranks push more copies of every
      * line and are unmeasured: a cautious 16 KiB.
      *
-     * <p>Off ({@link #LL_BY_DEFAULT}) until a failure seen once on 2x H100 is explained: a lone
-     * rank's LL all-reduce whose peer never called returned normally instead of timing out
-     * (bench/gpu/results/2026-11-27-4xH100-car-ll/README.md, run 5). {@code JCCL_ALGO=ll} runs it.
+     * <p>{@link #LL_BY_DEFAULT} turns the tuner's use of LL off ({@code JCCL_ALGO=ll} still runs it).
+     * A lone rank's LL all-reduce once returned normally on 2x H100 instead of timing out, unexplained
+     * (bench/gpu/results/2026-11-27-4xH100-car-ll/README.md, run 5); since then a kernel that returns
+     * without writing its output fails its own call ({@link #quitEarly}), and the GPU tests and the
+     * kit passed with LL picked on 2 and 4 H100s (docs/BENCHMARKS.md).
      */
     static long llMax(int n) {
         return !LL_BY_DEFAULT ? 0 : n <= 4 ? LL_MAX : 16L << 10;
     }
 
     /** Whether the tuner picks LL (see {@link #llMax}). */
-    static final boolean LL_BY_DEFAULT = false;
+    static final boolean LL_BY_DEFAULT = true;
 
     /**
      * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured through jccl

@@ -102,7 +102,17 @@ public final class NcclWork implements Work {
      * this work too, and no event is recorded for this one (one record per stream and group).
      */
     void armShared(NcclWork first) {
-        EVENT.setRelease(this, first.event);
+        EVENT.setVolatile(this, first.event); // volatile: see the check below
+        // first may have completed before this work had its event, when its completion found no
+        // event here and skipped it: then this work completes now (its operations were done then).
+        if (first.isFinished()) {
+            JcclException f = first.failure;
+            if (f != null) {
+                fail(comm.failureFor(this, f));
+            } else {
+                completeInOrder();
+            }
+        }
     }
 
     int kind() {

@@ -65,8 +65,10 @@ class PerfEndToEndTest {
     }
 
     @Test
-    void everyCollectiveTypeAndOpIsCorrectOn2_3And4Ranks(@TempDir Path dir) throws Exception {
-        for (int n : new int[] {2, 3, 4}) {
+    void everyCollectiveTypeAndOpIsCorrectOn2And3Ranks(@TempDir Path dir) throws Exception {
+        // 2 ranks and 3 (uneven chunks, every root, more ranks than CI's 2 CPUs); the library's
+        // collectives at 4 ranks and more run in the conformance kit
+        for (int n : new int[] {2, 3}) {
             Path json = dir.resolve("all-" + n + ".json");
             // Sizes 48 and 3072 bytes: every type has elements on every rank, and counts that do
             // not divide evenly into chunks.

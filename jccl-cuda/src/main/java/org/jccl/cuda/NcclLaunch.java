@@ -221,8 +221,13 @@ final class NcclLaunch {
      * launch; else it waits for the oldest work.
      */
     private static void makeRoom(NcclCommunicator c) {
+        makeRoom(c, 1);
+    }
+
+    /** As {@link #makeRoom(NcclCommunicator)}, for {@code slots} works (a group's, armed together). */
+    private static void makeRoom(NcclCommunicator c, int slots) {
         long head = c.ring.advanceHead();
-        if (c.ring.hasRoom()) {
+        if (c.ring.hasRoom(slots)) {
             return;
         }
         NcclWork mid = c.ring.at(head + WorkRing.CAPACITY / 2);
@@ -230,7 +235,7 @@ final class NcclLaunch {
             c.device.makeCurrent();
             mid.pollEvent();
             head = c.ring.advanceHead();
-            if (c.ring.hasRoom()) {
+            if (c.ring.hasRoom(slots)) {
                 return;
             }
         }
@@ -550,6 +555,13 @@ final class NcclLaunch {
 
     /** Arms the works an NcclGroup issued on this communicator, once ncclGroupEnd returned. */
     static void armGroupWorks(NcclCommunicator c, List<NcclWork> works) {
+        // As a single launch does, settle finished works with one query per half ring before the
+        // lock when the ring looks full (else each work below would wait for the oldest, one query
+        // each: a send/recv loop of more than 256 steps paid two per step).
+        int k = Math.min(works.size(), WorkRing.CAPACITY);
+        if (!c.ring.hasRoom(k)) {
+            makeRoom(c, k);
+        }
         c.lock.lock();
         try {
             if (c.state.get() != OPEN) {

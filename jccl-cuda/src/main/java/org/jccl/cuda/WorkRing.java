@@ -57,7 +57,12 @@ final class WorkRing {
      * the lock a hint; under it, exact when true.
      */
     boolean hasRoom() {
-        return (long) TAIL.getOpaque(this) - (long) HEAD.getOpaque(this) < CAPACITY;
+        return hasRoom(1);
+    }
+
+    /** As {@link #hasRoom()}, for {@code slots} more works (a group's). */
+    boolean hasRoom(int slots) {
+        return (long) TAIL.getOpaque(this) - (long) HEAD.getOpaque(this) <= CAPACITY - slots;
     }
 
     /**

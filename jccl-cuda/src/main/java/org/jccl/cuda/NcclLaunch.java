@@ -578,18 +578,29 @@ final class NcclLaunch {
             // The links are set before the first of them is published, so its completion completes them.
             int n = works.size();
             NcclWork[] firstOnStream = n == 1 ? null : new NcclWork[n];
-            for (int i = 1; i < n; i++) {
-                NcclWork w = works.get(i);
-                for (int j = 0; j < i; j++) {
-                    NcclWork p = works.get(j);
-                    if (firstOnStream[j] == null && p.streamHandle() == w.streamHandle() && !p.captured && !w.captured) {
-                        firstOnStream[i] = p;
-                        NcclWork last = p;
-                        while (last.sharer != null) {
-                            last = last.sharer;
-                        }
-                        last.sharer = w;
-                        break;
+            if (n > 1) {
+                // the group's streams (usually one): the first work on each, and the last linked to it
+                long[] streams = new long[n];
+                NcclWork[] firsts = new NcclWork[n];
+                NcclWork[] lasts = new NcclWork[n];
+                int k = 0;
+                for (int i = 0; i < n; i++) {
+                    NcclWork w = works.get(i);
+                    if (w.captured) {
+                        continue;
+                    }
+                    int j = 0;
+                    while (j < k && streams[j] != w.streamHandle()) {
+                        j++;
+                    }
+                    if (j == k) {
+                        streams[k] = w.streamHandle();
+                        firsts[k] = w;
+                        lasts[k++] = w;
+                    } else {
+                        firstOnStream[i] = firsts[j];
+                        lasts[j].sharer = w;
+                        lasts[j] = w;
                     }
                 }
             }

@@ -295,7 +295,7 @@ public final class NcclLaunchCostBench {
                 check((int) EVENT_CREATE.invokeExact(out, 2), "cuEventCreate");
                 return out.get(JAVA_LONG, 0);
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -303,7 +303,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) EVENT_RECORD.invokeExact(e, stream), "cuEventRecord");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e2 ? e2 : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -311,8 +311,13 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) EVENT_DESTROY.invokeExact(e), "cuEventDestroy");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e2 ? e2 : new IllegalStateException(t);
+                throw rethrown(t);
             }
+        }
+
+        /** A failed downcall's throwable as an unchecked one (the hot loops stay free of lambdas). */
+        private static RuntimeException rethrown(Throwable t) {
+            return t instanceof RuntimeException e ? e : new IllegalStateException(t);
         }
 
         private static void check(int r, String what) {
@@ -336,7 +341,7 @@ public final class NcclLaunchCostBench {
                 }
                 return r;
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -344,7 +349,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) DESTROY.invokeExact(comm), "ncclCommDestroy");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -352,7 +357,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) SEND.invokeExact(sp, count, NCCL_FLOAT, peer, comm, stream), "ncclSend");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -360,7 +365,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) RECV.invokeExact(rp, count, NCCL_FLOAT, peer, comm, stream), "ncclRecv");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -371,7 +376,7 @@ public final class NcclLaunchCostBench {
                 check((int) RECV.invokeExact(rp, count, NCCL_FLOAT, prev, comm, stream), "ncclRecv");
                 check((int) GROUP_END.invokeExact(), "ncclGroupEnd");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -379,7 +384,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) ALL_GATHER.invokeExact(sp, rp, count, NCCL_FLOAT, comm, stream), "ncclAllGather");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -387,7 +392,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) BROADCAST.invokeExact(sp, rp, count, NCCL_FLOAT, 0, comm, stream), "ncclBroadcast");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
 
@@ -395,7 +400,7 @@ public final class NcclLaunchCostBench {
             try {
                 check((int) ALL_REDUCE.invokeExact(sp, rp, count, NCCL_FLOAT, NCCL_SUM, comm, stream), "ncclAllReduce");
             } catch (Throwable t) {
-                throw t instanceof RuntimeException e ? e : new IllegalStateException(t);
+                throw rethrown(t);
             }
         }
     }

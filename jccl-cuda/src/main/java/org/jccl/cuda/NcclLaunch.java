@@ -558,9 +558,9 @@ final class NcclLaunch {
         // As a single launch does, settle finished works with one query per half ring before the
         // lock when the ring looks full (else each work below would wait for the oldest, one query
         // each: a send/recv loop of more than 256 steps paid two per step).
-        int k = Math.min(works.size(), WorkRing.CAPACITY);
-        if (!c.ring.hasRoom(k)) {
-            makeRoom(c, k);
+        int room = Math.min(works.size(), WorkRing.CAPACITY);
+        if (!c.ring.hasRoom(room)) {
+            makeRoom(c, room);
         }
         c.lock.lock();
         try {

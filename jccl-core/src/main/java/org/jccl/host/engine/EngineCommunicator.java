@@ -363,7 +363,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private Work submit(String what, Duration d, Runnable body) {
         checkOpen();
         long tn = d.toNanos();
-        return enqueue(new EngineWork(what + " on rank " + rank(), d, () -> run(body, tn), null, asyncWaits()));
+        return enqueue(new EngineWork(what, rank(), d, () -> run(body, tn), null, asyncWaits()));
     }
 
     private Work enqueue(EngineWork w) {
@@ -454,57 +454,62 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
     }
 
-    /** Progresses consecutive sends/recvs together, taking in ones queued meanwhile. */
+    /**
+     * Progresses consecutive sends/recvs together, taking in ones queued meanwhile. The works wait
+     * in one queue per peer and direction (a lane), in posting order; a work leaves its lane once
+     * done, so a long stream of async sends/recvs costs each pass its lanes' pending works only.
+     */
     private void runP2pBatch(EngineWork first) {
-        List<EngineWork> batch = new ArrayList<>();
-        batch.add(first);
+        @SuppressWarnings("unchecked")
+        java.util.ArrayDeque<EngineWork>[] lanes = new java.util.ArrayDeque[2 * size()];
+        // With posting order (shared memory), a message may move only once every message posted
+        // before it on its lane has moved completely, so that messages between a pair match in
+        // posting order whatever the transport interleaves: only a lane's first work is tried.
+        boolean inOrder = p2pInPostingOrder();
         lock.lock();
         try {
+            admit(lanes, first); // first: a failure below fails it with the others
             checkOpen();
-            trace(first);
             callNanos = first.timeoutNanos;
             beginP2p(OpCode.SEND, null, -1, callNanos);
             int idle = 0;
             int open = 1;
-            // One lane per peer and direction: a message may move only once every message posted
-            // before it on its lane has moved completely, so that messages between a pair match in
-            // posting order whatever the transport interleaves.
-            boolean lanes = p2pInPostingOrder();
-            boolean[] laneBusy = new boolean[2 * size()];
             while (open > 0) {
                 checkOpen();
                 EngineWork next = queue.peek();
                 if (next != null && next.p2p != null && queue.remove(next)) {
-                    batch.add(next);
-                    trace(next);
+                    admit(lanes, next);
                     open++;
                     callNanos = Math.min(callNanos, next.timeoutNanos);
                 }
-                boolean moved = false;
+                p2pMoved = false;
                 int waitingOn = -1;
-                java.util.Arrays.fill(laneBusy, false);
-                for (EngineWork w : batch) {
-                    if (w.isDone()) {
+                for (java.util.ArrayDeque<EngineWork> lane : lanes) {
+                    if (lane == null || lane.isEmpty()) {
                         continue;
                     }
-                    int lane = 2 * w.p2p.peer() + (w.p2p.isSend() ? 1 : 0);
-                    if (lanes && laneBusy[lane]) {
-                        continue;
-                    }
-                    if (w.p2p.progress()) {
-                        moved = true;
-                    }
-                    if (w.p2p.isDone()) {
-                        recorder.completed(w.trace);
-                        pending.finished();
-                        w.complete();
-                        open--;
+                    if (inOrder) {
+                        EngineWork w;
+                        while ((w = lane.peekFirst()) != null && tryP2p(w)) {
+                            lane.pollFirst();
+                            open--;
+                        }
+                        if (w != null) {
+                            waitingOn = w.p2p.peer();
+                        }
                     } else {
-                        laneBusy[lane] = true;
-                        waitingOn = w.p2p.peer();
+                        for (java.util.Iterator<EngineWork> it = lane.iterator(); it.hasNext(); ) {
+                            EngineWork w = it.next();
+                            if (tryP2p(w)) {
+                                it.remove();
+                                open--;
+                            } else {
+                                waitingOn = w.p2p.peer();
+                            }
+                        }
                     }
                 }
-                if (moved) {
+                if (p2pMoved) {
                     idle = 0;
                     touchP2pBatch();
                 } else if (open > 0) {
@@ -513,8 +518,12 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                     } catch (JcclException e) {
                         // Take what the peers sent before they closed or failed, then give up.
                         boolean late = false;
-                        for (EngineWork w : batch) {
-                            late |= !w.isDone() && w.p2p.progress();
+                        for (java.util.ArrayDeque<EngineWork> lane : lanes) {
+                            if (lane != null) {
+                                for (EngineWork w : lane) {
+                                    late |= !w.isDone() && w.p2p.progress();
+                                }
+                            }
                         }
                         if (!late) {
                             throw e;
@@ -524,16 +533,54 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             }
         } catch (RuntimeException e) {
             JcclException j = failed(e);
-            for (EngineWork w : batch) {
-                if (!w.isDone()) {
-                    recorder.failed(w.trace);
-                    pending.finished();
-                    w.fail(j);
+            for (java.util.ArrayDeque<EngineWork> lane : lanes) {
+                if (lane == null) {
+                    continue;
+                }
+                for (EngineWork w : lane) {
+                    if (!w.isDone()) {
+                        recorder.failed(w.trace);
+                        pending.finished();
+                        w.fail(j);
+                    }
                 }
             }
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Whether a pass of {@link #runP2pBatch} moved anything (set by {@link #tryP2p}; the worker's). */
+    private boolean p2pMoved;
+
+    /**
+     * Moves what {@code w} can move now; true when it is over: completed here, or ended elsewhere
+     * (a failure), with nothing left to move.
+     */
+    private boolean tryP2p(EngineWork w) {
+        if (w.isDone()) {
+            return true;
+        }
+        if (w.p2p.progress()) {
+            p2pMoved = true;
+        }
+        if (!w.p2p.isDone()) {
+            return false;
+        }
+        recorder.completed(w.trace);
+        pending.finished();
+        w.complete();
+        return true;
+    }
+
+    /** Traces {@code w} and puts it at the end of its lane. */
+    private void admit(java.util.ArrayDeque<EngineWork>[] lanes, EngineWork w) {
+        trace(w);
+        int lane = 2 * w.p2p.peer() + (w.p2p.isSend() ? 1 : 0);
+        if (lanes[lane] == null) {
+            lanes[lane] = new java.util.ArrayDeque<>();
+        }
+        lanes[lane].add(w);
     }
 
     private void trace(EngineWork w) {
@@ -745,8 +792,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             return null;
         }
         checkOpen();
-        String what = (isSend ? "send to rank " : "recv from rank ") + peer + " (" + b.type() + " x " + b.count() + ")";
-        Work w = enqueue(new EngineWork(what + " on rank " + rank(), t, null, newP2p(isSend, b, peer), asyncWaits()));
+        Work w = enqueue(new EngineWork(null, rank(), t, null, newP2p(isSend, b, peer), asyncWaits()));
         if (!async) {
             w.await();
         }

@@ -16,7 +16,9 @@ import org.jccl.Work;
  * that completing a short operation costs the worker no system call.
  */
 final class EngineWork implements Work {
-    private final String description;
+    /** The collective's name (null for a send or receive, described by {@link #p2p}); see {@link #description()}. */
+    private final String what;
+    private final int rank;
     private final Duration defaultTimeout;
     private final AsyncWaits waits;
     /** The deadline of the operation ({@code defaultTimeout} in nanoseconds). */
@@ -31,13 +33,27 @@ final class EngineWork implements Work {
     /** The thread parked in {@link #await(Duration)} for a long wait, to be woken on completion. */
     private volatile Thread waiter;
 
-    EngineWork(String description, Duration defaultTimeout, Runnable body, P2p p2p, AsyncWaits waits) {
-        this.description = description;
+    /**
+     * A collective {@code what} ({@code body}) or a send or receive ({@code p2p}, {@code what}
+     * null) of rank {@code rank}; its description is built only when a message needs it.
+     */
+    EngineWork(String what, int rank, Duration defaultTimeout, Runnable body, P2p p2p, AsyncWaits waits) {
+        this.what = what;
+        this.rank = rank;
         this.defaultTimeout = defaultTimeout;
         this.timeoutNanos = defaultTimeout.toNanos();
         this.body = body;
         this.p2p = p2p;
         this.waits = waits;
+    }
+
+    /** E.g. "allReduce on rank 0", "send to rank 1 (FLOAT32 x 2) on rank 0". */
+    String description() {
+        if (p2p == null) {
+            return what + " on rank " + rank;
+        }
+        return (p2p.isSend() ? "send to rank " : "recv from rank ") + p2p.peer() + " (" + p2p.buffer().type() + " x "
+                + p2p.buffer().count() + ") on rank " + rank;
     }
 
     void complete() {
@@ -66,7 +82,7 @@ final class EngineWork implements Work {
     @Override
     public void await() {
         if (!await(defaultTimeout.plusSeconds(1))) {
-            throw new CollectiveTimeoutException(description + " did not complete within " + defaultTimeout
+            throw new CollectiveTimeoutException(description() + " did not complete within " + defaultTimeout
                     + " (the communicator's timeout)", List.of());
         }
     }
@@ -82,7 +98,7 @@ final class EngineWork implements Work {
                     return false;
                 }
                 if (Thread.currentThread().isInterrupted()) {
-                    throw new AbortedException("interrupted while waiting for " + description);
+                    throw new AbortedException("interrupted while waiting for " + description());
                 }
                 long waited = now - start;
                 if (!waits.registersAfter(waited)) {
@@ -110,6 +126,6 @@ final class EngineWork implements Work {
 
     @Override
     public String toString() {
-        return "Work[" + description + (done ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
+        return "Work[" + description() + (done ? failure == null ? ", done]" : ", failed: " + failure.getMessage() + "]" : ", pending]");
     }
 }

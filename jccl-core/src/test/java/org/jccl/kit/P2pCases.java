@@ -12,8 +12,8 @@ import org.jccl.Work;
 
 /**
  * Point to point: blocking pairs, ring shifts both ways with async pairs (the pattern of {@code
- * jccl perf sendrecv}), several outstanding messages of different sizes and types per pair,
- * all-pairs async, self send/recv, and send/recv interleaved with collectives. Messages between
+ * jccl perf sendrecv}), several outstanding messages of different sizes and types per pair, a
+ * long stream of small async messages around the ring, all-pairs async, self send/recv, and send/recv interleaved with collectives. Messages between
  * a pair match in posting order.
  */
 final class P2pCases {
@@ -147,6 +147,42 @@ final class P2pCases {
                         m.count(), prev, r, round * 100 + i);
             }
         }
+    }
+
+    /**
+     * A long stream of small async messages around the ring, all posted before any is awaited
+     * (sends and receives interleaved, counts from 0 to 54 elements): every message arrives whole
+     * and in posting order, however many wait in the runtime at once.
+     */
+    static void longAsyncStream(Ctx ctx) {
+        if (noRing(ctx)) {
+            return;
+        }
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        int next = neighbour(ctx, 1);
+        int prev = neighbour(ctx, -1);
+        int messages = 300;
+        List<Work> works = new ArrayList<>();
+        List<Buffer> ins = new ArrayList<>();
+        for (int k = 0; k < messages; k++) {
+            long n = streamCount(k);
+            works.add(c.sendAsync(message(ctx, DataType.FLOAT32, n, r, next, 1_000 + k), next));
+            Buffer in = ctx.poisoned(DataType.FLOAT32, n);
+            ins.add(in);
+            works.add(c.recvAsync(in, prev));
+        }
+        for (Work w : works) {
+            w.await();
+        }
+        for (int k = 0; k < messages; k++) {
+            checkMessage(ctx, "stream message " + k + " of " + messages, ins.get(k), DataType.FLOAT32, streamCount(k), prev, r,
+                    1_000 + k);
+        }
+    }
+
+    private static long streamCount(int k) {
+        return (k % 5) * 13L + k % 3; // 0 to 54 elements, 0 when k is a multiple of 15
     }
 
     static void allPairs(Ctx ctx) {

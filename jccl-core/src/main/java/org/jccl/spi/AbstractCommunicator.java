@@ -398,6 +398,34 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
     }
 
     @Override
+    public final void sendRecv(Buffer send, int dst, Buffer recv, int src) {
+        VarSize.Plan plan = VarSize.sendRecv(size, send, dst, recv, src);
+        AbstractCommunicator<W> owner = owner();
+        Thread before = claim(owner, plan.name());
+        try {
+            if (!sendRecvInline(send, dst, recv, src)) {
+                runSteps(plan, false);
+            }
+        } finally {
+            release(owner, before);
+        }
+    }
+
+    @Override
+    public final Work sendRecvAsync(Buffer send, int dst, Buffer recv, int src) {
+        return runSteps(VarSize.sendRecv(size, send, dst, recv, src), true);
+    }
+
+    /**
+     * A blocking {@link #sendRecv} whose arguments passed the common checks: a backend that can
+     * move both halves on the calling thread now does so and returns true; false (the default)
+     * starts them together as two operations and waits for both.
+     */
+    protected boolean sendRecvInline(Buffer send, int dst, Buffer recv, int src) {
+        return false;
+    }
+
+    @Override
     public final void send(Buffer buffer, int peer) {
         call(Collective.SEND, buffer, null, null, -1, peer, false);
     }

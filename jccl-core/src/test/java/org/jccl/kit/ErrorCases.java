@@ -57,6 +57,9 @@ final class ErrorCases {
         ctx.expectThrows(iae, "send to peer = size", () -> c.send(f4, size));
         ctx.expectThrows(iae, "recv from peer -1", () -> c.recv(f4, -1));
         ctx.expectThrows(iae, "sendAsync to peer = size", () -> c.sendAsync(f4, size));
+        ctx.expectThrows(iae, "sendRecv to dst = size", () -> c.sendRecv(f4, size, f5, 0));
+        ctx.expectThrows(iae, "sendRecv from src -1", () -> c.sendRecv(f4, 0, f5, -1));
+        ctx.expectThrows(iae, "sendRecvAsync with a null recv", () -> c.sendRecvAsync(f4, 0, null, 0));
         ctx.expectThrows(iae, "allGather into a too small recv", () -> c.allGather(f4, f5));
         ctx.expectThrows(iae, "reduceScatter from a too small send", () -> c.reduceScatter(f5, f4, ReduceOp.SUM));
         ctx.expectThrows(iae, "allToAll with send and recv of different sizes", () -> c.allToAll(big, big.slice(0, 4L * size - 1)));

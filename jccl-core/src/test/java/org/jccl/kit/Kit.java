@@ -45,6 +45,7 @@ public final class Kit {
                 KitCase.of("p2p.ringShift", P2pCases::ringShift),
                 KitCase.of("p2p.severalOutstandingPerPair", P2pCases::severalOutstanding),
                 KitCase.of("p2p.longAsyncStream", P2pCases::longAsyncStream),
+                KitCase.of("p2p.sendRecv", P2pCases::sendRecv),
                 KitCase.of("p2p.allPairsAsync", P2pCases::allPairs),
                 KitCase.of("p2p.self", P2pCases::self),
                 KitCase.of("p2p.withCollectives", P2pCases::withCollectives),

@@ -13,7 +13,7 @@ import org.jccl.Work;
 /**
  * Point to point: blocking pairs, ring shifts both ways with async pairs (the pattern of {@code
  * jccl perf sendrecv}), several outstanding messages of different sizes and types per pair, a
- * long stream of small async messages around the ring, all-pairs async, self send/recv, and send/recv interleaved with collectives. Messages between
+ * long stream of small async messages around the ring, sendRecv, all-pairs async, self send/recv, and send/recv interleaved with collectives. Messages between
  * a pair match in posting order.
  */
 final class P2pCases {
@@ -225,6 +225,59 @@ final class P2pCases {
             s.await();
             checkMessage(ctx, "self send/recv count " + n, in, DataType.FLOAT32, n, r, r, (int) n);
         }
+    }
+
+    /**
+     * sendRecv (MPI_Sendrecv): ring shifts both ways, blocking and async, counts 0 to large, and
+     * receives of another type and count than the same call's send; to itself on one rank.
+     */
+    static void sendRecv(Ctx ctx) {
+        if (noRing(ctx)) {
+            return;
+        }
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        int k = 5_000;
+        for (int step : new int[] {1, -1}) {
+            int next = neighbour(ctx, step);
+            int prev = neighbour(ctx, -step);
+            for (long n : new long[] {0, 1, 1009, 70_001, 262_147}) {
+                for (boolean async : new boolean[] {false, true}) {
+                    k++;
+                    String what = (async ? "sendRecvAsync" : "sendRecv") + " ring shift " + step + " count " + n;
+                    Buffer in = ctx.poisoned(DataType.FLOAT32, n);
+                    Buffer out = message(ctx, DataType.FLOAT32, n, r, next, k);
+                    if (async) {
+                        c.sendRecvAsync(out, next, in, prev).await();
+                    } else {
+                        c.sendRecv(out, next, in, prev);
+                    }
+                    checkMessage(ctx, what, in, DataType.FLOAT32, n, prev, r, k);
+                }
+            }
+        }
+        if (ctx.size() == 1) {
+            return;
+        }
+        // The halves of one call may differ in type and count: FLOAT64 x 11 goes backwards around
+        // the ring while INT8 x 5 goes forwards, each call sending one and receiving the other
+        // (even ranks first with their previous rank, odd ranks first with their next).
+        int next = neighbour(ctx, 1);
+        int prev = neighbour(ctx, -1);
+        k++;
+        Buffer d11 = message(ctx, DataType.FLOAT64, 11, r, prev, k);
+        Buffer in11 = ctx.poisoned(DataType.FLOAT64, 11);
+        Buffer b5 = message(ctx, DataType.INT8, 5, r, next, k + 1);
+        Buffer in5 = ctx.poisoned(DataType.INT8, 5);
+        if (r % 2 == 0) {
+            c.sendRecv(d11, prev, in5, prev);
+            c.sendRecv(b5, next, in11, next);
+        } else {
+            c.sendRecv(b5, next, in11, next);
+            c.sendRecv(d11, prev, in5, prev);
+        }
+        checkMessage(ctx, "sendRecv FLOAT64 x 11 from the next rank", in11, DataType.FLOAT64, 11, next, r, k);
+        checkMessage(ctx, "sendRecv INT8 x 5 from the previous rank", in5, DataType.INT8, 5, prev, r, k + 1);
     }
 
     /** Async sends/recvs around collectives, awaited out of order. */

@@ -496,8 +496,6 @@ public final class PerfRunner {
             return Math.max(s.byteSize(), r == null ? 0 : r.byteSize());
         }
         private final int prev = (rank - 1 + ranks) % ranks;
-        /** The blocking send/recv's two works (-z 1), reused from call to call. */
-        private final List<Work> pair = new ArrayList<>(2);
 
         Launch(Collective c, Collective.Counts k, boolean inPlace, Buffer send, Buffer recv, ReduceOp op, int root) {
             this.c = c;
@@ -535,14 +533,7 @@ public final class PerfRunner {
                 case ALLTOALL -> comm.allToAll(s, r);
                 case GATHER -> comm.gather(s, r, root);
                 case SCATTER -> comm.scatter(s, r, root);
-                case SENDRECV -> {
-                    // A blocking send could wait for the matching receive: post both, then wait.
-                    pair.clear();
-                    postSendRecv(pair);
-                    for (Work w : pair) {
-                        w.await();
-                    }
-                }
+                case SENDRECV -> comm.sendRecv(s, next, r, prev); // both halves at once (MPI_Sendrecv)
             }
         }
 

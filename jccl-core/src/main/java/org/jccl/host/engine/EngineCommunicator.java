@@ -799,6 +799,62 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         return w;
     }
 
+    /**
+     * A blocking sendRecv with nothing async pending: the send and the receive move together on the
+     * calling thread (no hand-over to the worker), as the worker's batch would move them.
+     */
+    @Override
+    protected boolean sendRecvInline(Buffer send, int dst, Buffer recv, int src) {
+        if (!inline()) {
+            return false; // async work pending: both join the worker's queue behind it
+        }
+        HostBuffer s = arg(send, "send", false);
+        HostBuffer r = arg(recv, "recv", false);
+        long tn = timeout().toNanos();
+        lock.lock();
+        try {
+            checkOpen();
+            callNanos = tn;
+            long sent = recorder.schedule(0, OpCode.SEND, s.type().ordinal(), s.count(), -1, -1, dst);
+            recorder.startedNow(sent);
+            current = recorder.schedule(0, OpCode.RECV, r.type().ordinal(), r.count(), -1, -1, src);
+            recorder.startedNow(current);
+            beginP2p(OpCode.SEND, null, -1, tn); // a pair, as a batch of the worker
+            P2p out = newP2p(true, s, dst);
+            P2p in = newP2p(false, r, src);
+            int idle = 0;
+            while (!out.isDone() || !in.isDone()) {
+                boolean moved = out.progress() | in.progress(); // both, every pass
+                if (moved) {
+                    idle = 0;
+                    touchP2pBatch();
+                    if (out.isDone() && sent >= 0) {
+                        recorder.completed(sent);
+                        sent = -1;
+                    }
+                } else {
+                    try {
+                        idleP2p(idle++, out.isDone() ? src : dst);
+                    } catch (JcclException e) {
+                        // Take what the peers sent before they closed or failed, then give up.
+                        if (!(out.progress() | in.progress())) {
+                            throw e;
+                        }
+                    }
+                }
+            }
+            if (sent >= 0) {
+                recorder.completed(sent);
+            }
+            end();
+        } catch (RuntimeException e) {
+            throw failed(e);
+        } finally {
+            lock.unlock();
+        }
+        return true;
+    }
+
     private void p2pInline(boolean isSend, HostBuffer b, int peer, long tn) {
         lock.lock();
         try {

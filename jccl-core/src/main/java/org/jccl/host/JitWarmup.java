@@ -21,7 +21,7 @@ import org.jccl.internal.WarmupSetting;
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
  * the algorithm the tuner gives it; out of place and in place), plus a small broadcast, reduce,
- * all-gather, reduce-scatter, all-to-all, gather, scatter and a barrier; blocks alternate between buffers of a
+ * all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and send/recv ring steps; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
  * shared ones add a few asynchronous calls, and every {@value #RESTART_EVERY} blocks the numbering
  * restarts. What a caller's first calls do that the warm-up never did (a branch never taken, a
@@ -196,10 +196,25 @@ final class JitWarmup {
             c.gather(blockIn, exchanged, 0);
             c.scatter(gathered, smallOut, 0);
             c.barrier();
+            int n = c.size();
+            int next = (c.rank() + 1) % n;
+            int prev = (c.rank() + n - 1) % n;
+            if (n > 1) {
+                // Send/recv: a ring step of each size, both halves on the calling thread (cold, a
+                // first sendRecv took hundreds of microseconds to milliseconds on 2 CPUs)
+                c.sendRecv(smallIn, next, smallOut, prev);
+                c.sendRecv(midIn, next, midOut, prev);
+            }
             if (async) {
                 c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM).await();
                 c.allReduceAsync(midOut, ReduceOp.SUM).await();
                 c.broadcastAsync(smallOut, 0).await();
+                if (n > 1) {
+                    // and through the worker's send/recv batch
+                    org.jccl.Work sent = c.sendAsync(midIn, next);
+                    c.recvAsync(midOut, prev).await();
+                    sent.await();
+                }
             }
         }
     }

@@ -196,21 +196,19 @@ final class JitWarmup {
             c.gather(blockIn, exchanged, 0);
             c.scatter(gathered, smallOut, 0);
             c.barrier();
-            int n = c.size();
-            int next = (c.rank() + 1) % n;
-            int prev = (c.rank() + n - 1) % n;
-            if (n > 1) {
-                // Send/recv: a ring step of each size, both halves on the calling thread (cold, a
-                // first sendRecv took hundreds of microseconds to milliseconds on 2 CPUs)
-                c.sendRecv(smallIn, next, smallOut, prev);
-                c.sendRecv(midIn, next, midOut, prev);
-            }
             if (async) {
                 c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM).await();
                 c.allReduceAsync(midOut, ReduceOp.SUM).await();
                 c.broadcastAsync(smallOut, 0).await();
+                int n = c.size();
                 if (n > 1) {
-                    // and through the worker's send/recv batch
+                    // Send/recv (these buffers are shared: a hierarchical communicator moves its
+                    // local halves through async calls): a ring step of each size, on the calling
+                    // thread, and an async pair through the worker's send/recv batch
+                    int next = (c.rank() + 1) % n;
+                    int prev = (c.rank() + n - 1) % n;
+                    c.sendRecv(smallIn, next, smallOut, prev);
+                    c.sendRecv(midIn, next, midOut, prev);
                     org.jccl.Work sent = c.sendAsync(midIn, next);
                     c.recvAsync(midOut, prev).await();
                     sent.await();

@@ -2,7 +2,6 @@ package org.jccl.host.engine;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.LockSupport;

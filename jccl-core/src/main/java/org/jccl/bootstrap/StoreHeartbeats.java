@@ -195,7 +195,9 @@ final class StoreHeartbeats {
         m.state = HB_DEAD;
         m.conn = null;
         m.reason = "its heartbeat connection to the store (from " + c.remote + ") "
-                + (why == null ? "closed without a goodbye" : "was dropped (" + why + ")") + " at " + at
+                + (why == null ? "closed without a goodbye"
+                        : why.equals(TcpStoreServer.PEER_RESET) ? "closed without a goodbye (reset by the peer's kernel)"
+                        : "was dropped (" + why + ")") + " at " + at
                 + ": the process died, was killed, or exited without closing jccl";
         sc.epoch++;
         String msg = "rank " + c.rank + " of " + shortKey(c.scope) + " declared dead: " + m.reason;

@@ -64,6 +64,8 @@ import org.jccl.internal.Log;
 public final class TcpStoreServer implements AutoCloseable {
     static final Log LOG = Log.get(TcpStoreServer.class);
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** A connection's end reason when the peer's kernel reset it: a killed process's goodbye-less end, as an EOF is. */
+    static final String PEER_RESET = "the peer reset the connection (its process died or was killed)";
 
     /**
      * Server limits.
@@ -305,6 +307,11 @@ public final class TcpStoreServer implements AutoCloseable {
                 reason = "read timed out inside a frame (" + limits.frameTimeout() + ")";
             } catch (EOFException e) {
                 reason = "connection ended inside a frame" + (e.getMessage() != null ? ": " + e.getMessage() : "");
+            } catch (java.net.SocketException e) {
+                if (!closed && open) {
+                    // A killed process's kernel resets, rather than closes, a socket that still holds unread data.
+                    reason = String.valueOf(e.getMessage()).contains("Connection reset") ? PEER_RESET : "I/O error: " + e;
+                }
             } catch (IOException e) {
                 if (!closed && open) {
                     reason = "I/O error: " + e;

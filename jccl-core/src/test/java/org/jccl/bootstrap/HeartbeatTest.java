@@ -132,6 +132,23 @@ class HeartbeatTest {
     }
 
     @Test
+    void aConnectionResetIsADeathWithoutAGoodbyeAsAnEndOfStreamIs() throws Exception {
+        try (Heartbeat hb = Heartbeat.start(client, SCOPE, 0, IV, false)) {
+            CountDownLatch heard = new CountDownLatch(1);
+            hb.addListener((r, why) -> heard.countDown());
+            Socket s1 = rawRank(1, 100);
+            // a killed process's kernel resets a socket that holds unread data; linger 0 resets it the same way
+            s1.getOutputStream().write(new byte[] {0, 0});
+            s1.setSoLinger(true, 0);
+            s1.close();
+            assertTrue(heard.await(2 * IV.toMillis() + 1000, TimeUnit.MILLISECONDS), "no death heard");
+            assertEquals(Set.of(1), hb.deadRanks());
+            String why = hb.deathReason(1);
+            assertTrue(why.contains("closed without a goodbye") && !why.contains("dropped"), why);
+        }
+    }
+
+    @Test
     void aGoodbyeIsNoDeath() throws Exception {
         try (Heartbeat hb0 = Heartbeat.start(client, SCOPE, 0, IV, false);
              TcpStore c1 = TcpStore.connect("127.0.0.1", server.port(), null, T)) {

@@ -21,7 +21,9 @@
 # run under that collector; JCCL_GPU_OVERHEAD_LIBS: the builds under .gpu to measure, default "lib-base lib") and profile (async-profiler over that path; JCCL_GPU_PROFILE_INTERVAL, default 100us). Logs go to $OUT (the
 # device tool's) or .gpu/out. NCCL_NVLS_ENABLE=0 is forced: NVLink multicast must stay off there.
 # launchcost (NcclLaunchCostBench: a small op's time on a plain NCCL communicator, on jccl's data communicator and
-# through jccl; JCCL_LAUNCHCOST_GPUS, default all).
+# through jccl; JCCL_LAUNCHCOST_GPUS, default all), perfloop (jccl perf's small sizes with -n 100..5000 and -z 1, and
+# NcclLaunchCostBench with batches of 200 and 1000), versus (NcclBench --versus: the tuner's all-reduce against NCCL's,
+# rounds interleaved).
 # JCCL_GPU_TEST_WARMUP: JCCL_WARMUP of the JUnit runs (default 0, as under Maven; the benchmarks keep jccl's default).
 # The device half exits 1 when any phase failed or timed out (a failed test, a non-zero exit, no GPU found by the
 # probe), after running every phase asked for; its last line names them.
@@ -73,6 +75,8 @@ if [ "$mode" = stage ]; then
     mkdir -p "$dest/.gpu/nccl-tests" && cp -r "$JCCL_GPU_NCCL_TESTS"/src "$JCCL_GPU_NCCL_TESTS"/Makefile "$dest/.gpu/nccl-tests/"
     for d in os verifiable; do [ -d "$JCCL_GPU_NCCL_TESTS/$d" ] && cp -r "$JCCL_GPU_NCCL_TESTS/$d" "$dest/.gpu/nccl-tests/"; done
   fi
+  # a SIGABRT backtrace (glibc's heap checks abort without an hs_err file): preloaded into the device half's JVMs
+  gcc -O1 -shared -fPIC -o "$dest/.gpu/lib/abrt_trace.so" "$src/bench/gpu/abrt/abrt_trace.c"
   cp "$src/bench/gpu/run-gpu.sh" "$src/bench/gpu/torch_allreduce.py" "$dest/.gpu/"
   printf '#!/usr/bin/env bash\nexec bash "$(dirname "$0")/run-gpu.sh" device "$@"\n' > "$dest/.gpu/run.sh"
   [ -x "$dest/.jre/bin/java" ] || echo "note: $dest/.jre is missing: run ../shared/device/make-jre.sh in $dest" >&2
@@ -87,6 +91,8 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 chmod +x .jre/bin/* .jre/lib/jspawnhelper 2>/dev/null
 JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector -Djccl.test.dir=/tmp/jccl-gpu)
+# an abort (e.g. glibc's "double free or corruption") prints the aborting thread and its native stack (JCCL_GPU_ABRT_TRACE=0: off)
+[ -f .gpu/lib/abrt_trace.so ] && [ "${JCCL_GPU_ABRT_TRACE:-1}" != 0 ] && JAVA=(env LD_PRELOAD="$PWD/.gpu/lib/abrt_trace.so" "${JAVA[@]}")
 # JCCL_GPU_JAVA_OPTS: more JVM options for every java run here (e.g. -Djccl.bench.extraVariants=true)
 [ -n "${JCCL_GPU_JAVA_OPTS:-}" ] && JAVA+=($JCCL_GPU_JAVA_OPTS)
 CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/lib/jccl-bench.jar:.gpu/test-classes:.gpu/lib/jccl-core-tests.jar:.gpu/lib/junit-console.jar
@@ -235,6 +241,36 @@ if has launchcost; then # where a small NCCL op's time goes: bare calls on an nc
       > "$OUT/launchcost-g$g.log" 2>&1
     check "launchcost -g $g" $?
     grep -v '^WARNING' "$OUT/launchcost-g$g.log" | tail -30
+  done
+fi
+
+if has perfloop; then # what jccl perf's loop adds on NCCL: the same small sizes with -n 100..5000 (async), -z 1, and
+  # NcclLaunchCostBench with batches of 200 and 1000 (the library's calls without perf)
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf)
+  for op in ${JCCL_PERFLOOP_OPS:-allgather sendrecv}; do
+    for it in "n100:-n 100" "n200:-n 200" "n1000:-n 1000" "n5000:-n 5000" "z1n1000:-z 1 -n 1000"; do
+      timeout -k 5 90 "${cli[@]}" $op --backend nccl -g "$NGPU" -b 64 -e 4096 -f 64 -w 200 ${it#*:} \
+        > "$OUT/perfloop-$op-${it%%:*}.log" 2>&1
+      rc=$?; check "perfloop-$op-${it%%:*}" $rc
+      echo "[perfloop $op ${it#*:}] exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +float' "$OUT/perfloop-$op-${it%%:*}.log" | awk '{printf "%s B %s us / %s us; ", $1, $6, $10}')"
+    done
+  done
+  for ops in 200 1000; do
+    JCCL_ALGO=nccl timeout -k 5 240 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclLaunchCostBench -g "$NGPU" --ops $ops \
+      > "$OUT/perfloop-launchcost-ops$ops.log" 2>&1
+    check "perfloop-launchcost-ops$ops" $?
+    echo "[launchcost --ops $ops]"; grep -v '^WARNING' "$OUT/perfloop-launchcost-ops$ops.log" | grep -E '^  [a-z]' | tail -22
+  done
+fi
+
+if has versus; then # the tuner's all-reduce against NCCL's, both through jccl, rounds interleaved (NcclBench --versus);
+  # JCCL_VERSUS_GPUS (default: 2 and all), JCCL_VERSUS_ALGOS (default nccl,auto,oneshot), JCCL_VERSUS_ROUNDS (default 9)
+  for g in ${JCCL_VERSUS_GPUS:-$( [ "$NGPU" -gt 2 ] && echo 2 $NGPU || echo $NGPU )}; do
+    timeout -k 5 200 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 2M -f 2 -w 100 -g "$g" \
+      --versus "${JCCL_VERSUS_ALGOS:-nccl,auto,oneshot}" --rounds "${JCCL_VERSUS_ROUNDS:-9}" > "$OUT/versus-g$g.log" 2>&1
+    rc=$?; check "versus-g$g" $rc
+    echo "[versus -g $g] exit $rc after $(( $(date +%s) - start )) s"; grep -v '^WARNING' "$OUT/versus-g$g.log" | tail -22
   done
 fi
 

@@ -43,9 +43,14 @@ import org.jccl.cuda.NcclWork;
  * symmetric windows ({@code CudaDevice.allocateSymmetric} + {@code NcclCommunicator.register}), size
  * by size, with their ratio, and the time each registration took.
  *
+ * <p>{@code --versus nccl,auto [--rounds 7]}: the sweep of {@code -o} on one set of communicators per
+ * {@code JCCL_ALGO} value, interleaved round by round, with the median of the rounds and the ratios
+ * to the first value (the tuner's per-size claim against NCCL, both through jccl).
+ *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar org.jccl.cuda.bench.NcclBench \
  *      [-b 8] [-e 1G] [-f 8] [-w 5] [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,reduce,alltoall] [--symmetric]
+ *      [--versus ALGO,ALGO --rounds N]
  * </pre>
  */
 public final class NcclBench {
@@ -83,6 +88,8 @@ public final class NcclBench {
         String ops = "allreduce,allgather,reducescatter,broadcast,reduce,alltoall";
         boolean overhead = true;
         boolean symmetric = false;
+        String versus = null;
+        int rounds = 7;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "-b" -> minBytes = parseSize(args[++i]);
@@ -93,8 +100,11 @@ public final class NcclBench {
                 case "-o" -> ops = args[++i];
                 case "--no-overhead" -> overhead = false;
                 case "--symmetric" -> symmetric = true;
+                case "--versus" -> versus = args[++i];
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown flag " + args[i]
-                        + ": use -b MIN -e MAX -f FACTOR -w WARMUP -g GPUS -o OPS --no-overhead --symmetric");
+                        + ": use -b MIN -e MAX -f FACTOR -w WARMUP -g GPUS -o OPS --no-overhead --symmetric"
+                        + " --versus ALGO,ALGO[,...] --rounds N");
             }
         }
         if (!Nccl.isAvailable()) {
@@ -107,6 +117,16 @@ public final class NcclBench {
         List<CudaDevice> devices = new ArrayList<>();
         for (int g = 0; g < gpus; g++) {
             devices.add(CudaDevice.open(g));
+        }
+        if (versus != null) {
+            try {
+                versus(devices, versus.split(","), ops, minBytes, maxBytes, factor, warmup, rounds);
+            } finally {
+                for (CudaDevice d : devices) {
+                    d.close();
+                }
+            }
+            return;
         }
         List<NcclCommunicator> comms = NcclCommunicator.initAll(devices, Duration.ofMinutes(5));
         System.out.printf("# jccl NcclBench: %d x %s (sm_%d%d), NCCL %s (%s), one thread per GPU, float, out of place%n",
@@ -147,6 +167,107 @@ public final class NcclBench {
                 d.close();
             }
         }
+    }
+
+    /**
+     * {@code --versus nccl,auto --rounds R}: one set of communicators per JCCL_ALGO value (its
+     * communicator setting), and for every size R rounds that time each set in turn ({@link #time},
+     * the same calls): per algorithm the median of its rounds, and the ratio of each to the first,
+     * as the ratio of the medians and the range of the rounds' own ratios. Interleaving the sets
+     * round by round spreads the machine's drifts and single slow batches over both sides.
+     */
+    private static void versus(List<CudaDevice> devices, String[] algos, String ops, long minBytes, long maxBytes,
+                               long factor, int warmup, int rounds) throws Exception {
+        int n = devices.size();
+        List<List<NcclCommunicator>> sets = new ArrayList<>();
+        String before = System.getProperty("jccl.algo");
+        try {
+            for (String a : algos) {
+                System.setProperty("jccl.algo", a.trim()); // JCCL_ALGO, read once at a communicator's creation
+                sets.add(NcclCommunicator.initAll(devices, Duration.ofMinutes(5)));
+            }
+        } finally {
+            if (before == null) {
+                System.clearProperty("jccl.algo");
+            } else {
+                System.setProperty("jccl.algo", before);
+            }
+        }
+        System.out.printf("# jccl NcclBench --versus: %d x %s, NCCL %s, one thread per GPU, float, out of place; "
+                + "%d rounds per size, the algorithms interleaved round by round; median of the rounds (us); "
+                + "ratio = median / median of %s, [lowest, highest] of the rounds' own ratios%n",
+                n, devices.get(0).name(), Nccl.versionString(), rounds, algos[0].trim());
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        List<DeviceBuffer> sends = new ArrayList<>();
+        List<DeviceBuffer> recvs = new ArrayList<>();
+        try {
+            for (CudaDevice d : devices) {
+                sends.add(d.allocate(DataType.FLOAT32, maxBytes / 4));
+                recvs.add(d.allocate(DataType.FLOAT32, maxBytes / 4));
+                sends.getLast().clear();
+                recvs.getLast().clear();
+            }
+            for (String op : ops.split(",")) {
+                op = op.trim();
+                System.out.printf("%n# %s, %d ranks%n#%12s", op, n, "size(B)");
+                for (String a : algos) {
+                    System.out.printf(" %10s", a.trim());
+                }
+                for (int k = 1; k < algos.length; k++) {
+                    System.out.printf(" %8s %15s", "ratio", "rounds");
+                }
+                System.out.println();
+                for (long bytes = minBytes; bytes <= maxBytes; bytes *= factor) {
+                    long elems = bytes / 4;
+                    boolean perRank = !op.equals("allreduce") && !op.equals("broadcast") && !op.equals("reduce");
+                    if (elems == 0 || (perRank && elems / n == 0)) {
+                        continue;
+                    }
+                    double[][] t = new double[algos.length][rounds];
+                    for (int r = 0; r < rounds; r++) {
+                        for (int k = 0; k < algos.length; k++) {
+                            t[k][r] = time(op, sets.get(k), sends, recvs, bytes, warmup, pool);
+                        }
+                    }
+                    double[] med = new double[algos.length];
+                    StringBuilder line = new StringBuilder(String.format(" %12d", bytes));
+                    for (int k = 0; k < algos.length; k++) {
+                        med[k] = median(t[k]);
+                        line.append(String.format(" %10.2f", med[k]));
+                    }
+                    for (int k = 1; k < algos.length; k++) {
+                        double lo = Double.MAX_VALUE, hi = 0;
+                        for (int r = 0; r < rounds; r++) {
+                            double q = t[k][r] / t[0][r];
+                            lo = Math.min(lo, q);
+                            hi = Math.max(hi, q);
+                        }
+                        line.append(String.format(" %8.2f %15s", med[k] / med[0], String.format("[%.2f, %.2f]", lo, hi)));
+                    }
+                    System.out.println(line);
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+            for (DeviceBuffer b : sends) {
+                b.close();
+            }
+            for (DeviceBuffer b : recvs) {
+                b.close();
+            }
+            for (List<NcclCommunicator> set : sets) {
+                for (NcclCommunicator c : set) {
+                    c.close();
+                }
+            }
+        }
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        java.util.Arrays.sort(s);
+        int m = s.length / 2;
+        return s.length % 2 == 1 ? s[m] : (s[m - 1] + s[m]) / 2;
     }
 
     private static double busFactor(String op, int n) {

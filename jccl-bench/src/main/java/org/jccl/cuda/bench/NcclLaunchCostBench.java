@@ -32,7 +32,7 @@ import org.jccl.cuda.NcclWork;
 /**
  * Where the time of a small NCCL operation goes. For each operation (a send/recv ring step, a
  * 64-byte all-gather, broadcast and all-reduce, and a 0-count all-gather), one thread per GPU
- * launches batches of {@value #BATCH} operations back to back and then waits for the stream, as
+ * launches batches of {@code --ops} (default 200) operations back to back and then waits for the stream, as
  * nccl-tests times its loop; three variants interleave batch by batch:
  * <ul>
  *   <li>{@code plain}: the bare NCCL calls on a communicator of {@code ncclCommInitAll} (blocking,
@@ -50,14 +50,15 @@ import org.jccl.cuda.NcclWork;
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -cp jccl-core.jar:jccl-cuda.jar:jccl-bench.jar \
- *      org.jccl.cuda.bench.NcclLaunchCostBench [-g GPUS] [--batches N]
+ *      org.jccl.cuda.bench.NcclLaunchCostBench [-g GPUS] [--batches N] [--ops N]
  * </pre>
  */
 public final class NcclLaunchCostBench {
     private NcclLaunchCostBench() {
     }
 
-    static final int BATCH = 200;
+    /** Operations per batch ({@code --ops}). */
+    static int BATCH = 200;
     private static final String[] OPS = {"sendrecv", "allgather", "broadcast", "allreduce", "allgather0"};
     private static final String[] VARIANTS = {"plain", "data", "data+1ev", "data+2ev", "grp+data", "jccl"};
     private static final int GROUPED = 4, JCCL = 5;
@@ -73,7 +74,8 @@ public final class NcclLaunchCostBench {
             switch (args[i]) {
                 case "-g" -> gpus = Integer.parseInt(args[++i]);
                 case "--batches" -> batches = Integer.parseInt(args[++i]);
-                default -> throw new IllegalArgumentException("unknown flag " + args[i] + ": use -g GPUS --batches N");
+                case "--ops" -> BATCH = Integer.parseInt(args[++i]);
+                default -> throw new IllegalArgumentException("unknown flag " + args[i] + ": use -g GPUS --batches N --ops N");
             }
         }
         if (!Nccl.isAvailable()) {

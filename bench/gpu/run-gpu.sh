@@ -264,6 +264,24 @@ if has perfloop; then # what jccl perf's loop adds on NCCL: the same small sizes
   done
 fi
 
+if has perfprofile; then # async-profiler (cpu time) over jccl perf's timed loop (-g N, 64 B, long -n) and the launch-cost
+  # bench's: where perf's time per small op goes beyond the library's (collapsed stacks, perfprofile-*.txt)
+  ap=$PWD/.gpu/lib/libasyncProfiler.so
+  cli=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector
+       -agentpath:$ap=start,event=ctimer,interval=${JCCL_GPU_PROFILE_INTERVAL:-100us},cstack=vm,ann,collapsed,file=$OUT/perfprofile-perf-%p.txt
+       -cp ".gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/cli-lib/*" org.jccl.cli.Main perf)
+  for op in ${JCCL_PERFLOOP_OPS:-allgather}; do
+    timeout -k 5 90 "${cli[@]}" $op --backend nccl -g "$NGPU" -b 64 -e 64 -w 200 -n 20000 > "$OUT/perfprofile-perf-$op.log" 2>&1
+    rc=$?; check "perfprofile-perf-$op" $rc
+    echo "[perfprofile perf $op] exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +float' "$OUT/perfprofile-perf-$op.log")"
+  done
+  JCCL_ALGO=nccl timeout -k 5 240 "${JAVA[@]}" \
+    -agentpath:$ap=start,event=ctimer,interval=${JCCL_GPU_PROFILE_INTERVAL:-100us},cstack=vm,ann,collapsed,file=$OUT/perfprofile-bench.txt \
+    -cp "$CP" org.jccl.cuda.bench.NcclLaunchCostBench -g "$NGPU" --ops 1000 > "$OUT/perfprofile-bench.log" 2>&1
+  check perfprofile-bench $?
+  ls -la "$OUT"/perfprofile-*.txt
+fi
+
 if has versus; then # the tuner's all-reduce against NCCL's, both through jccl, rounds interleaved (NcclBench --versus);
   # JCCL_VERSUS_GPUS (default: 2 and all), JCCL_VERSUS_ALGOS (default nccl,auto,oneshot), JCCL_VERSUS_ROUNDS (default 9)
   for g in ${JCCL_VERSUS_GPUS:-$( [ "$NGPU" -gt 2 ] && echo 2 $NGPU || echo $NGPU )}; do

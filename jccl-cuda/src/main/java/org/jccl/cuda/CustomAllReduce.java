@@ -187,14 +187,15 @@ final class CustomAllReduce {
     static final boolean LL_BY_DEFAULT = true;
 
     /**
-     * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks. Measured through jccl
-     * (NcclBench, one thread per GPU, float sum, NCCL 2.28.3 in the same device call; logs in
-     * bench/gpu/results/2026-11-27-custom-allreduce): on 2x H100 one-shot took 0.56-0.93x NCCL's time
-     * from 512 B to 1 MiB; on 4x H100 0.49-0.58x up to 64 KiB, 0.73x at 128 KiB, 0.88x at 256 KiB,
-     * 0.98x at 512 KiB and 1.12x at 1 MiB. More than 4 ranks is unmeasured: a cautious 64 KiB.
+     * Largest all-reduce (bytes) the tuner gives one-shot, for {@code n} ranks: where it stays below
+     * NCCL's time. Measured through jccl (NcclBench --versus, one thread per GPU, float sum, NCCL
+     * 2.28.3, 9 rounds per size interleaved with NCCL, medians; bench/gpu/results/2026-11-27-4xH100-versus):
+     * on 2 H100s one-shot took 0.69x NCCL's time at 128 KiB, 0.77x at 256 KiB, 0.82x at 512 KiB and
+     * 1.09x at 1 MiB; on 4 0.91x at 128 KiB, 1.03x at 256 KiB and 1.07x at 512 KiB. More than 4
+     * ranks is unmeasured: a cautious 64 KiB.
      */
     static long oneShotMax(int n) {
-        return n <= 2 ? SLOT_BYTES : n <= 4 ? 256L << 10 : 64L << 10;
+        return n <= 2 ? 512L << 10 : n <= 4 ? 128L << 10 : 64L << 10;
     }
 
     /**

@@ -125,6 +125,44 @@ def others(d):
                       f"{ratio(md, s)} | {ratio(bestv, s)} |")
 
 
+def sendrecv(d):
+    for n in (2, 4, 8, 16):
+        cold = load(os.path.join(d, f"jccl-sr-cold-r{n}.json"))
+        if not cold:
+            continue
+        cold0 = load(os.path.join(d, f"jccl-sr-cold-z0-r{n}.json"))
+        steady = {**load(os.path.join(d, f"jccl-sr-steady-small-r{n}.json")),
+                  **load(os.path.join(d, f"jccl-sr-steady-large-r{n}.json"))}
+        steady0 = load(os.path.join(d, f"jccl-sr-steady-small-z0-r{n}.json"))
+        mpi = configs(d, "sr", n)
+        mpi_cold = load(os.path.join(d, f"mpi-sr-cold-default-r{n}.json"))
+        print(f"\n#### send/recv ring step, {n} ranks (out of place; blocking: sendRecv / MPI_Sendrecv)\n")
+        print("| size | jccl cold | jccl cold async | jccl steady | jccl steady async | Open MPI cold | Open MPI default | "
+              "Open MPI best | MPI best / jccl steady | MPI cold / jccl cold | jccl cold / steady |")
+        print("| ---: " * 11 + "|")
+        for key in sorted(cold, key=lambda k: k[1]):
+            c, s = t(cold[key]), t(steady.get(key))
+            md = t(mpi.get("default", {}).get(key))
+            bestcfg, bestv = min(((cfg, t(rows.get(key))) for cfg, rows in mpi.items()),
+                                 key=lambda x: (math.isnan(x[1]), x[1]), default=("", math.nan))
+            mc = t(mpi_cold.get(key))
+            print("| " + " | ".join([human(key[1]), fmt(c), fmt(t(cold0.get(key))), fmt(s), fmt(t(steady0.get(key))), fmt(mc),
+                                     fmt(md), f"{fmt(bestv)} ({bestcfg})", ratio(bestv, s), ratio(mc, c),
+                                     "—" if math.isnan(c) or math.isnan(s) else f"{c / s:.2f}"]) + " |")
+    runs = sorted(glob.glob(os.path.join(d, "jccl-twocore-sr-cold*-r2.json")))
+    if runs:
+        j = [load(p) for p in runs]
+        m = [load(p) for p in sorted(glob.glob(os.path.join(d, "mpi-twocore-sr-cold*-default-r2.json")))]
+        print(f"\n#### send/recv, 2 ranks on 2 cores, cold (`-n 20 -w 5`), best of {len(j)} runs\n")
+        print("| size | jccl best | jccl worst | Open MPI best | Open MPI worst | MPI best / jccl best |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        for key in sorted(j[0], key=lambda k: k[1]):
+            jb = [best(x.get(key)) for x in j]
+            mb = [best(x.get(key)) for x in m]
+            print(f"| {human(key[1])} | {fmt(min(jb))} | {fmt(max(jb))} | {fmt(min(mb))} | {fmt(max(mb))} | "
+                  f"{ratio(min(mb), min(jb))} |")
+
+
 def registered(d, ref_dirs):
     for n in (8, 16):
         plain = load(os.path.join(d, f"jccl-reg-plain-r{n}.json"))
@@ -193,6 +231,7 @@ def main(argv):
         print(f"\n<!-- {d} -->")
         allreduce(d)
         others(d)
+        sendrecv(d)
         registered(d, argv)
         twocore(d)
         variants(d)

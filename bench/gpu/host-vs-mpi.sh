@@ -14,6 +14,9 @@
 #   allreduce  all-reduce float sum, 16 B..64 MiB (x4): jccl cold (nccl-tests' -n 20 -w 5) and
 #              steady (-n 2000 -w 500 to 256 KiB, -n 40 -w 10 above); Open MPI cold (-n 20 -w 5) and
 #              adaptive (~0.1 s per size) in every configuration below; Gloo (2 and 8 ranks)
+#   sendrecv   a ring send/recv step (each rank sends to the next, receives from the previous), 8 B..64 MiB (x8),
+#              HOSTCMP_SR_RANKS (default "2 4"): jccl cold and steady, blocking (-z 1: sendRecv) and async (-z 0);
+#              Open MPI (MPI_Sendrecv) cold and adaptive in every configuration; 2 ranks on 2 cores, cold, 3 runs each
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
 #              (HOSTCMP_TWOCORE_REPS)
 #   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS): jccl steady
@@ -138,6 +141,23 @@ if [[ $PHASES == *,twocore,* ]]; then
   for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
     jccl 2 twocore-cold$rep allreduce -b 8 -e 16M -f 8
     mpi 2 default twocore-cold$rep allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+  done
+  PIN=""
+fi
+if [[ $PHASES == *,sendrecv,* ]]; then # a ring send/recv step (sendRecv, MPI_Sendrecv), 8 B..64 MiB (x8)
+  for n in ${HOSTCMP_SR_RANKS:-2 4}; do
+    jccl "$n" sr-cold sendrecv -b 8 -e 64M -f 8
+    ZMODE=0 jccl "$n" sr-cold-z0 sendrecv -b 8 -e 64M -f 8
+    jccl "$n" sr-steady-small sendrecv -b 8 -e 256K -f 8 -n 2000 -w 500
+    jccl "$n" sr-steady-large sendrecv -b 2M -e 64M -f 8 -n 40 -w 10
+    ZMODE=0 jccl "$n" sr-steady-small-z0 sendrecv -b 8 -e 256K -f 8 -n 2000 -w 500
+    mpi "$n" default sr-cold sendrecv -b 8 -e 64M -f 8 -n 20 -w 5 -c 0
+    for cfg in $CONFIGS; do mpi "$n" "$cfg" sr sendrecv -b 8 -e 64M -f 8 -T 0.1 -c 0; done
+  done
+  PIN="taskset -c 0,1"
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    jccl 2 twocore-sr-cold$rep sendrecv -b 8 -e 16M -f 8
+    mpi 2 default twocore-sr-cold$rep sendrecv -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
   done
   PIN=""
 fi

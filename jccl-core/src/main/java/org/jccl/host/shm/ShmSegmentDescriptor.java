@@ -15,7 +15,7 @@ package org.jccl.host.shm;
  *  192      | redSeq  u64: last chunk id whose reduced slice is in RES     |  RED_SEQ line
  *  256      | doneSeq u64: last chunk id this rank finished reading        |  DONE_SEQ line
  *  320      | abort reason: u32 length + UTF-8 bytes (up to 252)           |  REASON (256 B)
- *  576      | per peer q: sent[q] u64 line, then ack[q] u64 line           |  P2P control
+ *  576      | per peer q: a reserved line, then ack[q] u64 line            |  P2P control
  *           |   (2 x size lines)                                           |
  *  ctlEnd   +-- aligned to 4096 -------------------------------------------+
  *  inRing   | k x ( 40-byte chunk header | slotBytes data | 24 pad )    |  IN ring
@@ -24,9 +24,12 @@ package org.jccl.host.shm;
  *           |   the chunk id is written last (release): readers poll it,  |
  *           |   and inputs up to 24 bytes share its cache line           |
  *  resRing  | k x slotBytes                                                |  RES ring
- *  p2p      | per destination d: p2pSlots x ( 64-byte header | p2pSlotBytes ) |  mailboxes
- *           |   header: message no u64 | message bytes u64 | dtype u64 |   |
- *           |           chunk offset u64                                 |
+ *  p2p      | per destination d: p2pSlots x ( 40-byte header | p2pSlotBytes | 24 pad ) |  mailboxes
+ *           |   header: chunk no u64 | message no u64 | message bytes u64 |   |
+ *           |           dtype u64 | chunk offset u64                       |
+ *           |   the chunk no (the pair's chunk count, from 1) is written   |
+ *           |   last (release): the receiver polls it in the entry it      |
+ *           |   expects, and chunks up to 24 bytes share its cache line    |
  *  total    +--------------------------------------------------------------+
  * </pre>
  *
@@ -40,8 +43,8 @@ public final class ShmSegmentDescriptor {
 
     /** "JCCLSHM1". */
     public static final long MAGIC = 0x314d4853_4c43434aL;
-    /** Layout version. */
-    public static final int VERSION = 1;
+    /** Layout version (2: a mailbox entry's chunk number is its own header's first word). */
+    public static final int VERSION = 2;
     /** Cache line. */
     public static final int LINE = 64;
     /** Page alignment of the data areas. */
@@ -77,15 +80,14 @@ public final class ShmSegmentDescriptor {
     /** Where a chunk's data starts after its header: small inputs share the header's line. */
     public static final long HDR_DATA = 40;
 
-    public static final long MBX_MESSAGE_NO = 0;
-    public static final long MBX_MESSAGE_BYTES = 8;
-    public static final long MBX_DTYPE = 16;
-    public static final long MBX_CHUNK_OFFSET = 24;
-
-    /** Offset of sent[q] (in the sender's segment). */
-    public static long sentOffset(int peer) {
-        return P2P_CTL_OFFSET + (2L * peer) * LINE;
-    }
+    /** A mailbox entry's chunk number: written last, with release; what the receiver polls. */
+    public static final long MBX_CHUNK_NO = 0;
+    public static final long MBX_MESSAGE_NO = 8;
+    public static final long MBX_MESSAGE_BYTES = 16;
+    public static final long MBX_DTYPE = 24;
+    public static final long MBX_CHUNK_OFFSET = 32;
+    /** Where a mailbox entry's data starts: chunks up to 24 bytes share the header's line. */
+    public static final long MBX_DATA = 40;
 
     /** Offset of ack[q] (in the receiver's segment, for sender q). */
     public static long ackOffset(int peer) {

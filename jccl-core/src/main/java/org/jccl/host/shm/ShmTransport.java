@@ -207,6 +207,11 @@ public final class ShmTransport implements Transport {
             }
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, geo.totalBytes(), arena);
             long magic = (long) LONG.getAcquire(seg, MAGIC_OFFSET);
+            int version = seg.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
+            if (magic == MAGIC && version != VERSION) {
+                throw new JcclException("shared memory file " + file + " of rank " + peer + " has layout version "
+                        + version + ", this rank's jccl writes " + VERSION + ": run the same jccl version on every rank");
+            }
             if (magic != MAGIC || seg.get(ValueLayout.JAVA_INT, RANK_OFFSET) != peer
                     || seg.get(ValueLayout.JAVA_INT, SIZE_OFFSET) != size) {
                 throw new JcclException("shared memory file " + file + " does not hold rank " + peer + " of " + size
@@ -556,10 +561,11 @@ public final class ShmTransport implements Transport {
         mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtype);
         mine.set(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET, chunkOffset);
         if (len > 0) {
-            MemorySegment.copy(src, srcOffset, mine, h + CHUNK_HEADER, len);
+            MemorySegment.copy(src, srcOffset, mine, h + MBX_DATA, len);
         }
         sendChunks[peer] = k;
-        LONG.setRelease(mine, sentOffset(peer), k);
+        // Published by the entry's own first word: a receiver's poll, header and a small chunk are one line.
+        LONG.setRelease(mine, h + MBX_CHUNK_NO, k);
         return true;
     }
 
@@ -572,10 +578,10 @@ public final class ShmTransport implements Transport {
                              long dstOffset, long chunkOffset) {
         long k = recvChunks[peer] + 1;
         MemorySegment s = segs[peer];
-        if ((long) LONG.getAcquire(s, sentOffset(rank)) < k) {
-            return -1;
-        }
         long h = geo.mailboxEntry(rank, (int) (k % geo.p2pSlots()));
+        if ((long) LONG.getAcquire(s, h + MBX_CHUNK_NO) != k) {
+            return -1; // the entry still holds chunk k - p2pSlots (or nothing yet)
+        }
         long no = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO);
         long bytes = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES);
         long type = s.get(ValueLayout.JAVA_LONG, h + MBX_DTYPE);
@@ -591,7 +597,7 @@ public final class ShmTransport implements Transport {
         }
         long len = Math.min(geo.p2pSlotBytes(), messageBytes - chunkOffset);
         if (len > 0) {
-            MemorySegment.copy(s, h + CHUNK_HEADER, dst, dstOffset, len);
+            MemorySegment.copy(s, h + MBX_DATA, dst, dstOffset, len);
         }
         recvChunks[peer] = k;
         LONG.setRelease(mine, ackOffset(peer), k);

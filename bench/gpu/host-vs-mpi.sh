@@ -17,6 +17,8 @@
 #   sendrecv   a ring send/recv step (each rank sends to the next, receives from the previous), 8 B..64 MiB (x8),
 #              HOSTCMP_SR_RANKS (default "2 4"): jccl cold and steady, blocking (-z 1: sendRecv) and async (-z 0);
 #              Open MPI (MPI_Sendrecv) cold and adaptive in every configuration; 2 ranks on 2 cores, cold, 3 runs each
+#   srab       send/recv ring steps 8 B..4 KiB, steady (-n 20000 -w 2000), the builds in HOSTCMP_SMALL_BUILDS (default
+#              "cli-base cli") interleaved, three times, at HOSTCMP_SR_RANKS; Open MPI default and cma
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
 #              (HOSTCMP_TWOCORE_REPS)
 #   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS): jccl steady
@@ -257,6 +259,16 @@ if [[ $PHASES == *,smallab,* ]]; then # small sizes of every collective: builds 
     for cfg in default cma; do
       mpi "$n" "$cfg" small allreduce,gather,broadcast,scatter,reduce,allgather,alltoall,reducescatter -b 16 -e 256 -f 16 -T 0.1 -c 0
     done
+  done
+fi
+if [[ $PHASES == *,srab,* ]]; then # send/recv ring steps 8 B..4 KiB, steady: builds interleaved (HOSTCMP_SMALL_BUILDS), and Open MPI
+  for n in ${HOSTCMP_SR_RANKS:-2 4}; do
+    for rep in 1 2 3; do
+      for v in ${HOSTCMP_SMALL_BUILDS:-cli-base cli}; do
+        CLI=$v jccl "$n" "srab-$v-$rep" sendrecv -b 8 -e 4096 -f 8 -n 20000 -w 2000
+      done
+    done
+    for cfg in default cma; do mpi "$n" "$cfg" srab sendrecv -b 8 -e 4096 -f 8 -T 0.1 -c 0; done
   done
 fi
 if [[ $PHASES == *,jitcc,* ]]; then # 16 ranks' first sizes: the JVM's default compiler threads against 2

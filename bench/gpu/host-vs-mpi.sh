@@ -265,7 +265,7 @@ if [[ $PHASES == *,srab,* ]]; then # send/recv ring steps 8 B..4 KiB, steady: bu
   for n in ${HOSTCMP_SR_RANKS:-2 4}; do
     for rep in 1 2 3; do
       for v in ${HOSTCMP_SMALL_BUILDS:-cli-base cli}; do
-        CLI=$v jccl "$n" "srab-$v-$rep" sendrecv -b 8 -e 4096 -f 8 -n 20000 -w 2000
+        CLI=$v jccl "$n" "srab-$v-$rep" sendrecv -b 8 -e 4096 -f 8 -n 20000 -w 2000 ${HOSTCMP_SR_SETTLE:-}
       done
     done
     for cfg in default cma; do mpi "$n" "$cfg" srab sendrecv -b 8 -e 4096 -f 8 -T 0.1 -c 0; done

@@ -294,7 +294,8 @@ fi
 
 if has anchors; then # item 5: nccl-tests (-t N -g 1 and -g N, built here from .gpu/nccl-tests) against jccl perf
   # (-g N and --ranks N) for every collective nccl-tests has a perf binary for, cold (-n 20 -w 5) and steady
-  # (-n 1000 -w 200), JCCL_GPU_ANCHOR_MAX (default 256M): anchors-summary.txt
+  # (-n 1000 -w 200), JCCL_GPU_ANCHOR_MAX (default 256M): anchors-summary.txt; JCCL_GPU_ANCHOR_STEADY_OPTS: more jccl perf
+  # flags for the steady runs (e.g. --settle 2: perf's own timed loop compiled before it is timed)
   NT=/tmp/nt
   if [ -d .gpu/nccl-tests/src ]; then
     t0=$(date +%s)
@@ -321,7 +322,8 @@ if has anchors; then # item 5: nccl-tests (-t N -g 1 and -g N, built here from .
       fi
       for how in "g${NGPU}:-g $NGPU" "ranks${NGPU}:--ranks $NGPU"; do
         [ "$n" = steady ] && [ "${how%%:*}" = "ranks${NGPU}" ] && continue
-        timeout -k 5 120 "${cli[@]}" $jop --backend nccl ${how#*:} "${A[@]}" $iters > "$OUT/an-$op-jccl-${how%%:*}-$n.log" 2>&1
+        extra=(); [ "$n" = steady ] && extra=(${JCCL_GPU_ANCHOR_STEADY_OPTS:-})
+        timeout -k 5 120 "${cli[@]}" $jop --backend nccl ${how#*:} "${A[@]}" $iters "${extra[@]}" > "$OUT/an-$op-jccl-${how%%:*}-$n.log" 2>&1
         rc=$?; check "an-$op-jccl-${how%%:*}-$n" $rc
       done
       echo "[anchors $op $n] done after $(( $(date +%s) - start )) s"

@@ -298,19 +298,29 @@ public final class PerfRunner {
             toSteadySeconds = ToSteady.seconds((long) (firstSeconds * 1e9), nanos, cfg.iters());
             return (end - t0) / 1e9 / cfg.iters();
         }
+        loop(launch, cfg.iters());
+        return (System.nanoTime() - t0) / 1e9 / cfg.iters();
+    }
+
+    /**
+     * The timed loop: {@code n} calls. Blocking, each call completes before the next is issued; no
+     * barrier in between (as MPI and nccl-tests time their loops), so the mean is the latency of
+     * the collective itself. Async, all {@code n} are issued, then awaited. {@link #settle} runs
+     * this same method: the JIT compiles this loop, with the calls inlined in it, before it is
+     * timed (a loop of its own in the timing alone ran interpreted at first, and the first size
+     * timed in a JVM read 2-5x the next ones).
+     */
+    private void loop(Launch launch, int n) {
         if (cfg.blocking()) {
-            // Each call completes before the next is issued; no barrier in between (as MPI and
-            // nccl-tests time their loops), so the mean is the latency of the collective itself.
-            for (int i = 0; i < cfg.iters(); i++) {
+            for (int i = 0; i < n; i++) {
                 launch.run();
             }
         } else {
-            for (int i = 0; i < cfg.iters(); i++) {
+            for (int i = 0; i < n; i++) {
                 launch.start(pending);
             }
             awaitPending();
         }
-        return (System.nanoTime() - t0) / 1e9 / cfg.iters();
     }
 
     /**
@@ -369,11 +379,13 @@ public final class PerfRunner {
         runOnce(launch);
         double[] g = gather(stats((System.nanoTime() - t0) / 1e9, 0), stats, staging);
         int block = (int) Math.max(1, Math.min(100_000, Math.ceil(SETTLE_BLOCK_SECONDS / Math.max(g[0], 1e-9))));
+        // Through the timed loop itself, in pieces of at most -n calls (async: as many in flight as timed)
+        int piece = Math.max(1, Math.min(block, cfg.iters()));
         long start = System.nanoTime();
         while (true) {
             long before = watch ? jit.getTotalCompilationTime() : 0;
-            for (int i = 0; i < block; i++) {
-                runOnce(launch);
+            for (int done = 0; done < block; done += piece) {
+                loop(launch, piece);
             }
             boolean busy = watch && jit.getTotalCompilationTime() != before;
             double[] r = gather(stats((System.nanoTime() - start) / 1e9, busy ? 1 : 0), stats, staging);

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.jccl.Communicator;
+import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.JcclException;
 import org.jccl.ReduceOp;
@@ -112,6 +113,38 @@ class HierarchicalTest {
         assertEquals(".... 43 TcpCommunicator 6 HostCommunicator 3 10 0", out.get(1));
         assertEquals(".... -1 TcpCommunicator 4 HostCommunicator 7 10 1", out.get(2));
         assertEquals(".... -1 TcpCommunicator 6 HostCommunicator 7 10 0", out.get(3));
+    }
+
+    @Test
+    void sendRecvMovesBuffersConfinedToTheCallingThread() throws Exception {
+        // A blocking sendRecv may pass buffers of a confined arena; the halves to a rank of the same host
+        // go through the shared-memory communicator's worker, which must not touch them.
+        List<String> out = run(placement(0), Duration.ofSeconds(30), comm -> {
+            int r = comm.rank();
+            int n = comm.size();
+            StringBuilder b = new StringBuilder();
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                for (int count : new int[] {0, 7, 70_001}) {
+                    // a ring shift (one half local, one across hosts), then the partner on the same host (both local)
+                    int[][] pairs = {{(r + 1) % n, (r - 1 + n) % n}, {r ^ 1, r ^ 1}};
+                    for (int[] pair : pairs) {
+                        HostBuffer send = HostBuffer.of(DataType.FLOAT64, arena.allocate(8L * count + 8, 8), count);
+                        HostBuffer recv = HostBuffer.of(DataType.FLOAT64, arena.allocate(8L * count + 8, 8), count);
+                        for (int i = 0; i < count; i++) {
+                            send.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_DOUBLE, i, 1000.0 * r + i);
+                        }
+                        comm.sendRecv(send, pair[0], recv, pair[1]);
+                        boolean ok = true;
+                        for (int i = 0; i < count; i++) {
+                            ok &= recv.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_DOUBLE, i) == 1000.0 * pair[1] + i;
+                        }
+                        b.append(ok ? "." : "X" + count + "/" + pair[1]);
+                    }
+                }
+            }
+            return b.toString();
+        });
+        assertEquals(List.of("......", "......", "......", "......"), out);
     }
 
     @Test

@@ -821,10 +821,22 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         return new RemoteP2p(new PointToPoint(transport, isSend, b, peer));
     }
 
-    /** A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker. */
+    /** A thread no caller runs on: a buffer it cannot reach is confined to its caller's thread. */
+    private static final Thread ELSEWHERE = new Thread(() -> { });
+
+    /**
+     * A send/recv to a rank of this host: the shared-memory communicator's, progressed by its worker.
+     * A buffer confined to the calling thread (a blocking {@code sendRecv} may pass one) cannot be
+     * touched by that worker: it moves a shared copy, filled before a send and copied back after a
+     * receive, on the calling thread.
+     */
     private final class LocalP2p extends AbstractP2p {
         private final int localPeer;
         private Work w;
+        /** The shared copy of a confined buffer, or null. */
+        private Arena staging;
+        private HostBuffer moved;
+        private boolean finished;
 
         LocalP2p(boolean isSend, HostBuffer b, int localPeer, int peer) {
             super(isSend, b, peer);
@@ -835,11 +847,32 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         public boolean progress() {
             try {
                 if (w == null) {
-                    w = isSend ? loc().sendAsync(buffer, localPeer) : loc().recvAsync(buffer, localPeer);
+                    moved = buffer;
+                    if (!buffer.segment().isAccessibleBy(ELSEWHERE)) {
+                        staging = Arena.ofShared();
+                        MemorySegment copy = staging.allocate(Math.max(1, buffer.byteSize()), 64)
+                                .asSlice(0, buffer.byteSize());
+                        if (isSend) {
+                            copy.copyFrom(buffer.segment());
+                        }
+                        moved = HostBuffer.of(buffer.type(), copy, buffer.count());
+                    }
+                    w = isSend ? loc().sendAsync(moved, localPeer) : loc().recvAsync(moved, localPeer);
                     return true;
                 }
-                if (w.isDone() && w.exception() != null) {
-                    throw w.exception();
+                if (w.isDone()) {
+                    if (w.exception() != null) {
+                        release();
+                        throw w.exception();
+                    }
+                    if (!finished) {
+                        if (staging != null && !isSend) {
+                            buffer.segment().copyFrom(moved.segment());
+                        }
+                        release();
+                        finished = true;
+                        return true;
+                    }
                 }
             } catch (JcclException e) {
                 throw local(e);
@@ -847,9 +880,16 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
             return false;
         }
 
+        private void release() {
+            if (staging != null) {
+                staging.close();
+                staging = null;
+            }
+        }
+
         @Override
         public boolean isDone() {
-            return w != null && w.isDone() && w.exception() == null;
+            return finished;
         }
 
         @Override

@@ -149,18 +149,7 @@ def sendrecv(d):
             print("| " + " | ".join([human(key[1]), fmt(c), fmt(t(cold0.get(key))), fmt(s), fmt(t(steady0.get(key))), fmt(mc),
                                      fmt(md), f"{fmt(bestv)} ({bestcfg})", ratio(bestv, s), ratio(mc, c),
                                      "—" if math.isnan(c) or math.isnan(s) else f"{c / s:.2f}"]) + " |")
-    runs = sorted(glob.glob(os.path.join(d, "jccl-twocore-sr-cold*-r2.json")))
-    if runs:
-        j = [load(p) for p in runs]
-        m = [load(p) for p in sorted(glob.glob(os.path.join(d, "mpi-twocore-sr-cold*-default-r2.json")))]
-        print(f"\n#### send/recv, 2 ranks on 2 cores, cold (`-n 20 -w 5`), best of {len(j)} runs\n")
-        print("| size | jccl best | jccl worst | Open MPI best | Open MPI worst | MPI best / jccl best |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-        for key in sorted(j[0], key=lambda k: k[1]):
-            jb = [best(x.get(key)) for x in j]
-            mb = [best(x.get(key)) for x in m]
-            print(f"| {human(key[1])} | {fmt(min(jb))} | {fmt(max(jb))} | {fmt(min(mb))} | {fmt(max(mb))} | "
-                  f"{ratio(min(mb), min(jb))} |")
+    twocore(d, "twocore-sr", "send/recv, ")
 
 
 def registered(d, ref_dirs):
@@ -190,13 +179,14 @@ def registered(d, ref_dirs):
                       f"{fmt(t(g.get(key), 'oop', 'busbw'))} |")
 
 
-def twocore(d):
-    runs = sorted(glob.glob(os.path.join(d, "jccl-twocore-cold*-r2.json")))
+def twocore(d, label="twocore", what=""):
+    """2 ranks on 2 cores, cold: the runs of jccl-LABEL-cold* against mpi-LABEL-cold*-default."""
+    runs = sorted(glob.glob(os.path.join(d, f"jccl-{label}-cold*-r2.json")))
     if not runs:
         return
     j = [load(p) for p in runs]
-    m = [load(p) for p in sorted(glob.glob(os.path.join(d, "mpi-twocore-cold*-default-r2.json")))]
-    print(f"\n#### 2 ranks on 2 cores, cold (`-n 20 -w 5`), best of {len(j)} runs\n")
+    m = [load(p) for p in sorted(glob.glob(os.path.join(d, f"mpi-{label}-cold*-default-r2.json")))]
+    print(f"\n#### {what}2 ranks on 2 cores, cold (`-n 20 -w 5`), best of {len(j)} runs\n")
     print("| size | jccl best | jccl worst | Open MPI best | Open MPI worst | MPI best / jccl best |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(j[0], key=lambda k: k[1]):

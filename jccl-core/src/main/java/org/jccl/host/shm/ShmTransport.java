@@ -198,7 +198,7 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    private static MemorySegment mapPeer(Path file, Geometry geo, int peer, int size, Arena arena) throws IOException {
+    static MemorySegment mapPeer(Path file, Geometry geo, int peer, int size, Arena arena) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             if (ch.size() != geo.totalBytes()) {
                 throw new JcclException("shared memory file " + file + " of rank " + peer + " has " + ch.size()

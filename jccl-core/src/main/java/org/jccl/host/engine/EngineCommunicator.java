@@ -116,6 +116,15 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     }
 
     /**
+     * The send or receive of a blocking call moved on the calling thread, under the lock: {@code
+     * slot} 0 or 1 (a sendRecv's two halves). A subclass may hand out the same object again for the
+     * same slot on the next call, so that blocking sends and receives allocate nothing.
+     */
+    protected P2p inlineP2p(int slot, boolean isSend, HostBuffer b, int peer) {
+        return newP2p(isSend, b, peer);
+    }
+
+    /**
      * Starts a blocking send/recv or a batch of async ones with deadline {@code timeoutNanos}
      * ({@code op} is {@link OpCode#SEND} or {@link OpCode#RECV}, {@code b} and {@code peer} those of
      * a blocking one; a batch passes SEND, null, -1).
@@ -819,8 +828,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             current = recorder.schedule(0, OpCode.RECV, r.type().ordinal(), r.count(), -1, -1, src);
             recorder.startedNow(current);
             beginP2p(OpCode.SEND, null, -1, tn); // a pair, as a batch of the worker
-            P2p out = newP2p(true, s, dst);
-            P2p in = newP2p(false, r, src);
+            P2p out = inlineP2p(0, true, s, dst);
+            P2p in = inlineP2p(1, false, r, src);
             int idle = 0;
             while (!out.isDone() || !in.isDone()) {
                 boolean moved = out.progress() | in.progress(); // both, every pass
@@ -863,7 +872,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             current = recorder.schedule(0, op, b.type().ordinal(), b.count(), -1, -1, peer);
             recorder.startedNow(current);
             beginP2p(op, b, peer, tn);
-            newP2p(isSend, b, peer).runToCompletion();
+            inlineP2p(0, isSend, b, peer).runToCompletion();
             end();
         } catch (RuntimeException e) {
             throw failed(e);

@@ -399,12 +399,12 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
 
     @Override
     public final void sendRecv(Buffer send, int dst, Buffer recv, int src) {
-        VarSize.Plan plan = VarSize.sendRecv(size, send, dst, recv, src);
+        VarSize.checkSendRecv(size, send, dst, recv, src);
         AbstractCommunicator<W> owner = owner();
-        Thread before = claim(owner, plan.name());
+        Thread before = claim(owner, "sendRecv");
         try {
             if (!sendRecvInline(send, dst, recv, src)) {
-                runSteps(plan, false);
+                runSteps(VarSize.sendRecv(size, send, dst, recv, src), false); // no plan on the inline path
             }
         } finally {
             release(owner, before);

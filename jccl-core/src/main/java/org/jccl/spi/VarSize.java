@@ -194,12 +194,17 @@ public final class VarSize {
 
     /** A send to {@code dst} and a receive from {@code src}, started together. */
     static Plan sendRecv(int size, Buffer send, int dst, Buffer recv, int src) {
+        checkSendRecv(size, send, dst, recv, src);
+        return new Plan("sendRecv", List.of(new Step(Collective.SEND, send, null, null, -1, dst),
+                new Step(Collective.RECV, null, recv, null, -1, src)));
+    }
+
+    /** {@link #sendRecv}'s argument checks alone (a blocking call checks before its inline path, which builds no plan). */
+    static void checkSendRecv(int size, Buffer send, int dst, Buffer recv, int src) {
         Checks.buffer(send, "send"); // the two halves may differ in type and count, as in MPI_Sendrecv
         Checks.buffer(recv, "recv");
         org.jccl.Checks.rank(dst, size, "dst");
         org.jccl.Checks.rank(src, size, "src");
-        return new Plan("sendRecv", List.of(new Step(Collective.SEND, send, null, null, -1, dst),
-                new Step(Collective.RECV, null, recv, null, -1, src)));
     }
 
     static Plan gatherV(int rank, int size, Buffer send, Buffer recv, long[] counts, long[] displs, int root) {

@@ -220,20 +220,6 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         transport.fail(code, e.getMessage(), culprit);
     }
 
-    /** The blocking calls' sends and receives (slots 0 and 1), reused call after call under the lock. */
-    private final org.jccl.host.shm.algo.PointToPoint[] inline = new org.jccl.host.shm.algo.PointToPoint[2];
-
-    @Override
-    protected org.jccl.host.engine.P2p inlineP2p(int slot, boolean isSend, HostBuffer b, int peer) {
-        org.jccl.host.shm.algo.PointToPoint p = inline[slot];
-        if (p == null) {
-            p = new org.jccl.host.shm.algo.PointToPoint(transport, isSend, b, peer);
-            inline[slot] = p;
-            return p;
-        }
-        return p.reset(isSend, b, peer);
-    }
-
     /** The pair's mailbox is one stream: its messages move one after the other. */
     @Override
     protected boolean p2pInPostingOrder() {

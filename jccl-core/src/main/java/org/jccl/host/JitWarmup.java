@@ -202,9 +202,10 @@ final class JitWarmup {
                 c.broadcastAsync(smallOut, 0).await();
                 int n = c.size();
                 if (n > 1) {
-                    // Send/recv (these buffers are shared: a hierarchical communicator moves its
-                    // local halves through async calls): a ring step of each size, on the calling
-                    // thread, and an async pair through the worker's send/recv batch
+                    // Send/recv (in the shared blocks: a hierarchical communicator moves its local
+                    // halves through async calls, and would stage confined buffers through copies the
+                    // caller's path does not take): a ring step of each size, on the calling thread,
+                    // and an async pair through the worker's send/recv batch
                     int next = (c.rank() + 1) % n;
                     int prev = (c.rank() + n - 1) % n;
                     c.sendRecv(smallIn, next, smallOut, prev);

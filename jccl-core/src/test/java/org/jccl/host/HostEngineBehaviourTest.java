@@ -399,16 +399,13 @@ class HostEngineBehaviourTest {
     void blockingSendRecvAndSendsAndRecvsAllocateNothingAfterWarmUp() throws Exception {
         // A steady stream of small blocking send/recv steps must not feed the GC: each young collection
         // stops both ranks for milliseconds (measured: 18-24 ms on 2 cores, in the middle of a timed loop).
-        int warmUp = 20_000;
-        int measured = 2_000;
-        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
-            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        assertNoAllocationAfterWarmUp(20_000, 2_000, 4, comm -> {
             HostBuffer small = HostBuffer.of(new float[16]);
             HostBuffer got = HostBuffer.of(new float[16]);
             HostBuffer big = HostBuffer.of(new float[100_000]);
             HostBuffer bigGot = HostBuffer.of(new float[100_000]);
             int peer = 1 - comm.rank();
-            Round round = () -> {
+            return () -> {
                 comm.sendRecv(small, peer, got, peer);
                 comm.sendRecv(big, peer, bigGot, peer);
                 if (comm.rank() == 0) {
@@ -419,19 +416,7 @@ class HostEngineBehaviourTest {
                     comm.send(small, peer);
                 }
             };
-            for (int i = 0; i < warmUp; i++) {
-                round.run();
-            }
-            long tid = Thread.currentThread().threadId();
-            long before = mx.getThreadAllocatedBytes(tid);
-            for (int i = 0; i < measured; i++) {
-                round.run();
-            }
-            return new long[] {mx.getThreadAllocatedBytes(tid) - before};
         });
-        for (long[] o : out) {
-            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in " + measured * 4 + " send/recv calls");
-        }
     }
 
     /** One round of blocking collectives. */
@@ -446,14 +431,12 @@ class HostEngineBehaviourTest {
      * 16 KiB on each rank's thread.
      */
     static void assertNoAllocationAfterWarmUp(int warmUp, int measured, boolean largeGatherAndBarrier) throws Exception {
-        int perRound = largeGatherAndBarrier ? 6 : 4;
-        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
-            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        assertNoAllocationAfterWarmUp(warmUp, measured, largeGatherAndBarrier ? 6 : 4, comm -> {
             HostBuffer ha = HostBuffer.of(new float[1024]);
             HostBuffer hb = HostBuffer.of(new float[200_000]);
             HostBuffer out2 = HostBuffer.of(new float[2048]);
             HostBuffer bigOut = largeGatherAndBarrier ? HostBuffer.of(new float[400_000]) : null;
-            Round round = () -> {
+            return () -> {
                 comm.allReduce(ha, ReduceOp.SUM);
                 comm.allReduce(hb, ReduceOp.MAX);
                 comm.allGather(ha, out2);
@@ -465,6 +448,19 @@ class HostEngineBehaviourTest {
                     comm.barrier();
                 }
             };
+        });
+    }
+
+    /**
+     * On 2 ranks as threads: {@code warmUp} rounds of what {@code rounds} makes for a communicator
+     * ({@code perRound} calls each), then asserts that {@code measured} more rounds allocate under
+     * 16 KiB on each rank's thread.
+     */
+    static void assertNoAllocationAfterWarmUp(int warmUp, int measured, int perRound,
+                                              java.util.function.Function<Communicator, Round> rounds) throws Exception {
+        List<long[]> out = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            Round round = rounds.apply(comm);
             for (int i = 0; i < warmUp; i++) {
                 round.run();
             }
@@ -477,9 +473,9 @@ class HostEngineBehaviourTest {
             return new long[] {after - before};
         });
         for (long[] o : out) {
-            // thousands of collectives: one object per call would be >= 48 KB; allow a one-off of the JIT
+            // thousands of calls: one object per call would be >= 48 KB; allow a one-off of the JIT
             // (a recompilation in the window allocates a few KB), so CI does not flake on it.
-            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in " + measured * perRound + " collectives");
+            assertTrue(o[0] < 16 * 1024, "allocated " + o[0] + " bytes in " + measured * perRound + " calls");
         }
     }
 }

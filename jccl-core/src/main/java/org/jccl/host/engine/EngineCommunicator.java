@@ -115,13 +115,33 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         return transport.newP2p(isSend, b, peer);
     }
 
+    /** The blocking calls' sends and receives (slots 0 and 1: a sendRecv's halves), kept for {@link P2p#reuse}. */
+    private final P2p[] inline = new P2p[2];
+
     /**
-     * The send or receive of a blocking call moved on the calling thread, under the lock: {@code
-     * slot} 0 or 1 (a sendRecv's two halves). A subclass may hand out the same object again for the
-     * same slot on the next call, so that blocking sends and receives allocate nothing.
+     * The send or receive of a blocking call moved on the calling thread, under the lock: the
+     * slot's object of the previous call again where the transport reuses its objects (so that
+     * blocking sends and receives allocate nothing), else a new one.
      */
-    protected P2p inlineP2p(int slot, boolean isSend, HostBuffer b, int peer) {
-        return newP2p(isSend, b, peer);
+    private P2p inlineP2p(int slot, boolean isSend, HostBuffer b, int peer) {
+        P2p p = inline[slot];
+        P2p again = p == null ? null : p.reuse(isSend, b, peer);
+        if (again != null) {
+            return again;
+        }
+        p = newP2p(isSend, b, peer);
+        inline[slot] = p;
+        return p;
+    }
+
+    /** After a blocking call: the kept objects let go of the caller's buffers. Under the lock. */
+    private void forgetInline() {
+        for (int i = 0; i < inline.length; i++) {
+            P2p p = inline[i];
+            if (p != null && p.reuse(false, null, -1) == null) {
+                inline[i] = null; // not reusable: nothing to keep
+            }
+        }
     }
 
     /**
@@ -858,6 +878,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         } catch (RuntimeException e) {
             throw failed(e);
         } finally {
+            forgetInline();
             lock.unlock();
         }
         return true;
@@ -877,6 +898,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         } catch (RuntimeException e) {
             throw failed(e);
         } finally {
+            forgetInline();
             lock.unlock();
         }
     }

@@ -21,4 +21,13 @@ public interface P2p {
 
     /** Runs to completion on the calling thread. */
     void runToCompletion();
+
+    /**
+     * This object made a new send or receive when its transport reuses them (a communicator's
+     * blocking calls keep theirs, so that small sends and receives allocate nothing), else null.
+     * Only once the previous one is done or abandoned; {@code b} null leaves it holding no buffer.
+     */
+    default P2p reuse(boolean isSend, HostBuffer b, int peer) {
+        return null;
+    }
 }

@@ -254,20 +254,6 @@ public final class TcpCommunicator extends EngineCommunicator<TcpTransport> {
         transport.call.touch();
     }
 
-    /** The blocking calls' sends and receives (slots 0 and 1), reused call after call under the lock. */
-    private final org.jccl.host.tcp.algo.PointToPoint[] inline = new org.jccl.host.tcp.algo.PointToPoint[2];
-
-    @Override
-    protected org.jccl.host.engine.P2p inlineP2p(int slot, boolean isSend, HostBuffer b, int peer) {
-        org.jccl.host.tcp.algo.PointToPoint p = inline[slot];
-        if (p == null) {
-            p = new org.jccl.host.tcp.algo.PointToPoint(transport, isSend, b, peer);
-            inline[slot] = p;
-            return p;
-        }
-        return p.reset(isSend, b, peer);
-    }
-
     @Override
     protected void propagate(org.jccl.JcclException e, int culprit) {
         transport.fail(Frame.abortCode(e), e.getMessage(), culprit);

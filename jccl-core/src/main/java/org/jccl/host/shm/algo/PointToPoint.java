@@ -1,7 +1,7 @@
 package org.jccl.host.shm.algo;
 
 import org.jccl.HostBuffer;
-import org.jccl.host.engine.P2p;
+import org.jccl.host.engine.AbstractP2p;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -9,11 +9,8 @@ import org.jccl.host.shm.ShmTransport;
  * several can advance together (consecutive async sends/recvs behave like an NCCL group). Messages
  * between a pair match in order; each carries its byte count and type, checked by the receiver.
  */
-public final class PointToPoint implements P2p {
+public final class PointToPoint extends AbstractP2p {
     private final ShmTransport t;
-    private boolean isSend;
-    private HostBuffer buffer;
-    private int peer;
     private long messageNo;
     private long offset;
     private boolean started;
@@ -21,39 +18,18 @@ public final class PointToPoint implements P2p {
 
     /** A send ({@code isSend}) or receive of {@code buffer} with {@code peer}. */
     public PointToPoint(ShmTransport t, boolean isSend, HostBuffer buffer, int peer) {
+        super(isSend, buffer, peer);
         this.t = t;
-        reset(isSend, buffer, peer);
     }
 
-    /**
-     * Makes this object a new send or receive (the blocking calls of one thread reuse theirs, so
-     * that a stream of small sends and receives allocates nothing). Only once the previous one is
-     * done or abandoned.
-     */
-    public PointToPoint reset(boolean isSend, HostBuffer buffer, int peer) {
-        this.isSend = isSend;
-        this.buffer = buffer;
-        this.peer = peer;
-        this.messageNo = 0;
-        this.offset = 0;
-        this.started = false;
-        this.done = false;
+    @Override
+    public PointToPoint reuse(boolean isSend, HostBuffer buffer, int peer) {
+        rebind(isSend, buffer, peer);
+        messageNo = 0;
+        offset = 0;
+        started = false;
+        done = false;
         return this;
-    }
-
-    @Override
-    public int peer() {
-        return peer;
-    }
-
-    @Override
-    public boolean isSend() {
-        return isSend;
-    }
-
-    @Override
-    public HostBuffer buffer() {
-        return buffer;
     }
 
     /** True once every byte moved. */

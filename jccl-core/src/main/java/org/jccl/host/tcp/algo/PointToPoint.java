@@ -1,7 +1,7 @@
 package org.jccl.host.tcp.algo;
 
 import org.jccl.HostBuffer;
-import org.jccl.host.engine.P2p;
+import org.jccl.host.engine.AbstractP2p;
 import org.jccl.host.tcp.TcpTransport;
 
 /**
@@ -10,47 +10,23 @@ import org.jccl.host.tcp.TcpTransport;
  * NCCL group). Messages between a pair match in order; each header carries the message number,
  * type and byte count, which the receiver checks.
  */
-public final class PointToPoint implements P2p {
+public final class PointToPoint extends AbstractP2p {
     private final TcpTransport t;
-    private boolean isSend;
-    private HostBuffer buffer;
-    private int peer;
     private int id = -1;
     private boolean done;
 
     /** A send ({@code isSend}) or receive of {@code buffer} with {@code peer}. */
     public PointToPoint(TcpTransport t, boolean isSend, HostBuffer buffer, int peer) {
+        super(isSend, buffer, peer);
         this.t = t;
-        reset(isSend, buffer, peer);
     }
 
-    /**
-     * Makes this object a new send or receive (the blocking calls of one thread reuse theirs, so
-     * that a stream of small sends and receives allocates nothing). Only once the previous one is
-     * done or abandoned.
-     */
-    public PointToPoint reset(boolean isSend, HostBuffer buffer, int peer) {
-        this.isSend = isSend;
-        this.buffer = buffer;
-        this.peer = peer;
-        this.id = -1;
-        this.done = false;
+    @Override
+    public PointToPoint reuse(boolean isSend, HostBuffer buffer, int peer) {
+        rebind(isSend, buffer, peer);
+        id = -1;
+        done = false;
         return this;
-    }
-
-    @Override
-    public int peer() {
-        return peer;
-    }
-
-    @Override
-    public boolean isSend() {
-        return isSend;
-    }
-
-    @Override
-    public HostBuffer buffer() {
-        return buffer;
     }
 
     private void start() {

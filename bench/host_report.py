@@ -152,6 +152,34 @@ def sendrecv(d):
     twocore(d, "twocore-sr", "send/recv, ")
 
 
+def srab(d):
+    """host-vs-mpi.sh phase srab: send/recv steps, two builds interleaved three times, and Open MPI."""
+    for n in (2, 4, 8, 16):
+        runs = {v: [load(os.path.join(d, f"jccl-srab-{v}-{rep}-r{n}.json")) for rep in (1, 2, 3)]
+                for v in ("cli-base", "cli")}
+        if not any(runs["cli"]):
+            continue
+        mpi = {cfg: load(os.path.join(d, f"mpi-srab-{cfg}-r{n}.json")) for cfg in ("default", "cma")}
+        print(f"\n#### send/recv steps, {n} ranks: cli-base against cli, three runs each interleaved "
+              "(lowest and highest; best of out-of-place and in-place), and Open MPI\n")
+        print("| size | cli-base | cli | cli-base / cli (lowest) | Open MPI default | Open MPI cma | "
+              "MPI best / cli (lowest) |")
+        print("| ---: " * 7 + "|")
+        keys = sorted({k for r in runs["cli"] for k in r}, key=lambda k: k[1])
+        for key in keys:
+            span = {}
+            for v, rs in runs.items():
+                vals = [best(r.get(key)) for r in rs if r.get(key)]
+                span[v] = (min(vals), max(vals)) if vals else (math.nan, math.nan)
+            m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
+            mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+            print("| " + " | ".join([human(key[1]),
+                                     f"{fmt(span['cli-base'][0])}-{fmt(span['cli-base'][1])}",
+                                     f"{fmt(span['cli'][0])}-{fmt(span['cli'][1])}",
+                                     ratio(span['cli-base'][0], span['cli'][0]),
+                                     fmt(m["default"]), fmt(m["cma"]), ratio(mbest, span['cli'][0])]) + " |")
+
+
 def registered(d, ref_dirs):
     for n in (8, 16):
         plain = load(os.path.join(d, f"jccl-reg-plain-r{n}.json"))
@@ -222,6 +250,7 @@ def main(argv):
         allreduce(d)
         others(d)
         sendrecv(d)
+        srab(d)
         registered(d, argv)
         twocore(d)
         variants(d)

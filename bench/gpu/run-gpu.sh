@@ -283,12 +283,20 @@ if has perfprofile; then # async-profiler (cpu time) over jccl perf's timed loop
 fi
 
 if has versus; then # the tuner's all-reduce against NCCL's, both through jccl, rounds interleaved (NcclBench --versus);
-  # JCCL_VERSUS_GPUS (default: 2 and all), JCCL_VERSUS_ALGOS (default nccl,auto,oneshot), JCCL_VERSUS_ROUNDS (default 9)
-  for g in ${JCCL_VERSUS_GPUS:-$( [ "$NGPU" -gt 2 ] && echo 2 $NGPU || echo $NGPU )}; do
-    timeout -k 5 200 "${JAVA[@]}" -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce -b 8 -e 2M -f 2 -w 100 -g "$g" \
-      --versus "${JCCL_VERSUS_ALGOS:-nccl,auto,oneshot}" --rounds "${JCCL_VERSUS_ROUNDS:-9}" > "$OUT/versus-g$g.log" 2>&1
-    rc=$?; check "versus-g$g" $rc
-    echo "[versus -g $g] exit $rc after $(( $(date +%s) - start )) s"; grep -v '^WARNING' "$OUT/versus-g$g.log" | tail -22
+  # JCCL_VERSUS_GPUS (default: 2 and all), JCCL_VERSUS_ALGOS (default nccl,auto,oneshot), JCCL_VERSUS_ROUNDS (default 9),
+  # JCCL_VERSUS_RANGE (default "-b 8 -e 2M -f 2"); JCCL_VERSUS_RUNS: runs, each "TAG:JVM-OPTIONS" separated by ";" (e.g.
+  # "t128:-Djccl.car.threads=128"; default one run, no tag, no options): logs versus-gN[-TAG].log
+  IFS=';' read -r -a vruns <<< "${JCCL_VERSUS_RUNS:-:}"
+  for vr in "${vruns[@]}"; do
+    tag=${vr%%:*}; vopts=${vr#*:}
+    for g in ${JCCL_VERSUS_GPUS:-$( [ "$NGPU" -gt 2 ] && echo 2 $NGPU || echo $NGPU )}; do
+      log="$OUT/versus-g$g${tag:+-$tag}.log"
+      # shellcheck disable=SC2086
+      timeout -k 5 200 "${JAVA[@]}" $vopts -cp "$CP" org.jccl.cuda.bench.NcclBench -o allreduce ${JCCL_VERSUS_RANGE:--b 8 -e 2M -f 2} \
+        -w 100 -g "$g" --versus "${JCCL_VERSUS_ALGOS:-nccl,auto,oneshot}" --rounds "${JCCL_VERSUS_ROUNDS:-9}" > "$log" 2>&1
+      rc=$?; check "versus-g$g${tag:+-$tag}" $rc
+      echo "[versus -g $g ${tag}] exit $rc after $(( $(date +%s) - start )) s"; grep -v '^WARNING' "$log" | grep -v '^#   ' | tail -22
+    done
   done
 fi
 

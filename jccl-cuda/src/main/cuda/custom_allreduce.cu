@@ -59,7 +59,7 @@ constexpr long long PEERS_OFF = 0;
 constexpr long long CTL_OFF = 64;
 constexpr long long FLAGS_OFF = 128;
 constexpr long long DATA_OFF = 8192;
-constexpr long long LL_SLOT = 131072;  // 128 KiB: one sender's LL lines of one parity: 64 KiB of payload
+constexpr long long LL_SLOT = 524288;  // 512 KiB: one sender's LL lines of one parity: 256 KiB of payload
 constexpr int ALGO_ONE_SHOT = 0, ALGO_TWO_SHOT = 1, ALGO_LL = 2;  // CustomAllReduce.kernelAlgo
 static_assert(ALGO_TWO_SHOT != ALGO_ONE_SHOT && ALGO_TWO_SHOT != ALGO_LL, "the algorithms need distinct codes");
 static_assert(FLAGS_OFF + 4LL * MAX_BLOCKS * MAX_RANKS <= DATA_OFF, "flags overlap the data slots");

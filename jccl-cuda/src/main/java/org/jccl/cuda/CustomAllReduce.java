@@ -56,14 +56,15 @@ final class CustomAllReduce {
     /** The kernels' limits: ranks, blocks of one call (the flag area's size), threads of a block. */
     static final int MAX_RANKS = 8, MAX_BLOCKS = 128, THREADS = 512;
     /**
-     * Threads of a block (0: each algorithm's own, {@link #threads}) and most blocks of a call.
-     * Benchmarks may set them ({@code -Djccl.car.threads=32..512}, {@code -Djccl.car.maxBlocks=1..128})
-     * to compare grids; they are not a user setting.
+     * Threads of a block (0: each algorithm's own, {@link #threads}) and most blocks of a call (LL's
+     * own). Benchmarks may set them ({@code -Djccl.car.threads=32..512}, {@code -Djccl.car.maxBlocks=1..128},
+     * {@code -Djccl.car.llMaxBlocks=1..128}) to compare grids; they are not a user setting.
      */
     static final int BLOCK_THREADS = property("jccl.car.threads", 0, 32, THREADS),
-            GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS);
+            GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS),
+            LL_GRID_MAX = property("jccl.car.llMaxBlocks", MAX_BLOCKS, 1, MAX_BLOCKS);
     /** One sender's LL lines of one parity (LL_SLOT in custom_allreduce.cu): half of it is payload. */
-    static final long LL_SLOT = 128L << 10;
+    static final long LL_SLOT = 512L << 10;
     /** Largest all-reduce (bytes) the LL kernel takes. */
     static final long LL_MAX = LL_SLOT / 2;
     /** Where the LL areas start: after the two data slots. */
@@ -168,10 +169,12 @@ final class CustomAllReduce {
 
     /**
      * Largest all-reduce (bytes) the tuner gives LL (below it, one-shot up to {@link #oneShotMax}).
-     * Measured on 2 and 4 H100s (NcclBench, bench/gpu/results/2026-11-27-4xH100-car-ll/): LL took
-     * 0.44-0.69x NCCL's time up to 64 KiB, where one-shot took 0.52-0.85x; LL cannot take more
-     * (its lines double the bytes; {@link #LL_MAX}). More than 4 ranks push more copies of every
-     * line and are unmeasured: a cautious 16 KiB.
+     * Measured through jccl on 2 and 4 H100s (NcclBench --versus nccl,ll,oneshot, 9 rounds per size
+     * interleaved, medians; bench/gpu/results/2026-11-28-4xH100-ll256/): with 2 ranks LL took 6.4 us
+     * at 128 KiB and 7.5-7.8 us at 256 KiB where one-shot took 8.0-8.7 and 9.6 (NCCL 7.8-11.4); with 4
+     * ranks 9.2-10.1 us at 128 KiB against one-shot's 9.8-10.7 and NCCL's 11.3-13.6, but 12.0-13.2 at
+     * 256 KiB, not below NCCL's 11.6-14.8 (4 ranks push three copies of every doubled line). LL cannot
+     * take more than {@link #LL_MAX}. More than 4 ranks are unmeasured: a cautious 16 KiB.
      *
      * <p>{@link #LL_BY_DEFAULT} turns the tuner's use of LL off ({@code JCCL_ALGO=ll} still runs it).
      * A lone rank's LL all-reduce once returned normally on 2x H100 instead of timing out, unexplained
@@ -180,7 +183,7 @@ final class CustomAllReduce {
      * kit passed with LL picked on 2 and 4 H100s (docs/BENCHMARKS.md).
      */
     static long llMax(int n) {
-        return !LL_BY_DEFAULT ? 0 : n <= 4 ? LL_MAX : 16L << 10;
+        return !LL_BY_DEFAULT ? 0 : n <= 2 ? LL_MAX : n <= 4 ? 128L << 10 : 16L << 10;
     }
 
     /** Whether the tuner picks LL (see {@link #llMax}). */
@@ -239,25 +242,28 @@ final class CustomAllReduce {
     }
 
     /**
-     * Threads of a block: 256 for LL, 512 for one-shot and two-shot. Measured on 2 and 4 H100s
-     * (NcclBench, bench/gpu/results/2026-11-27-4xH100-car-ll/): LL with 256 threads per block took
-     * 0.44-0.57x NCCL's time from 8 B to 64 KiB on 2 GPUs and 0.49-0.69x on 4 in the steadier of two
-     * runs, against 0.52-0.66x / 0.52-0.75x with 512 and 0.57-0.78x / 0.53-0.74x with 128.
+     * Threads of a block: 128 for LL, 512 for one-shot and two-shot. Measured on 2 and 4 H100s
+     * (NcclBench --versus, bench/gpu/results/2026-11-28-4xH100-ll256/): LL with 128 threads per block
+     * (and up to {@link #LL_GRID_MAX} blocks) took 4.6-5.6 us from 8 B to 64 KiB on 2 GPUs and
+     * 4.9-7.7 us on 4, against 4.8-5.9 and 5.1-7.7 with 256 threads and 32 blocks; 9.3 against 10.1 us
+     * at 128 KiB on 4. An earlier run (bench/gpu/results/2026-11-27-4xH100-car-ll/) had preferred 256
+     * to 512 and 128 by smaller margins than its noise.
      */
     static int threads(int algo) {
-        return BLOCK_THREADS > 0 ? BLOCK_THREADS : algo == LL ? 256 : 512;
+        return BLOCK_THREADS > 0 ? BLOCK_THREADS : algo == LL ? 128 : 512;
     }
 
     /**
-     * Blocks of one call: one per {@link #threads} packs of 16 bytes (LL: lines of 8 bytes),
-     * 1..{@link #GRID_MAX}. Both barrier algorithms size the grid by the whole buffer: two-shot
-     * copies and gathers all of it (only its reduce handles one rank's part).
+     * Blocks of one call: one per {@link #threads} packs of 16 bytes (LL: lines of 8 bytes), from 1 to
+     * {@link #GRID_MAX} ({@link #LL_GRID_MAX} for LL, whose threads each wait for their own lines and
+     * gain from more of them in flight). Both barrier algorithms size the grid by the whole buffer:
+     * two-shot copies and gathers all of it (only its reduce handles one rank's part).
      */
     static int blocks(int algo, long count, DataType type) {
         long bytes = count * type.byteSize();
         long items = algo == LL ? (bytes + 7) / 8 : bytes / 16;
         int t = threads(algo);
-        return (int) Math.max(1, Math.min(GRID_MAX, (items + t - 1) / t));
+        return (int) Math.max(1, Math.min(algo == LL ? LL_GRID_MAX : GRID_MAX, (items + t - 1) / t));
     }
 
     /** The kernel's code of an algorithm (ALGO_* in custom_allreduce.cu). */

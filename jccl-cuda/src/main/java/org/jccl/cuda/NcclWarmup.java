@@ -106,15 +106,15 @@ final class NcclWarmup {
 
     /**
      * Float32 SUM all-reduce counts that the tuner ({@link CustomAllReduce#choose}) gives to NCCL by
-     * their size on {@code n} ranks, for a communicator with jccl's kernels: just above the one-shot
-     * limit when it is below a slot (3 to 8 ranks), and just above a slot. Without the kernels they
-     * run on NCCL anyway.
+     * their size on {@code n} ranks, for a communicator with jccl's kernels: just above the kernels'
+     * largest size when it is below a slot (every rank count but 2), and just above a slot. Without
+     * the kernels they run on NCCL anyway.
      */
     static long[] ncclSizedCounts(int n) {
-        long oneShot = CustomAllReduce.oneShotMax(n);
+        long kernels = Math.max(CustomAllReduce.llMax(n), CustomAllReduce.oneShotMax(n));
         long overSlot = CustomAllReduce.SLOT_BYTES / 4 + 5;
-        if (oneShot < CustomAllReduce.SLOT_BYTES) {
-            return new long[] {oneShot / 4 + 3, overSlot};
+        if (kernels < CustomAllReduce.SLOT_BYTES) {
+            return new long[] {kernels / 4 + 3, overSlot};
         }
         return new long[] {overSlot};
     }
@@ -122,23 +122,28 @@ final class NcclWarmup {
     /**
      * A float32 SUM count the tuner gives jccl's one-shot kernel on {@code n} ranks: just above the
      * LL kernel's limit when the tuner picks LL ({@link #SMALL} and {@link #MID} then run LL), with a
-     * tail after the 16-byte packs.
+     * tail after the 16-byte packs; 0 when the tuner gives one-shot nothing (LL reaches as far).
      */
     static long oneShotCount(int n) {
-        return CustomAllReduce.llMax(n) / 4 + 5;
+        long count = CustomAllReduce.llMax(n) / 4 + 5;
+        return count * 4 <= CustomAllReduce.oneShotMax(n) ? count : 0;
     }
 
     /**
      * Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID}, {@link
-     * #oneShotCount}, then {@link #ncclSizedCounts}.
+     * #oneShotCount} (where there is one), then {@link #ncclSizedCounts}.
      */
     static long[] allReduceCounts(int n) {
         long[] big = ncclSizedCounts(n);
-        long[] all = new long[3 + big.length];
+        long oneShot = oneShotCount(n);
+        int k = oneShot > 0 ? 3 : 2;
+        long[] all = new long[k + big.length];
         all[0] = SMALL;
         all[1] = MID;
-        all[2] = oneShotCount(n);
-        System.arraycopy(big, 0, all, 3, big.length);
+        if (oneShot > 0) {
+            all[2] = oneShot;
+        }
+        System.arraycopy(big, 0, all, k, big.length);
         return all;
     }
 

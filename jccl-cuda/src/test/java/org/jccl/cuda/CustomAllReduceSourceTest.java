@@ -79,9 +79,13 @@ class CustomAllReduceSourceTest {
         int small = CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;
         assertEquals(small, CustomAllReduce.choose(auto, 2, 2, DataType.FLOAT32, SUM));
         assertEquals(small, CustomAllReduce.choose(auto, 4, 1, DataType.BFLOAT16, SUM));
-        assertEquals(small, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4, DataType.FLOAT32, SUM));
-        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 4, CustomAllReduce.LL_MAX / 4 + 1,
+        assertEquals(small, CustomAllReduce.choose(auto, 2, CustomAllReduce.llMax(2) / 4, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 2, CustomAllReduce.llMax(2) / 4 + 1,
                 DataType.FLOAT32, SUM), "above LL's limit: one-shot");
+        assertEquals(small, CustomAllReduce.choose(auto, 4, CustomAllReduce.llMax(4) / 4, DataType.FLOAT32, SUM));
+        assertEquals(CustomAllReduce.llMax(4) < CustomAllReduce.oneShotMax(4) ? CustomAllReduce.ONE_SHOT : CustomAllReduce.NCCL,
+                CustomAllReduce.choose(auto, 4, CustomAllReduce.llMax(4) / 4 + 1, DataType.FLOAT32, SUM),
+                "above LL's limit: one-shot up to its own limit, else NCCL");
         assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(auto, 8, (16 << 10) / 4 + 1, DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 0, DataType.FLOAT32, SUM));
         assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(auto, 2, 16, DataType.FLOAT32,
@@ -119,11 +123,15 @@ class CustomAllReduceSourceTest {
                 DataType.FLOAT32));
         // two-shot: the whole buffer's packs (it copies and gathers all of them), not one rank's part
         assertEquals(16, CustomAllReduce.blocks(CustomAllReduce.TWO_SHOT, 32768, DataType.FLOAT32));
-        // LL: one 8-byte line per thread, 256 threads a block
+        // LL: one 8-byte line per thread, 128 threads a block, up to LL_GRID_MAX blocks
         assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 1, DataType.FLOAT16));
-        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 513, DataType.FLOAT32));
-        assertEquals(Math.min(32, CustomAllReduce.GRID_MAX), CustomAllReduce.blocks(CustomAllReduce.LL, CustomAllReduce.LL_MAX / 4,
+        assertEquals(1, CustomAllReduce.blocks(CustomAllReduce.LL, 256, DataType.FLOAT32));
+        assertEquals(2, CustomAllReduce.blocks(CustomAllReduce.LL, 257, DataType.FLOAT32));
+        assertEquals(Math.min(64, CustomAllReduce.LL_GRID_MAX), CustomAllReduce.blocks(CustomAllReduce.LL, (64 << 10) / 4,
                 DataType.FLOAT32));
-        assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
+        assertEquals(CustomAllReduce.LL_GRID_MAX, CustomAllReduce.blocks(CustomAllReduce.LL, CustomAllReduce.LL_MAX / 4,
+                DataType.FLOAT32), "the largest LL call fills LL's grid");
+        assertTrue(CustomAllReduce.GRID_MAX <= CustomAllReduce.MAX_BLOCKS && CustomAllReduce.LL_GRID_MAX <= CustomAllReduce.MAX_BLOCKS
+                && CustomAllReduce.BLOCK_THREADS <= CustomAllReduce.THREADS);
     }
 }

@@ -40,27 +40,36 @@ class NcclWarmupPlanTest {
                     CustomAllReduce.choose(CustomAllReduce.AUTO, n, NcclWarmup.SMALL, DataType.FLOAT32, SUM),
                     "the tuner's smallest kernel runs in every block");
             long oneShot = NcclWarmup.oneShotCount(n);
-            assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, oneShot, DataType.FLOAT32,
-                    SUM), oneShot + " floats on " + n + " ranks");
-            assertTrue(oneShot * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
+            if (oneShot > 0) {
+                assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, oneShot, DataType.FLOAT32,
+                        SUM), oneShot + " floats on " + n + " ranks");
+                assertTrue(oneShot * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
+            } else { // no size the tuner gives one-shot: LL reaches as far
+                assertTrue(CustomAllReduce.llMax(n) >= CustomAllReduce.oneShotMax(n), n + " ranks");
+            }
+            long kernels = Math.max(CustomAllReduce.llMax(n), CustomAllReduce.oneShotMax(n));
             long[] big = NcclWarmup.ncclSizedCounts(n);
             for (long count : big) {
                 assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.AUTO, n, count, DataType.FLOAT32,
                         SUM), count + " floats on " + n + " ranks");
             }
-            // both of the tuner's reasons to pick NCCL by size: above a slot, and above the one-shot limit below it
+            // both of the tuner's reasons to pick NCCL by size: above a slot, and above the kernels' limits below it
             assertTrue(big[big.length - 1] * 4 > CustomAllReduce.SLOT_BYTES);
-            if (CustomAllReduce.oneShotMax(n) < CustomAllReduce.SLOT_BYTES) {
+            if (kernels < CustomAllReduce.SLOT_BYTES) {
                 assertEquals(2, big.length, n + " ranks");
-                assertTrue(big[0] * 4 > CustomAllReduce.oneShotMax(n) && big[0] * 4 <= CustomAllReduce.SLOT_BYTES);
+                assertTrue(big[0] * 4 > kernels && big[0] * 4 <= CustomAllReduce.SLOT_BYTES);
             } else {
                 assertEquals(1, big.length, n + " ranks");
             }
             long[] all = NcclWarmup.allReduceCounts(n);
             assertEquals(NcclWarmup.SMALL, all[0]);
             assertEquals(NcclWarmup.MID, all[1]);
-            assertEquals(oneShot, all[2]);
-            assertEquals(3 + big.length, all.length);
+            int k = oneShot > 0 ? 3 : 2;
+            if (oneShot > 0) {
+                assertEquals(oneShot, all[2]);
+            }
+            assertEquals(k + big.length, all.length);
+            assertEquals(big[0], all[k]);
         }
         // the other types of a block: bfloat16 and float16 on the kernels, int32 on NCCL
         int small = CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;

@@ -224,9 +224,11 @@ public final class NcclBench {
                         continue;
                     }
                     double[][] t = new double[algos.length][rounds];
+                    double[][] enq = new double[algos.length][rounds];
                     for (int r = 0; r < rounds; r++) {
                         for (int k = 0; k < algos.length; k++) {
                             t[k][r] = time(op, sets.get(k), sends, recvs, bytes, warmup, pool);
+                            enq[k][r] = lastEnqueueUs;
                         }
                     }
                     double[] med = new double[algos.length];
@@ -245,6 +247,15 @@ public final class NcclBench {
                         line.append(String.format(" %8.2f %15s", med[k] / med[0], String.format("[%.2f, %.2f]", lo, hi)));
                     }
                     System.out.println(line);
+                    if (ROUNDS_DETAIL) { // every round's time and host enqueue time (us per call), per algorithm
+                        for (int k = 0; k < algos.length; k++) {
+                            StringBuilder d = new StringBuilder(String.format("#   %10d %-8s", bytes, algos[k].trim()));
+                            for (int r = 0; r < rounds; r++) {
+                                d.append(String.format(" %.1f/%.1f", t[k][r], enq[k][r]));
+                            }
+                            System.out.println(d);
+                        }
+                    }
                 }
             }
         } finally {
@@ -396,7 +407,7 @@ public final class NcclBench {
         int n = comms.size();
         int it = iters(bytes);
         CyclicBarrier start = new CyclicBarrier(n);
-        List<Future<Double>> fs = new ArrayList<>();
+        List<Future<double[]>> fs = new ArrayList<>();
         for (int r = 0; r < n; r++) {
             NcclCommunicator c = comms.get(r);
             DeviceBuffer s = sends.get(r);
@@ -412,16 +423,30 @@ public final class NcclBench {
                 for (int i = 0; i < it; i++) {
                     last = issue(op, c, s, d, bytes);
                 }
+                long t1 = System.nanoTime();
                 last.await();
-                return (System.nanoTime() - t0) / 1e3 / it;
+                return new double[] {(System.nanoTime() - t0) / 1e3 / it, (t1 - t0) / 1e3 / it};
             }));
         }
-        double us = 0;
-        for (Future<Double> f : fs) {
-            us = Math.max(us, f.get());
+        double us = 0, enqueue = 0;
+        for (Future<double[]> f : fs) {
+            double[] t = f.get();
+            us = Math.max(us, t[0]);
+            enqueue = Math.max(enqueue, t[1]);
         }
+        lastEnqueueUs = enqueue;
         return us;
     }
+
+    /**
+     * The last {@link #time}'s host side: µs per call until the slowest rank's thread had issued its last
+     * call (before waiting for it). Near the whole time, the loop was bound by the host's launches (or a
+     * full launch queue); well under it, by the GPUs.
+     */
+    private static double lastEnqueueUs;
+
+    /** jccl.bench.roundsDetail=true: --versus prints every round's time and host enqueue time. */
+    private static final boolean ROUNDS_DETAIL = Boolean.getBoolean("jccl.bench.roundsDetail");
 
     /** Overhead variants: raw, +event, +ctx+event, jccl, floor. */
     private static final int VARIANTS = 5;

@@ -180,6 +180,27 @@ def srab(d):
                                      fmt(m["default"]), fmt(m["cma"]), ratio(mbest, span['cli'][0])]) + " |")
 
 
+def srsc(d):
+    """host-vs-mpi.sh phase srsc: send/recv by one copy against JCCL_SHM_SINGLE_COPY_BYTES=off, and Open MPI."""
+    for n in (2, 4, 8, 16):
+        runs = {v: [load(os.path.join(d, f"jccl-srsc-{v}-{rep}-r{n}.json")) for rep in (1, 2)] for v in ("on", "off")}
+        if not any(runs["on"]):
+            continue
+        mpi = {cfg: load(os.path.join(d, f"mpi-srsc-{cfg}-r{n}.json")) for cfg in ("default", "cma")}
+        print(f"\n#### send/recv steps, {n} ranks: single copy against the mailboxes (JCCL_SHM_SINGLE_COPY_BYTES=off), "
+              "best of two runs each interleaved (best of out-of-place and in-place), and Open MPI\n")
+        print("| size | single copy | mailboxes | mailboxes / single copy | Open MPI default | Open MPI cma | "
+              "MPI best / single copy |")
+        print("| ---: " * 7 + "|")
+        keys = sorted({k for r in runs["on"] for k in r}, key=lambda k: k[1])
+        for key in keys:
+            b = {v: min((best(r.get(key)) for r in rs if r.get(key)), default=math.nan) for v, rs in runs.items()}
+            m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
+            mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+            print("| " + " | ".join([human(key[1]), fmt(b["on"]), fmt(b["off"]), ratio(b["off"], b["on"]),
+                                     fmt(m["default"]), fmt(m["cma"]), ratio(mbest, b["on"])]) + " |")
+
+
 def registered(d, ref_dirs):
     for n in (8, 16):
         plain = load(os.path.join(d, f"jccl-reg-plain-r{n}.json"))
@@ -251,6 +272,7 @@ def main(argv):
         others(d)
         sendrecv(d)
         srab(d)
+        srsc(d)
         registered(d, argv)
         twocore(d)
         variants(d)

@@ -17,6 +17,8 @@
 #   sendrecv   a ring send/recv step (each rank sends to the next, receives from the previous), 8 B..64 MiB (x8),
 #              HOSTCMP_SR_RANKS (default "2 4"): jccl cold and steady, blocking (-z 1: sendRecv) and async (-z 0);
 #              Open MPI (MPI_Sendrecv) cold and adaptive in every configuration; 2 ranks on 2 cores, cold, 3 runs each
+#   srsc       send/recv ring steps 4 KiB..16 MiB, steady (-n 200 -w 20): single copy (the default) against
+#              JCCL_SHM_SINGLE_COPY_BYTES=off, interleaved twice, at HOSTCMP_SR_RANKS; Open MPI default and cma
 #   srab       send/recv ring steps 8 B..4 KiB, steady (-n 20000 -w 2000), the builds in HOSTCMP_SMALL_BUILDS (default
 #              "cli-base cli") interleaved, three times, at HOSTCMP_SR_RANKS; Open MPI default and cma
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
@@ -269,6 +271,16 @@ if [[ $PHASES == *,srab,* ]]; then # send/recv ring steps 8 B..4 KiB, steady: bu
       done
     done
     for cfg in default cma; do mpi "$n" "$cfg" srab sendrecv -b 8 -e 4096 -f 8 -T 0.1 -c 0; done
+  done
+fi
+if [[ $PHASES == *,srsc,* ]]; then # send/recv 4 KiB..16 MiB, steady: single copy (default) against
+  # JCCL_SHM_SINGLE_COPY_BYTES=off (the mailboxes), interleaved twice, at HOSTCMP_SR_RANKS; Open MPI default and cma
+  for n in ${HOSTCMP_SR_RANKS:-2 4}; do
+    for rep in 1 2; do
+      jccl "$n" "srsc-on-$rep" sendrecv -b 4K -e 16M -f 4 -n 200 -w 20 ${HOSTCMP_SR_SETTLE:-}
+      ( export JCCL_SHM_SINGLE_COPY_BYTES=off; jccl "$n" "srsc-off-$rep" sendrecv -b 4K -e 16M -f 4 -n 200 -w 20 ${HOSTCMP_SR_SETTLE:-} )
+    done
+    for cfg in default cma; do mpi "$n" "$cfg" srsc sendrecv -b 4K -e 16M -f 4 -T 0.1 -c 0; done
   done
 fi
 if [[ $PHASES == *,jitcc,* ]]; then # 16 ranks' first sizes: the JVM's default compiler threads against 2

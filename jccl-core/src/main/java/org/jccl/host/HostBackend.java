@@ -189,7 +189,8 @@ public final class HostBackend implements Backend {
 
     static HostCommunicator create(String id, int rank, int size, int localSize, Store store, Duration timeout,
                                    Liveness.Watch watch) {
-        ShmTransport t = ShmTransport.open(id, rank, size, HostCommunicator.geometry(size), store, timeout, localSize);
+        ShmTransport t = ShmTransport.open(id, rank, size, HostCommunicator.geometry(size), store, timeout, localSize,
+                HostCommunicator.singleCopyBytes());
         return new HostCommunicator(id, rank, size, store, t, Tuner.fromEnv(), timeout, watch);
     }
 }

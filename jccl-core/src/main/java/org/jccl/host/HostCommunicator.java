@@ -39,7 +39,9 @@ import org.jccl.host.tune.Tuner;
  * JCCL_SHM_ZERO_COPY_BYTES} per rank first exchanges where every rank's buffers lie ({@code
  * shm.algo.ZeroCopy}); when every buffer the algorithm touches on a peer is registered, every rank
  * reads the peers' buffers in place ({@code shm.algo.ZeroCopy*}), else every rank takes the copy
- * path. Send/recv always copy through the mailboxes.
+ * path. Send/recv copy through the mailboxes; from {@code JCCL_SHM_SINGLE_COPY_BYTES} a send from
+ * native memory is read by the receiver straight from the sender's buffer (one copy, {@code
+ * process_vm_readv}, where the kernel lets the receiver read the sender: probed at creation).
  *
  * <p>After a failure (timeout, dead peer, mismatch, abort) the communicator is broken: later
  * calls fail at once with the original cause; create a new communicator to go on.
@@ -61,6 +63,21 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         t.eager(!org.jccl.internal.CheckSetting.enabled(System.getenv()));
     }
 
+    /**
+     * Default of JCCL_SHM_SINGLE_COPY_BYTES: from here a send/recv is read by the receiver straight
+     * from the sender's buffer (process_vm_readv) instead of being copied through the mailbox twice.
+     */
+    static final long SINGLE_COPY_BYTES = 32 << 10;
+
+    /** JCCL_SHM_SINGLE_COPY_BYTES: bytes >= 1, or off (Long.MAX_VALUE). */
+    static long singleCopyBytes() {
+        String v = org.jccl.internal.Settings.get("JCCL_SHM_SINGLE_COPY_BYTES");
+        if (v != null && v.trim().equalsIgnoreCase("off")) {
+            return Long.MAX_VALUE;
+        }
+        return envLong("JCCL_SHM_SINGLE_COPY_BYTES", SINGLE_COPY_BYTES, 1, Long.MAX_VALUE);
+    }
+
     /** JCCL_SHM_ZERO_COPY_BYTES: bytes >= 1, or off. */
     static long zeroCopyBytes() {
         String v = org.jccl.internal.Settings.get("JCCL_SHM_ZERO_COPY_BYTES");
@@ -80,6 +97,11 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
             throw new IllegalArgumentException("bytes is " + bytes + ": give at least 1 (Long.MAX_VALUE: never)");
         }
         zeroCopyBytes = bytes;
+    }
+
+    /** Messages this rank received by one copy from the sender's buffer (JCCL_SHM_SINGLE_COPY_BYTES); for tests and tools. */
+    public long singleCopyReceives() {
+        return transport.singleCopies();
     }
 
     /** Registered memory in a shared-memory file of this communicator (see {@link org.jccl.Communicator#allocate}). */

@@ -219,6 +219,49 @@ class ProcessRanksTest {
         assertNoSegmentsLeft(job);
     }
 
+    /**
+     * A rank SIGKILLed while the ranks exchange 8 MB messages around a ring (each read by the
+     * receiver straight from the sender's buffer where the kernel allows it: the sender may die
+     * mid-read): the survivors fail naming it, as in an all-reduce.
+     */
+    @Test
+    void survivorsOfARankSigkilledDuringLargeSendsFailNamingIt() throws Exception {
+        String job = "bigkill" + ProcessHandle.current().pid();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "b")) {
+            List<Rank> ranks = start(3, server.port(), "b", job, "bigsendrecv", Map.of("JCCL_TIMEOUT", "120s"));
+            try {
+                awaitReady(ranks);
+                if (crossProcessReadsAllowed()) {
+                    for (int i = 0; i < 3; i++) {
+                        assertTrue(ranks.get(i).output().contains("SINGLE_COPY 1"),
+                                "rank " + i + " received its first 8 MB by one copy:\n" + ranks.get(i).output());
+                    }
+                }
+                Thread.sleep(300);
+                long t0 = System.nanoTime();
+                ranks.get(1).process().destroyForcibly(); // SIGKILL
+                for (int i : new int[] {0, 2}) {
+                    assertSurvivorBlames(ranks.get(i), i, 1, t0, "SIGKILL of rank 1 during 8 MB sendRecv (shm)", SIGKILL_SHM_SECS);
+                }
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        assertNoSegmentsLeft(job);
+    }
+
+    /** Whether processes of one user may read each other here (process_vm_readv; Yama's ptrace_scope at most 1). */
+    static boolean crossProcessReadsAllowed() {
+        if (!org.jccl.internal.CrossMemory.isAvailable()) {
+            return false;
+        }
+        try {
+            return Integer.parseInt(java.nio.file.Files.readString(Path.of("/proc/sys/kernel/yama/ptrace_scope")).trim()) <= 1;
+        } catch (java.io.IOException | NumberFormatException e) {
+            return true; // no Yama
+        }
+    }
+
     /** Shared memory and TCP (one runtime, one agreement protocol): the same shrink after a SIGKILL. */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"shm", "tcp"})

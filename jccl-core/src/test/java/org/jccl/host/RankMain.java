@@ -46,6 +46,10 @@ public final class RankMain {
                 shrinkAfterFailure(comm);
                 return;
             }
+            if (mode.equals("bigsendrecv")) {
+                bigSendRecv(comm);
+                return;
+            }
             List<String> failures = check(comm);
             comm.barrier();
             if (!failures.isEmpty()) {
@@ -71,6 +75,48 @@ public final class RankMain {
             System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
             System.out.flush();
             Runtime.getRuntime().halt(3);
+        }
+    }
+
+    /**
+     * Ring sendRecv of 8 MB from native memory (the single-copy path where the kernel allows it) until
+     * a peer fails: one checked exchange, then "SINGLE_COPY n" (messages received by one copy) and
+     * "ready", then the loop.
+     */
+    static void bigSendRecv(Communicator comm) {
+        int n = comm.size();
+        int r = comm.rank();
+        int next = (r + 1) % n, prev = (r + n - 1) % n;
+        long count = 2_000_003;
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            HostBuffer out = HostBuffer.allocate(DataType.FLOAT32, count, arena);
+            HostBuffer in = HostBuffer.allocate(DataType.FLOAT32, count, arena);
+            for (long i = 0; i < count; i++) {
+                out.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, r * 1000f + (i % 997));
+            }
+            comm.sendRecv(out, next, in, prev);
+            for (long i = 0; i < count; i += 4099) {
+                float v = in.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i);
+                if (v != prev * 1000f + (i % 997)) {
+                    System.out.println("WRONG at " + i + ": " + v);
+                    System.exit(1);
+                }
+            }
+            System.out.println("SINGLE_COPY " + (comm instanceof HostCommunicator h ? h.singleCopyReceives() : -1));
+            System.out.println("ready");
+            System.out.flush();
+            long start = 0;
+            try {
+                while (true) {
+                    start = System.nanoTime();
+                    comm.sendRecv(out, next, in, prev);
+                }
+            } catch (RuntimeException e) {
+                timeToError(start, e);
+                System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                System.out.flush();
+                Runtime.getRuntime().halt(3);
+            }
         }
     }
 

@@ -9,14 +9,16 @@ package org.jccl.host.shm;
  *  offset
  *  0        +--------------------------------------------------------------+
  *           | magic u64 | version u32 | rank u32 | size u32 | k u32 | pid u64 |  HEADER line
- *           | slotBytes u64 | p2pSlotBytes u64 | p2pSlots u32               |
+ *           | slotBytes u64 | p2pSlotBytes u64 | p2pSlots u32 | pad u32     |
+ *           | self address u64: where this segment lies in its owner      |
  *  64       | abort code u64 (0 = running) | culprit rank i64 (-1: itself)  |  ABORT line
  *  128      | (unused: a chunk's input is published by its header's chunk id) |  IN_SEQ line
  *  192      | redSeq  u64: last chunk id whose reduced slice is in RES     |  RED_SEQ line
  *  256      | doneSeq u64: last chunk id this rank finished reading        |  DONE_SEQ line
  *  320      | abort reason: u32 length + UTF-8 bytes (up to 252)           |  REASON (256 B)
- *  576      | per peer q: a reserved line, then ack[q] u64 line            |  P2P control
- *           |   (2 x size lines)                                           |
+ *  576      | per peer q: canRead[q] u64 line, then ack[q] u64 line        |  P2P control
+ *           |   (2 x size lines); canRead[q] = 1: this rank can read q's   |
+ *           |   memory with process_vm_readv (probed at set-up)            |
  *  ctlEnd   +-- aligned to 4096 -------------------------------------------+
  *  inRing   | k x ( 40-byte chunk header | slotBytes data | 24 pad )    |  IN ring
  *           |   chunk header: chunk id u64 | coll seq u64 | call u64 |     |
@@ -30,6 +32,9 @@ package org.jccl.host.shm;
  *           |   the chunk no (the pair's chunk count, from 1) is written   |
  *           |   last (release): the receiver polls it in the entry it      |
  *           |   expects, and chunks up to 24 bytes share its cache line    |
+ *           |   single copy: dtype has bit 32 set, the data is the         |
+ *           |   sender's buffer address u64; the receiver reads the whole  |
+ *           |   message from there and acks this one entry                 |
  *  total    +--------------------------------------------------------------+
  * </pre>
  *
@@ -43,8 +48,11 @@ public final class ShmSegmentDescriptor {
 
     /** "JCCLSHM1". */
     public static final long MAGIC = 0x314d4853_4c43434aL;
-    /** Layout version (2: a mailbox entry's chunk number is its own header's first word). */
-    public static final int VERSION = 2;
+    /**
+     * Layout version (2: a mailbox entry's chunk number is its own header's first word; 3: the self
+     * address, canRead words and single-copy entries).
+     */
+    public static final int VERSION = 3;
     /** Cache line. */
     public static final int LINE = 64;
     /** Page alignment of the data areas. */
@@ -59,6 +67,8 @@ public final class ShmSegmentDescriptor {
     public static final long SLOT_BYTES_OFFSET = 32;
     public static final long P2P_SLOT_BYTES_OFFSET = 40;
     public static final long P2P_SLOTS_OFFSET = 48;
+    /** The segment's address in its owner's address space: what a peer's single-copy probe reads. */
+    public static final long SELF_ADDRESS_OFFSET = 56;
 
     public static final long ABORT_OFFSET = LINE;
     /** The rank a failure report blames (the writer itself when -1). */
@@ -88,6 +98,13 @@ public final class ShmSegmentDescriptor {
     public static final long MBX_CHUNK_OFFSET = 32;
     /** Where a mailbox entry's data starts: chunks up to 24 bytes share the header's line. */
     public static final long MBX_DATA = 40;
+    /** In a mailbox entry's dtype word: the entry carries the sender's buffer address, not data. */
+    public static final long MBX_SINGLE_COPY = 1L << 32;
+
+    /** Offset of canRead[q] (in the reader's segment, for owner q): 1 when the reader can read q's memory. */
+    public static long canReadOffset(int peer) {
+        return P2P_CTL_OFFSET + 2L * peer * LINE;
+    }
 
     /** Offset of ack[q] (in the receiver's segment, for sender q). */
     public static long ackOffset(int peer) {

@@ -85,6 +85,17 @@ public final class ShmTransport implements Transport {
     /** Deaths the store's heartbeats report, in this communicator's ranks (set once, before use). */
     private org.jccl.spi.Liveness.Watch watch;
 
+    /** Smallest send/recv moved by one copy (JCCL_SHM_SINGLE_COPY_BYTES); Long.MAX_VALUE: never. */
+    private final long singleCopyBytes;
+    /** process_vm_readv's scratch (null when single copy is off or unavailable). */
+    private final org.jccl.internal.CrossMemory.Reader reader;
+    /** A receiver's single-copy source per peer: the sender's buffer address (set by tryRecvChunk). */
+    private final long[] singleCopyFrom;
+    /** Bounce buffer of a single-copy receive into a heap buffer (made on first use). */
+    private MemorySegment bounce;
+    /** Messages received by one copy. */
+    private long singleCopies;
+
     /** Description of the call in progress, for error messages (set per call, no allocation). */
     public final CallInfo call = new CallInfo();
     private final int localRanks;
@@ -95,8 +106,12 @@ public final class ShmTransport implements Transport {
     }
 
     private ShmTransport(int rank, int size, Geometry geo, Arena arena, MemorySegment[] segs, long[] pids,
-                         IdleStrategy idle, Path file, String name, int localRanks) {
+                         IdleStrategy idle, Path file, String name, int localRanks, long singleCopyBytes,
+                         org.jccl.internal.CrossMemory.Reader reader) {
         this.localRanks = localRanks;
+        this.singleCopyBytes = reader == null ? Long.MAX_VALUE : singleCopyBytes;
+        this.reader = reader;
+        this.singleCopyFrom = new long[size];
         this.rank = rank;
         this.size = size;
         this.geo = geo;
@@ -131,10 +146,17 @@ public final class ShmTransport implements Transport {
      *
      * @param name      unique name of the communicator on this host (job id + communicator id)
      * @param localRanks ranks of this communicator on this host (idle strategy choice)
+     * @param singleCopyBytes smallest send/recv the receiver copies straight from the sender's buffer
+     *                  (process_vm_readv, where the kernel lets it read that peer: probed here);
+     *                  {@code Long.MAX_VALUE}: never
      */
     public static ShmTransport open(String name, int rank, int size, Geometry geo, Store store, Duration timeout,
-                                    int localRanks) {
+                                    int localRanks, long singleCopyBytes) {
         removeStaleFiles();
+        boolean single = singleCopyBytes != Long.MAX_VALUE && org.jccl.internal.CrossMemory.isAvailable();
+        if (single) {
+            org.jccl.internal.CrossMemory.allowReaders(); // before a peer can find this rank's segment
+        }
         Path dir = shmDirectory();
         Path file = dir.resolve("jccl-" + name + "-" + rank);
         Arena arena = Arena.ofShared();
@@ -154,6 +176,10 @@ public final class ShmTransport implements Transport {
                 segs[p] = mapPeer(peerFile, geo, p, size, arena);
                 pids[p] = segs[p].get(ValueLayout.JAVA_LONG, PID_OFFSET);
             }
+            org.jccl.internal.CrossMemory.Reader reader = single ? new org.jccl.internal.CrossMemory.Reader(arena) : null;
+            if (reader != null) {
+                probeSingleCopy(reader, arena, rank, size, segs, pids, name);
+            }
             // Once every rank has mapped every file, the names are no longer needed.
             if (store.add("shm/mapped", 1) == size) {
                 store.set("shm/all-mapped", new byte[] {1});
@@ -161,7 +187,7 @@ public final class ShmTransport implements Transport {
             store.get("shm/all-mapped", timeout);
             Files.deleteIfExists(file);
             ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file,
-                    name, localRanks);
+                    name, localRanks, singleCopyBytes, reader);
             ok = true;
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
                     + " bytes, slot " + geo.slotBytes() + " x " + geo.k());
@@ -181,6 +207,35 @@ public final class ShmTransport implements Transport {
         }
     }
 
+    /**
+     * Whether this rank can read each peer's memory with process_vm_readv: it reads the magic word of
+     * the peer's segment at the address the peer published, and says so in its canRead words, which
+     * the peer's sends consult. The kernel decides (same user, Yama's ptrace_scope, seccomp), so
+     * the answer may differ by direction; where it is no, that direction keeps the mailboxes.
+     */
+    private static void probeSingleCopy(org.jccl.internal.CrossMemory.Reader reader, Arena arena, int rank, int size,
+                                        MemorySegment[] segs, long[] pids, String name) {
+        MemorySegment word = arena.allocate(8, 8);
+        StringBuilder no = new StringBuilder();
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            word.set(ValueLayout.JAVA_LONG, 0, 0);
+            long at = segs[p].get(ValueLayout.JAVA_LONG, SELF_ADDRESS_OFFSET);
+            long r = reader.read(pids[p], at + MAGIC_OFFSET, word.address(), 8);
+            boolean ok = r == 8 && word.get(ValueLayout.JAVA_LONG, 0) == MAGIC;
+            if (!ok) {
+                no.append(no.isEmpty() ? "" : ", ").append(p).append(r < 0 ? " (" + org.jccl.internal.CrossMemory.describe(r) + ")" : "");
+            }
+            LONG.setRelease(segs[rank], canReadOffset(p), ok ? 1L : 0L);
+        }
+        if (!no.isEmpty()) {
+            LOG.info(rank, () -> "shm transport " + name + ": large sends from rank(s) " + no + " go through the mailboxes "
+                    + "(two copies): this process cannot read theirs with process_vm_readv");
+        }
+    }
+
     private static MemorySegment create(Path file, Geometry geo, int rank, int size, Arena arena) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
@@ -193,6 +248,7 @@ public final class ShmTransport implements Transport {
             seg.set(ValueLayout.JAVA_LONG, SLOT_BYTES_OFFSET, geo.slotBytes());
             seg.set(ValueLayout.JAVA_LONG, P2P_SLOT_BYTES_OFFSET, geo.p2pSlotBytes());
             seg.set(ValueLayout.JAVA_INT, P2P_SLOTS_OFFSET, geo.p2pSlots());
+            seg.set(ValueLayout.JAVA_LONG, SELF_ADDRESS_OFFSET, seg.address());
             LONG.setRelease(seg, MAGIC_OFFSET, MAGIC);
             return seg;
         }
@@ -572,7 +628,8 @@ public final class ShmTransport implements Transport {
     /**
      * Tries to take the next chunk of a message from {@code peer} into {@code dst}.
      *
-     * @return the number of bytes taken, or -1 when the peer has not sent it yet
+     * @return the number of bytes taken, -1 when the peer has not sent it yet, or {@link #SINGLE_COPY}
+     *         when the peer sent the message's address instead (read it with {@link #readSingleCopy})
      */
     public long tryRecvChunk(int peer, long messageNo, long messageBytes, int dtype, MemorySegment dst,
                              long dstOffset, long chunkOffset) {
@@ -584,7 +641,8 @@ public final class ShmTransport implements Transport {
         }
         long no = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO);
         long bytes = s.get(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES);
-        long type = s.get(ValueLayout.JAVA_LONG, h + MBX_DTYPE);
+        long word = s.get(ValueLayout.JAVA_LONG, h + MBX_DTYPE);
+        long type = word & ~MBX_SINGLE_COPY;
         long off = s.get(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET);
         if (no != messageNo || bytes != messageBytes || type != dtype || off != chunkOffset) {
             String msg = "send/recv mismatch: rank " + rank + " posts recv #" + messageNo + " of " + messageBytes
@@ -595,6 +653,10 @@ public final class ShmTransport implements Transport {
             fail(ABORT_MISMATCH, msg);
             throw new CollectiveMismatchException(msg);
         }
+        if ((word & MBX_SINGLE_COPY) != 0) {
+            singleCopyFrom[peer] = s.get(ValueLayout.JAVA_LONG, h + MBX_DATA);
+            return SINGLE_COPY; // consumed by finishSingleCopy once read
+        }
         long len = Math.min(geo.p2pSlotBytes(), messageBytes - chunkOffset);
         if (len > 0) {
             MemorySegment.copy(s, h + MBX_DATA, dst, dstOffset, len);
@@ -602,6 +664,115 @@ public final class ShmTransport implements Transport {
         recvChunks[peer] = k;
         LONG.setRelease(mine, ackOffset(peer), k);
         return len;
+    }
+
+    /** What {@link #tryRecvChunk} returns for a single-copy entry: read it with {@link #readSingleCopy}. */
+    public static final long SINGLE_COPY = -2;
+
+    /**
+     * Whether a message of {@code bytes} from {@code src} to {@code peer} goes by one copy: at least
+     * JCCL_SHM_SINGLE_COPY_BYTES, in native memory (a heap array has no stable address), and the
+     * peer said at set-up that it can read this process. The same answer for the whole message.
+     */
+    public boolean singleCopy(int peer, MemorySegment src, long bytes) {
+        return bytes >= singleCopyBytes && src.isNative()
+                && (long) LONG.getAcquire(segs[peer], canReadOffset(rank)) == 1L;
+    }
+
+    /**
+     * Tries to post a single-copy entry for {@code peer}: the message's header and the address of
+     * {@code src}. The send is complete once {@link #acked} says the peer read it.
+     *
+     * @return the entry's chunk number, or -1 when the mailbox is full
+     */
+    public long trySendSingleCopy(int peer, long messageNo, long messageBytes, int dtype, MemorySegment src) {
+        long k = sendChunks[peer] + 1;
+        long need = k - geo.p2pSlots();
+        if (need > 0 && (long) LONG.getAcquire(segs[peer], ackOffset(rank)) < need) {
+            return -1;
+        }
+        long h = geo.mailboxEntry(peer, (int) (k % geo.p2pSlots()));
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO, messageNo);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES, messageBytes);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtype | MBX_SINGLE_COPY);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET, 0L);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_DATA, src.address());
+        sendChunks[peer] = k;
+        LONG.setRelease(mine, h + MBX_CHUNK_NO, k);
+        return k;
+    }
+
+    /** True once {@code peer} consumed this rank's chunk {@code k} (for a single-copy entry: read the whole message). */
+    public boolean acked(int peer, long k) {
+        return (long) LONG.getAcquire(segs[peer], ackOffset(rank)) >= k;
+    }
+
+    /**
+     * Copies {@code len} bytes at {@code offset} of the single-copy message {@code peer} is sending
+     * (after {@link #tryRecvChunk} returned {@link #SINGLE_COPY}) into {@code dst} at the same offset.
+     * Heap buffers go through a bounce buffer. Failures (the kernel refused, the sender's range is
+     * gone) fail the communicator on every rank.
+     */
+    public void readSingleCopy(int peer, MemorySegment dst, long offset, long len) {
+        long from = singleCopyFrom[peer] + offset;
+        if (dst.isNative()) {
+            if (!dst.scope().isAlive()) {
+                throw new IllegalStateException("the receive buffer was closed during the receive from rank " + peer);
+            }
+            checkRead(peer, reader.read(peerPids[peer], from, dst.address() + offset, len), len);
+            return;
+        }
+        if (bounce == null) {
+            bounce = arena.allocate(1L << 20, 64);
+        }
+        for (long done = 0; done < len; ) {
+            long n = Math.min(bounce.byteSize(), len - done);
+            checkRead(peer, reader.read(peerPids[peer], from + done, bounce.address(), n), n);
+            MemorySegment.copy(bounce, 0, dst, offset + done, n);
+            done += n;
+        }
+    }
+
+    private void checkRead(int peer, long r, long len) {
+        if (r == len) {
+            return;
+        }
+        long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
+        if (code != ABORT_NONE) {
+            throw peerAbort(peer, code); // the sender gave up (and may have let go of its buffer)
+        }
+        if (r == -3 || !ProcessHandle.of(peerPids[peer]).map(ProcessHandle::isAlive).orElse(false)) { // ESRCH: gone
+            String msg = "rank " + peer + " (pid " + peerPids[peer] + ") died while rank " + rank
+                    + " was reading its send buffer";
+            fail(ABORT_FAILED, msg, peer);
+            throw new PeerFailureException(peer, msg);
+        }
+        String msg = "rank " + rank + " could not read rank " + peer + "'s send buffer (process_vm_readv: "
+                + org.jccl.internal.CrossMemory.describe(r) + "): was it closed or freed during the send? "
+                + "JCCL_SHM_SINGLE_COPY_BYTES=off moves every send through the mailboxes";
+        fail(ABORT_FAILED, msg);
+        throw new JcclException(msg);
+    }
+
+    /**
+     * Ends a single-copy receive from {@code peer}: the entry is consumed and acked, which completes
+     * the sender's send. A sender that failed before the ack may have let go of its buffer while it
+     * was read: then this receive fails too rather than return what it read.
+     */
+    public void finishSingleCopy(int peer) {
+        long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
+        if (code != ABORT_NONE) {
+            throw peerAbort(peer, code); // closed, failed or aborted before this rank acked: its buffer is not to be trusted
+        }
+        long k = recvChunks[peer] + 1;
+        recvChunks[peer] = k;
+        LONG.setRelease(mine, ackOffset(peer), k);
+        singleCopies++;
+    }
+
+    /** Messages this rank received by one copy so far (for tests and tools). */
+    public long singleCopies() {
+        return singleCopies;
     }
 
     // ------------------------------------------------------------------ waiting

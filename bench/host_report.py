@@ -201,6 +201,30 @@ def srsc(d):
                                      fmt(m["default"]), fmt(m["cma"]), ratio(mbest, b["on"])]) + " |")
 
 
+def cmacoll(d):
+    """host-vs-mpi.sh phase cmacoll: collectives reading peers' native send buffers against the slots, and Open MPI."""
+    for n in (2, 4, 8, 16):
+        colls = [c for c in ("allgather", "gather", "broadcast", "alltoall", "scatter")
+                 if load(os.path.join(d, f"jccl-cma-{c}-on-r{n}.json"))]
+        if not colls:
+            continue
+        print(f"\n#### {n} ranks: peers' native send buffers read in place against the slots "
+              "(JCCL_SHM_SINGLE_COPY_BYTES=off), and Open MPI (best of out-of-place and in-place; µs)\n")
+        print("| collective | size | read in place | slots | slots / in place | Open MPI default | Open MPI cma | "
+              "MPI best / jccl |")
+        print("| --- | ---: " + "| ---: " * 6 + "|")
+        for c in colls:
+            on = load(os.path.join(d, f"jccl-cma-{c}-on-r{n}.json"))
+            off = load(os.path.join(d, f"jccl-cma-{c}-off-r{n}.json"))
+            mpi = {cfg: load(os.path.join(d, f"mpi-cma-{c}-{cfg}-r{n}.json")) for cfg in ("default", "cma")}
+            for key in sorted(on, key=lambda k: k[1]):
+                a, b = best(on.get(key)), best(off.get(key))
+                m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
+                mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+                print("| " + " | ".join([c, human(key[1]), fmt(a), fmt(b), ratio(b, a), fmt(m["default"]), fmt(m["cma"]),
+                                         ratio(mbest, a)]) + " |")
+
+
 def registered(d, ref_dirs):
     for n in (8, 16):
         plain = load(os.path.join(d, f"jccl-reg-plain-r{n}.json"))
@@ -273,6 +297,7 @@ def main(argv):
         sendrecv(d)
         srab(d)
         srsc(d)
+        cmacoll(d)
         registered(d, argv)
         twocore(d)
         variants(d)

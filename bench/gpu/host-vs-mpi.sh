@@ -19,6 +19,8 @@
 #              Open MPI (MPI_Sendrecv) cold and adaptive in every configuration; 2 ranks on 2 cores, cold, 3 runs each
 #   srsc       send/recv ring steps 4 KiB..16 MiB, steady (-n 200 -w 20): single copy (the default) against
 #              JCCL_SHM_SINGLE_COPY_BYTES=off, interleaved twice, at HOSTCMP_SR_RANKS; Open MPI default and cma
+#   cmacoll    all-gather, gather, broadcast, all-to-all, scatter 1..64 MiB: peers' unregistered native send buffers
+#              read in place (process_vm_readv) against JCCL_SHM_SINGLE_COPY_BYTES=off, at HOSTCMP_CMA_RANKS; Open MPI
 #   srab       send/recv ring steps 8 B..4 KiB, steady (-n 20000 -w 2000), the builds in HOSTCMP_SMALL_BUILDS (default
 #              "cli-base cli") interleaved, three times, at HOSTCMP_SR_RANKS; Open MPI default and cma
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
@@ -281,6 +283,17 @@ if [[ $PHASES == *,srsc,* ]]; then # send/recv 4 KiB..16 MiB, steady: single cop
       ( export JCCL_SHM_SINGLE_COPY_BYTES=off; jccl "$n" "srsc-off-$rep" sendrecv -b 4K -e 16M -f 4 -n 200 -w 20 ${HOSTCMP_SR_SETTLE:-} )
     done
     for cfg in default cma; do mpi "$n" "$cfg" srsc sendrecv -b 4K -e 16M -f 4 -T 0.1 -c 0; done
+  done
+fi
+if [[ $PHASES == *,cmacoll,* ]]; then # all-gather, gather, broadcast, all-to-all, scatter 1..64 MiB, steady:
+  # peers' native send buffers read in place (default) against JCCL_SHM_SINGLE_COPY_BYTES=off (the slots), at
+  # HOSTCMP_CMA_RANKS (default "4 8"); Open MPI default and cma
+  for n in ${HOSTCMP_CMA_RANKS:-4 8}; do
+    for c in allgather gather broadcast alltoall scatter; do
+      jccl "$n" "cma-$c-on" "$c" -b 1M -e 64M -f 4 -n 50 -w 5 ${HOSTCMP_SR_SETTLE:-}
+      ( export JCCL_SHM_SINGLE_COPY_BYTES=off; jccl "$n" "cma-$c-off" "$c" -b 1M -e 64M -f 4 -n 50 -w 5 ${HOSTCMP_SR_SETTLE:-} )
+      for cfg in default cma; do mpi "$n" "$cfg" "cma-$c" "$c" -b 1M -e 64M -f 4 -T 0.1 -c 0; done
+    done
   done
 fi
 if [[ $PHASES == *,jitcc,* ]]; then # 16 ranks' first sizes: the JVM's default compiler threads against 2

@@ -104,6 +104,14 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         return transport.singleCopies();
     }
 
+    /**
+     * Reads of peers' memory so far with process_vm_readv: the pieces of single-copy messages and the
+     * blocks of collectives that read peers' unregistered send buffers; for tests and tools.
+     */
+    public long crossMemoryReads() {
+        return transport.crossReads();
+    }
+
     /** Registered memory in a shared-memory file of this communicator (see {@link org.jccl.Communicator#allocate}). */
     @Override
     protected HostBuffer allocateMemory(DataType type, long count) {

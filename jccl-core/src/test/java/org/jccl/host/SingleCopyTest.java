@@ -145,6 +145,69 @@ class SingleCopyTest {
         }
     }
 
+    /**
+     * All-gather, gather, broadcast, all-to-all and scatter of at least JCCL_SHM_ZERO_COPY_BYTES per
+     * rank read peers' unregistered native send buffers in place (process_vm_readv): the results equal
+     * the copy path's (every rank's heap buffers, same call), and only the native calls read peers.
+     */
+    @Test
+    void collectivesThatOnlyCopyReadPeersNativeSendBuffersInPlace() throws Exception {
+        long per = 100_003; // floats per rank: 400 KB, above the zero-copy threshold
+        List<String> results = ThreadRanks.run(3, Duration.ofSeconds(60), comm -> {
+            int r = comm.rank();
+            int n = comm.size();
+            HostCommunicator h = (HostCommunicator) comm;
+            try (Arena arena = Arena.ofShared()) {
+                for (boolean heap : new boolean[] {true, false}) {
+                    long before = h.crossMemoryReads();
+                    java.util.function.Function<float[], HostBuffer> buf = a -> heap ? HostBuffer.of(a) : nativeOf(a, arena);
+                    // all-gather and gather: block p of the result is rank p's pattern
+                    HostBuffer all = buf.apply(new float[(int) (per * n)]);
+                    comm.allGather(buf.apply(pattern(per, r)), all);
+                    HostBuffer gathered = buf.apply(new float[(int) (per * n)]);
+                    comm.gather(buf.apply(pattern(per, r + 10)), gathered, 1);
+                    // broadcast from rank 2
+                    HostBuffer b = buf.apply(r == 2 ? pattern(per, 20) : new float[(int) per]);
+                    comm.broadcast(b, 2);
+                    // all-to-all: block q of rank p's send is pattern(per, 100 p + q)
+                    float[] a2a = new float[(int) (per * n)];
+                    for (int q = 0; q < n; q++) {
+                        System.arraycopy(pattern(per, 100 * r + q), 0, a2a, (int) (q * per), (int) per);
+                    }
+                    HostBuffer a2aOut = buf.apply(new float[(int) (per * n)]);
+                    comm.allToAll(buf.apply(a2a), a2aOut);
+                    // scatter from rank 0: block q is pattern(per, 200 + q)
+                    float[] sc = new float[(int) (per * n)];
+                    for (int q = 0; q < n; q++) {
+                        System.arraycopy(pattern(per, 200 + q), 0, sc, (int) (q * per), (int) per);
+                    }
+                    HostBuffer scOut = buf.apply(new float[(int) per]);
+                    comm.scatter(buf.apply(r == 0 ? sc : new float[(int) (per * n)]), scOut, 0);
+                    long reads = h.crossMemoryReads() - before;
+                    float[] got = floats(all), gg = floats(gathered), a2 = floats(a2aOut);
+                    for (int p = 0; p < n; p++) {
+                        assertArrayEquals(pattern(per, p), java.util.Arrays.copyOfRange(got, (int) (p * per), (int) ((p + 1) * per)),
+                                "all-gather block " + p + " on rank " + r + (heap ? " (heap)" : " (native)"));
+                        if (r == 1) {
+                            assertArrayEquals(pattern(per, p + 10), java.util.Arrays.copyOfRange(gg, (int) (p * per), (int) ((p + 1) * per)),
+                                    "gather block " + p + (heap ? " (heap)" : " (native)"));
+                        }
+                        assertArrayEquals(pattern(per, 100 * p + r), java.util.Arrays.copyOfRange(a2, (int) (p * per), (int) ((p + 1) * per)),
+                                "all-to-all block from rank " + p + " on rank " + r + (heap ? " (heap)" : " (native)"));
+                    }
+                    assertArrayEquals(pattern(per, 20), floats(b), "broadcast on rank " + r);
+                    assertArrayEquals(pattern(per, 200 + r), floats(scOut), "scatter on rank " + r);
+                    // reads of peers: all-gather 2, gather 2 on the root, broadcast 1 off the root, all-to-all 2, scatter 1 off the root
+                    long expected = heap ? 0 : 2 + (r == 1 ? 2 : 0) + (r == 2 ? 0 : 1) + 2 + (r == 0 ? 0 : 1);
+                    assertEquals(expected, reads, "rank " + r + (heap ? ": heap buffers take the copy path"
+                            : ": native buffers are read in place"));
+                }
+            }
+            return "ok";
+        });
+        assertEquals(List.of("ok", "ok", "ok"), results);
+    }
+
     @Test
     void aBadThresholdIsAnErrorNamingTheSetting() {
         Exception e = assertThrows(Exception.class, () -> ThreadRanks.run(2, Duration.ofSeconds(30), Duration.ofSeconds(60),

@@ -28,11 +28,14 @@ package org.jccl.host.shm;
  *  +8   send offset u64 (bytes from the start of the region's data)
  *  +16  recv region id i64 (-1: not registered)
  *  +24  recv offset u64
+ *  +32  send address u64 (the send buffer's address in its owner; 0: a heap array, or not usable)
+ *  +40  reads all u64 (1: this rank can read every peer's memory with process_vm_readv)
  * </pre>
  *
  * <p>Every rank reads every rank's descriptor and takes the zero-copy path only when every
- * buffer the algorithm reads or writes on a peer is registered: the same inputs everywhere, so
- * the same decision everywhere.
+ * buffer the algorithm reads or writes on a peer is registered, or, for the algorithms that only
+ * read peers' send buffers, is in native memory that every rank can read (process_vm_readv): the
+ * same inputs everywhere, so the same decision everywhere.
  */
 public final class ShmRegionDescriptor {
     private ShmRegionDescriptor() {
@@ -59,8 +62,10 @@ public final class ShmRegionDescriptor {
     public static final long X_SEND_OFFSET = 8;
     public static final long X_RECV_ID = 16;
     public static final long X_RECV_OFFSET = 24;
+    public static final long X_SEND_ADDRESS = 32;
+    public static final long X_READS_ALL = 40;
     /** Bytes of one descriptor. */
-    public static final long X_BYTES = 32;
+    public static final long X_BYTES = 48;
     /** A descriptor's region id when the buffer is not registered (or is not usable in place). */
     public static final long NONE = -1;
 

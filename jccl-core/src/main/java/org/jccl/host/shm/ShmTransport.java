@@ -68,6 +68,8 @@ public final class ShmTransport implements Transport {
     public final MemorySegment[] peerSend;
     /** Byte offset of every rank's send buffer in {@link #peerSend}. */
     public final long[] peerSendOffsets;
+    /** Where {@link #peerSend} is null: the address of that rank's send buffer in its process (read with {@link #readPeer}). */
+    public final long[] peerSendAddress;
     /** The zero-copy path's view of every rank's recv buffer, after the exchange. */
     public final MemorySegment[] peerRecv;
     /** Byte offset of every rank's recv buffer in {@link #peerRecv}. */
@@ -95,6 +97,10 @@ public final class ShmTransport implements Transport {
     private MemorySegment bounce;
     /** Messages received by one copy. */
     private long singleCopies;
+    /** Reads of peers' memory with process_vm_readv (single-copy messages' pieces and collectives' blocks). */
+    private long crossReads;
+    /** This rank can read every peer's memory (process_vm_readv, probed at set-up). */
+    private final boolean readsAll;
 
     /** Description of the call in progress, for error messages (set per call, no allocation). */
     public final CallInfo call = new CallInfo();
@@ -112,6 +118,11 @@ public final class ShmTransport implements Transport {
         this.singleCopyBytes = reader == null ? Long.MAX_VALUE : singleCopyBytes;
         this.reader = reader;
         this.singleCopyFrom = new long[size];
+        boolean all = reader != null;
+        for (int p = 0; p < size && all; p++) {
+            all = p == rank || (long) LONG.getAcquire(segs[rank], canReadOffset(p)) == 1L;
+        }
+        this.readsAll = all;
         this.rank = rank;
         this.size = size;
         this.geo = geo;
@@ -126,6 +137,7 @@ public final class ShmTransport implements Transport {
         this.srcOffsets = new long[size];
         this.peerSend = new MemorySegment[size];
         this.peerSendOffsets = new long[size];
+        this.peerSendAddress = new long[size];
         this.peerRecv = new MemorySegment[size];
         this.peerRecvOffsets = new long[size];
         this.sendChunks = new long[size];
@@ -714,7 +726,27 @@ public final class ShmTransport implements Transport {
      * gone) fail the communicator on every rank.
      */
     public void readSingleCopy(int peer, MemorySegment dst, long offset, long len) {
-        long from = singleCopyFrom[peer] + offset;
+        readPeer(peer, singleCopyFrom[peer] + offset, dst, offset, len);
+    }
+
+    /** True when this rank can read every peer's memory (probed at set-up; false when single copy is off). */
+    public boolean readsAllPeers() {
+        return readsAll;
+    }
+
+    /** Reads of peers' memory so far (for tests and tools). */
+    public long crossReads() {
+        return crossReads;
+    }
+
+    /**
+     * Copies {@code len} bytes at address {@code from} of {@code peer}'s process into {@code dst} at
+     * {@code dstOffset} (process_vm_readv; heap destinations through a bounce buffer). Failures (the
+     * kernel refused, the range is gone, the peer died) fail the communicator on every rank.
+     */
+    public void readPeer(int peer, long from, MemorySegment dst, long dstOffset, long len) {
+        crossReads++;
+        long offset = dstOffset;
         if (dst.isNative()) {
             if (!dst.scope().isAlive()) {
                 throw new IllegalStateException("the receive buffer was closed during the receive from rank " + peer);
@@ -747,9 +779,9 @@ public final class ShmTransport implements Transport {
             fail(ABORT_FAILED, msg, peer);
             throw new PeerFailureException(peer, msg);
         }
-        String msg = "rank " + rank + " could not read rank " + peer + "'s send buffer (process_vm_readv: "
+        String msg = "rank " + rank + " could not read rank " + peer + "'s buffer (process_vm_readv: "
                 + org.jccl.internal.CrossMemory.describe(r) + "): was it closed or freed during the send? "
-                + "JCCL_SHM_SINGLE_COPY_BYTES=off moves every send through the mailboxes";
+                + "JCCL_SHM_SINGLE_COPY_BYTES=off turns reading peers' memory off";
         fail(ABORT_FAILED, msg);
         throw new JcclException(msg);
     }

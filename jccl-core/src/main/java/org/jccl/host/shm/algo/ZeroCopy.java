@@ -35,6 +35,12 @@ public final class ZeroCopy {
     /** The root's recv buffer must be registered. */
     public static final int RECV_ROOT = 8;
 
+    /** {@link #exchange(ShmTransport, HostBuffer, HostBuffer, boolean, boolean, int, int, boolean)} for algorithms that reduce (registered buffers only). */
+    public static long exchange(ShmTransport t, HostBuffer send, HostBuffer recv, boolean sendOk, boolean enabled,
+                                int needs, int root) {
+        return exchange(t, send, recv, sendOk, enabled, needs, root, false);
+    }
+
     /**
      * Publishes this rank's descriptor and decides.
      *
@@ -45,11 +51,14 @@ public final class ZeroCopy {
      * @param enabled false when zero copy is off on this rank (it publishes "not registered")
      * @param needs   which buffers must be registered ({@link #SEND_ALL}, ...)
      * @param root    the root for {@link #SEND_ROOT} / {@link #RECV_ROOT}
+     * @param readsOnly the algorithm only copies from peers' send buffers ({@link #read}): a peer's
+     *                unregistered send buffer in native memory will do when every rank can read every
+     *                peer (process_vm_readv; {@code needs} then names send buffers only)
      * @return the exchange chunk id when every rank takes the zero-copy path, else -1 (the
      *         exchange chunk is then ended: go on with the copy path)
      */
     public static long exchange(ShmTransport t, HostBuffer send, HostBuffer recv, boolean sendOk, boolean enabled,
-                                int needs, int root) {
+                                int needs, int root, boolean readsOnly) {
         ShmRegions regions = t.regions();
         int n = t.size();
         int me = t.rank();
@@ -62,12 +71,20 @@ public final class ZeroCopy {
         mine.set(ValueLayout.JAVA_LONG, at + X_SEND_OFFSET, sid == NONE ? 0 : regions.offsetIn(sid, send.segment()));
         mine.set(ValueLayout.JAVA_LONG, at + X_RECV_ID, rid);
         mine.set(ValueLayout.JAVA_LONG, at + X_RECV_OFFSET, rid == NONE ? 0 : regions.offsetIn(rid, recv.segment()));
+        boolean readable = enabled && sendOk && send != null && send.segment().isNative() && t.readsAllPeers();
+        mine.set(ValueLayout.JAVA_LONG, at + X_SEND_ADDRESS, readable ? send.segment().address() : 0L);
+        mine.set(ValueLayout.JAVA_LONG, at + X_READS_ALL, t.readsAllPeers() ? 1L : 0L);
         t.postIn(g, EXCHANGE_OFFSET);
         t.awaitAllIn(g);
+        boolean readsAll = readsOnly;
+        for (int p = 0; p < n && readsAll; p++) {
+            readsAll = t.segment(p).get(ValueLayout.JAVA_LONG, at + X_READS_ALL) == 1L;
+        }
         boolean all = true;
         for (int p = 0; p < n && all; p++) {
             MemorySegment s = t.segment(p);
-            boolean sendReg = s.get(ValueLayout.JAVA_LONG, at + X_SEND_ID) != NONE;
+            boolean sendReg = s.get(ValueLayout.JAVA_LONG, at + X_SEND_ID) != NONE
+                    || readsAll && s.get(ValueLayout.JAVA_LONG, at + X_SEND_ADDRESS) != 0L;
             boolean recvReg = s.get(ValueLayout.JAVA_LONG, at + X_RECV_ID) != NONE;
             all = ((needs & SEND_ALL) == 0 || sendReg) && ((needs & RECV_ALL) == 0 || recvReg)
                     && ((needs & SEND_ROOT) == 0 || p != root || sendReg)
@@ -93,10 +110,28 @@ public final class ZeroCopy {
             boolean wantRecv = (needs & RECV_ALL) != 0 || ((needs & RECV_ROOT) != 0 && p == root);
             t.peerSend[p] = wantSend && ps != NONE ? regions.peer(p, ps) : null;
             t.peerSendOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_SEND_OFFSET);
+            t.peerSendAddress[p] = wantSend && ps == NONE ? s.get(ValueLayout.JAVA_LONG, at + X_SEND_ADDRESS) : 0L;
             t.peerRecv[p] = wantRecv && pr != NONE ? regions.peer(p, pr) : null;
             t.peerRecvOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_RECV_OFFSET);
         }
         return g;
+    }
+
+    /**
+     * Copies {@code bytes} at {@code offset} of peer {@code p}'s send buffer into {@code dst}: from
+     * its registered region where mapped, else from its process (process_vm_readv, one copy); this
+     * rank's own buffer directly (nothing when source and destination are the same memory).
+     */
+    static void read(ShmTransport t, int p, long offset, MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes <= 0) {
+            return;
+        }
+        MemorySegment src = t.peerSend[p];
+        if (src != null) {
+            copy(src, t.peerSendOffsets[p] + offset, dst, dstOffset, bytes);
+        } else {
+            t.readPeer(p, t.peerSendAddress[p] + offset, dst, dstOffset, bytes);
+        }
     }
 
     /** Copies {@code bytes} unless source and destination are the very same memory (in place). */

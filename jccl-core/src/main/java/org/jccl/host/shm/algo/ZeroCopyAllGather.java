@@ -4,7 +4,8 @@ import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
 /**
- * All-gather and gather on registered send buffers ({@link ZeroCopy}): each receiver copies every
+ * All-gather and gather on registered send buffers, or native ones every rank can read ({@link
+ * ZeroCopy}, process_vm_readv): each receiver copies every
  * rank's block straight from its send buffer into its recv buffer, which may be any memory.
  * Returns once every peer is done with this rank's send buffer.
  */
@@ -19,7 +20,7 @@ public final class ZeroCopyAllGather {
     public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled) {
         int me = t.rank();
         boolean receives = root < 0 || root == me;
-        long g = ZeroCopy.exchange(t, send, receives ? recv : null, true, enabled, ZeroCopy.SEND_ALL, root);
+        long g = ZeroCopy.exchange(t, send, receives ? recv : null, true, enabled, ZeroCopy.SEND_ALL, root, true);
         if (g < 0) {
             return false;
         }
@@ -28,7 +29,7 @@ public final class ZeroCopyAllGather {
         if (receives) {
             for (int k = 0; k < n; k++) {
                 int p = (me + k) % n;
-                ZeroCopy.copy(t.peerSend[p], t.peerSendOffsets[p], recv.segment(), p * blockBytes, blockBytes);
+                ZeroCopy.read(t, p, 0, recv.segment(), p * blockBytes, blockBytes);
             }
         }
         t.endChunk(g);

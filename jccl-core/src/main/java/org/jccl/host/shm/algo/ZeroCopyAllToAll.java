@@ -4,7 +4,8 @@ import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
 /**
- * All-to-all and scatter from registered send buffers ({@link ZeroCopy}): rank r copies block r
+ * All-to-all and scatter from registered send buffers, or native ones every rank can read
+ * ({@link ZeroCopy}, process_vm_readv): rank r copies block r
  * of each sender's send buffer straight into its recv buffer, which may be any memory. An
  * all-to-all in place (send and recv the same memory) takes the copy path: its blocks are
  * overwritten while peers read them. A sender returns once every rank is done with its buffer.
@@ -25,7 +26,7 @@ public final class ZeroCopyAllToAll {
         boolean sends = root < 0 || root == me;
         boolean sendOk = root >= 0 || !send.overlaps(recv);
         long g = ZeroCopy.exchange(t, sends ? send : null, recv, sendOk, enabled,
-                root < 0 ? ZeroCopy.SEND_ALL : ZeroCopy.SEND_ROOT, root);
+                root < 0 ? ZeroCopy.SEND_ALL : ZeroCopy.SEND_ROOT, root, true);
         if (g < 0) {
             return false;
         }
@@ -33,11 +34,10 @@ public final class ZeroCopyAllToAll {
         if (root < 0) {
             for (int k = 0; k < n; k++) {
                 int p = (me + k) % n;
-                ZeroCopy.copy(t.peerSend[p], t.peerSendOffsets[p] + me * blockBytes, recv.segment(), p * blockBytes,
-                        blockBytes);
+                ZeroCopy.read(t, p, me * blockBytes, recv.segment(), p * blockBytes, blockBytes);
             }
         } else {
-            ZeroCopy.copy(t.peerSend[root], t.peerSendOffsets[root] + me * blockBytes, recv.segment(), 0, blockBytes);
+            ZeroCopy.read(t, root, me * blockBytes, recv.segment(), 0, blockBytes);
         }
         t.endChunk(g);
         if (sends) {

@@ -4,7 +4,8 @@ import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
 /**
- * Broadcast from a registered root buffer ({@link ZeroCopy}): every rank copies the root's send
+ * Broadcast from a registered root buffer, or a native one every rank can read ({@link ZeroCopy},
+ * process_vm_readv): every rank copies the root's send
  * buffer straight into its recv buffer, which may be any memory; the root returns once every rank
  * has copied it.
  */
@@ -15,11 +16,11 @@ public final class ZeroCopyBroadcast {
     /** Runs the broadcast when the root's send buffer is registered; false (nothing moved) otherwise. */
     public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled) {
         boolean isRoot = t.rank() == root;
-        long g = ZeroCopy.exchange(t, isRoot ? send : null, recv, true, enabled, ZeroCopy.SEND_ROOT, root);
+        long g = ZeroCopy.exchange(t, isRoot ? send : null, recv, true, enabled, ZeroCopy.SEND_ROOT, root, true);
         if (g < 0) {
             return false;
         }
-        ZeroCopy.copy(t.peerSend[root], t.peerSendOffsets[root], recv.segment(), 0, recv.byteSize());
+        ZeroCopy.read(t, root, 0, recv.segment(), 0, recv.byteSize());
         t.endChunk(g);
         if (isRoot) {
             t.awaitAllDone(g);

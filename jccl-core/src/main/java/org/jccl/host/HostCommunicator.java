@@ -123,6 +123,20 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         return transport.regions().holds(buffer);
     }
 
+    /**
+     * Largest block (bytes) that all-gather, gather and all-to-all read from a peer's unregistered
+     * send buffer with process_vm_readv; above it they copy through the slots, whose pipeline spreads
+     * the copying over every rank's core. Scatter reads blocks of any size (its copy path is the
+     * root's alone); broadcast never reads (every rank reading the root's same pages at once was 2-5x
+     * slower than the slots). Measured on a 32-core host, 4 and 8 ranks: BENCHMARKS.md.
+     */
+    static final long READ_PEERS_MAX_BLOCK = 1 << 20;
+
+    /** Whether a collective that only copies blocks of {@code block} bytes may read peers' unregistered native buffers. */
+    private static boolean readPeers(long block) {
+        return block <= READ_PEERS_MAX_BLOCK;
+    }
+
     /** True when a call of {@code bytes} per rank tries the zero-copy path (the same on every rank). */
     private boolean zeroCopy(long bytes) {
         return bytes >= zeroCopyBytes;
@@ -149,7 +163,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doBroadcast(HostBuffer s, HostBuffer r, int root) {
-        if (zeroCopy(r.byteSize()) && ZeroCopyBroadcast.tryRun(transport, s, r, root, true)) {
+        if (zeroCopy(r.byteSize()) && ZeroCopyBroadcast.tryRun(transport, s, r, root, true, false)) {
             return;
         }
         ChunkedBroadcast.run(transport, s, r, root);
@@ -169,7 +183,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doAllGather(HostBuffer s, HostBuffer r) {
-        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, -1, true)) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, -1, true, readPeers(s.byteSize()))) {
             return;
         }
         ChunkedAllGather.run(transport, s, r, -1);
@@ -177,7 +191,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doGather(HostBuffer s, HostBuffer r, int root) {
-        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, root, true)) {
+        if (zeroCopy(s.byteSize()) && ZeroCopyAllGather.tryRun(transport, s, r, root, true, readPeers(s.byteSize()))) {
             return;
         }
         ChunkedAllGather.run(transport, s, r, root);
@@ -193,7 +207,8 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doAllToAll(HostBuffer s, HostBuffer r) {
-        if (zeroCopy(s.byteSize() / size()) && ZeroCopyAllToAll.tryRun(transport, s, r, s.count() / size(), -1, true)) {
+        if (zeroCopy(s.byteSize() / size()) && ZeroCopyAllToAll.tryRun(transport, s, r, s.count() / size(), -1, true,
+                readPeers(s.byteSize() / size()))) {
             return;
         }
         ChunkedAllToAll.run(transport, s, r, s.count() / size(), -1);
@@ -201,7 +216,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void doScatter(HostBuffer s, HostBuffer r, int root) {
-        if (zeroCopy(r.byteSize()) && ZeroCopyAllToAll.tryRun(transport, s, r, r.count(), root, true)) {
+        if (zeroCopy(r.byteSize()) && ZeroCopyAllToAll.tryRun(transport, s, r, r.count(), root, true, true)) {
             return;
         }
         ChunkedAllToAll.run(transport, s, r, r.count(), root);

@@ -146,9 +146,10 @@ class SingleCopyTest {
     }
 
     /**
-     * All-gather, gather, broadcast, all-to-all and scatter of at least JCCL_SHM_ZERO_COPY_BYTES per
-     * rank read peers' unregistered native send buffers in place (process_vm_readv): the results equal
-     * the copy path's (every rank's heap buffers, same call), and only the native calls read peers.
+     * All-gather, gather, all-to-all and scatter of at least JCCL_SHM_ZERO_COPY_BYTES per rank (blocks
+     * up to 1 MiB but for scatter) read peers' unregistered native send buffers in place
+     * (process_vm_readv); broadcast does not. The results equal the copy path's (every rank's heap
+     * buffers, same call), and only the native calls read peers.
      */
     @Test
     void collectivesThatOnlyCopyReadPeersNativeSendBuffersInPlace() throws Exception {
@@ -197,8 +198,9 @@ class SingleCopyTest {
                     }
                     assertArrayEquals(pattern(per, 20), floats(b), "broadcast on rank " + r);
                     assertArrayEquals(pattern(per, 200 + r), floats(scOut), "scatter on rank " + r);
-                    // reads of peers: all-gather 2, gather 2 on the root, broadcast 1 off the root, all-to-all 2, scatter 1 off the root
-                    long expected = heap ? 0 : 2 + (r == 1 ? 2 : 0) + (r == 2 ? 0 : 1) + 2 + (r == 0 ? 0 : 1);
+                    // reads of peers: all-gather 2, gather 2 on the root, all-to-all 2, scatter 1 off the root; broadcast
+                    // none (every rank reading the root's same pages at once is slower than the slots)
+                    long expected = heap ? 0 : 2 + (r == 1 ? 2 : 0) + 2 + (r == 0 ? 0 : 1);
                     assertEquals(expected, reads, "rank " + r + (heap ? ": heap buffers take the copy path"
                             : ": native buffers are read in place"));
                 }
@@ -206,6 +208,36 @@ class SingleCopyTest {
             return "ok";
         });
         assertEquals(List.of("ok", "ok", "ok"), results);
+    }
+
+    @Test
+    void blocksAboveOneMebibyteAndBroadcastsKeepTheSlotsScatterReadsAnySize() throws Exception {
+        long per = (HostCommunicator.READ_PEERS_MAX_BLOCK / 4) + 1; // one float above the limit
+        List<String> results = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            int r = comm.rank();
+            HostCommunicator h = (HostCommunicator) comm;
+            try (Arena arena = Arena.ofShared()) {
+                long before = h.crossMemoryReads();
+                HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena);
+                comm.allGather(nativeOf(pattern(per, r), arena), all);
+                HostBuffer b = r == 0 ? nativeOf(pattern(per, 7), arena) : HostBuffer.allocate(DataType.FLOAT32, per, arena);
+                comm.broadcast(b, 0);
+                long slots = h.crossMemoryReads() - before;
+                float[] sc = new float[(int) (2 * per)];
+                System.arraycopy(pattern(per, 30), 0, sc, 0, (int) per);
+                System.arraycopy(pattern(per, 31), 0, sc, (int) per, (int) per);
+                HostBuffer out = HostBuffer.allocate(DataType.FLOAT32, per, arena);
+                comm.scatter(r == 0 ? nativeOf(sc, arena) : HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena), out, 0);
+                long scatterReads = h.crossMemoryReads() - before - slots;
+                float[] got = floats(all);
+                assertArrayEquals(pattern(per, 1 - r), java.util.Arrays.copyOfRange(got, (int) ((1 - r) * per), (int) ((2 - r) * per)));
+                assertArrayEquals(pattern(per, 7), floats(b));
+                assertArrayEquals(pattern(per, 30 + r), floats(out));
+                return slots + " " + scatterReads;
+            }
+        });
+        assertEquals(List.of("0 0", "0 1"), results, "all-gather of 1 MiB + 4 B blocks and broadcast read no peer; "
+                + "scatter's rank 1 reads its block from the root");
     }
 
     @Test

@@ -16,11 +16,14 @@ public final class ZeroCopyAllGather {
     /**
      * Runs the all-gather, or a gather to {@code root} when {@code root >= 0}, when every rank's
      * send buffer is registered; false (nothing moved) otherwise.
+     * With {@code readPeers}, a peer's unregistered send buffer in native memory will do when every rank
+     * can read every peer (process_vm_readv).
      */
-    public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled) {
+    public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled,
+                                 boolean readPeers) {
         int me = t.rank();
         boolean receives = root < 0 || root == me;
-        long g = ZeroCopy.exchange(t, send, receives ? recv : null, true, enabled, ZeroCopy.SEND_ALL, root, true);
+        long g = ZeroCopy.exchange(t, send, receives ? recv : null, true, enabled, ZeroCopy.SEND_ALL, root, readPeers);
         if (g < 0) {
             return false;
         }

@@ -18,15 +18,17 @@ public final class ZeroCopyAllToAll {
      * Runs the all-to-all (every rank sends), or a scatter from {@code root} when {@code root >= 0},
      * when the senders' buffers are registered; false (nothing moved) otherwise. {@code blockCount}
      * is the per-rank block size.
+     * With {@code readPeers}, a peer's unregistered send buffer in native memory will do when every rank
+     * can read every peer (process_vm_readv).
      */
     public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, long blockCount, int root,
-                                 boolean enabled) {
+                                 boolean enabled, boolean readPeers) {
         int n = t.size();
         int me = t.rank();
         boolean sends = root < 0 || root == me;
         boolean sendOk = root >= 0 || !send.overlaps(recv);
         long g = ZeroCopy.exchange(t, sends ? send : null, recv, sendOk, enabled,
-                root < 0 ? ZeroCopy.SEND_ALL : ZeroCopy.SEND_ROOT, root, true);
+                root < 0 ? ZeroCopy.SEND_ALL : ZeroCopy.SEND_ROOT, root, readPeers);
         if (g < 0) {
             return false;
         }

@@ -13,10 +13,15 @@ public final class ZeroCopyBroadcast {
     private ZeroCopyBroadcast() {
     }
 
-    /** Runs the broadcast when the root's send buffer is registered; false (nothing moved) otherwise. */
-    public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled) {
+    /**
+     * Runs the broadcast when the root's send buffer is registered; false (nothing moved) otherwise.
+     * With {@code readPeers}, a root's unregistered send buffer in native memory will do when every
+     * rank can read every peer (process_vm_readv; HostCommunicator passes false: slower than the slots).
+     */
+    public static boolean tryRun(ShmTransport t, HostBuffer send, HostBuffer recv, int root, boolean enabled,
+                                 boolean readPeers) {
         boolean isRoot = t.rank() == root;
-        long g = ZeroCopy.exchange(t, isRoot ? send : null, recv, true, enabled, ZeroCopy.SEND_ROOT, root, true);
+        long g = ZeroCopy.exchange(t, isRoot ? send : null, recv, true, enabled, ZeroCopy.SEND_ROOT, root, readPeers);
         if (g < 0) {
             return false;
         }

@@ -287,9 +287,9 @@ if [[ $PHASES == *,srsc,* ]]; then # send/recv 4 KiB..16 MiB, steady: single cop
 fi
 if [[ $PHASES == *,cmacoll,* ]]; then # all-gather, gather, broadcast, all-to-all, scatter 1..64 MiB, steady:
   # peers' native send buffers read in place (default) against JCCL_SHM_SINGLE_COPY_BYTES=off (the slots), at
-  # HOSTCMP_CMA_RANKS (default "4 8"); Open MPI default and cma
+  # HOSTCMP_CMA_RANKS (default "4 8") and HOSTCMP_CMA_COLLS (default all five); Open MPI default and cma
   for n in ${HOSTCMP_CMA_RANKS:-4 8}; do
-    for c in allgather gather broadcast alltoall scatter; do
+    for c in ${HOSTCMP_CMA_COLLS:-allgather gather broadcast alltoall scatter}; do
       jccl "$n" "cma-$c-on" "$c" -b 1M -e 64M -f 4 -n 50 -w 5 ${HOSTCMP_SR_SETTLE:-}
       ( export JCCL_SHM_SINGLE_COPY_BYTES=off; jccl "$n" "cma-$c-off" "$c" -b 1M -e 64M -f 4 -n 50 -w 5 ${HOSTCMP_SR_SETTLE:-} )
       for cfg in default cma; do mpi "$n" "$cfg" "cma-$c" "$c" -b 1M -e 64M -f 4 -T 0.1 -c 0; done

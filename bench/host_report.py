@@ -42,6 +42,11 @@ def fmt(v):
     return f"{v:.3g}" if v < 1000 else f"{v:.0f}"
 
 
+def mpi_best(mpi, key):
+    """The lowest time of {config: rows} at key (nan when none)."""
+    return min((v for v in (t(rows.get(key)) for rows in mpi.values()) if not math.isnan(v)), default=math.nan)
+
+
 def ratio(ref, mine):
     return "—" if math.isnan(ref) or math.isnan(mine) or mine == 0 else f"{ref / mine:.2f}"
 
@@ -172,7 +177,7 @@ def srab(d):
                 vals = [best(r.get(key)) for r in rs if r.get(key)]
                 span[v] = (min(vals), max(vals)) if vals else (math.nan, math.nan)
             m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
-            mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+            mbest = mpi_best(mpi, key)
             print("| " + " | ".join([human(key[1]),
                                      f"{fmt(span['cli-base'][0])}-{fmt(span['cli-base'][1])}",
                                      f"{fmt(span['cli'][0])}-{fmt(span['cli'][1])}",
@@ -196,7 +201,7 @@ def srsc(d):
         for key in keys:
             b = {v: min((best(r.get(key)) for r in rs if r.get(key)), default=math.nan) for v, rs in runs.items()}
             m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
-            mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+            mbest = mpi_best(mpi, key)
             print("| " + " | ".join([human(key[1]), fmt(b["on"]), fmt(b["off"]), ratio(b["off"], b["on"]),
                                      fmt(m["default"]), fmt(m["cma"]), ratio(mbest, b["on"])]) + " |")
 
@@ -220,7 +225,7 @@ def cmacoll(d):
             for key in sorted(on, key=lambda k: k[1]):
                 a, b = best(on.get(key)), best(off.get(key))
                 m = {cfg: t(rows.get(key)) for cfg, rows in mpi.items()}
-                mbest = min((v for v in m.values() if not math.isnan(v)), default=math.nan)
+                mbest = mpi_best(mpi, key)
                 print("| " + " | ".join([c, human(key[1]), fmt(a), fmt(b), ratio(b, a), fmt(m["default"]), fmt(m["cma"]),
                                          ratio(mbest, a)]) + " |")
 

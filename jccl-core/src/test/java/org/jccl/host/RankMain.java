@@ -62,13 +62,18 @@ public final class RankMain {
 
     static void loop(Communicator comm) {
         float[] a = new float[1 << 16];
+        untilFailure(() -> comm.allReduce(HostBuffer.of(a), ReduceOp.MAX));
+    }
+
+    /** Prints "ready", then repeats {@code call} until it fails: prints the failure and halts with status 3. */
+    static void untilFailure(Runnable call) {
         System.out.println("ready");
         System.out.flush();
         long start = 0;
         try {
             while (true) {
                 start = System.nanoTime();
-                comm.allReduce(HostBuffer.of(a), ReduceOp.MAX);
+                call.run();
             }
         } catch (RuntimeException e) {
             timeToError(start, e);
@@ -103,20 +108,7 @@ public final class RankMain {
                 }
             }
             System.out.println("SINGLE_COPY " + (comm instanceof HostCommunicator h ? h.singleCopyReceives() : -1));
-            System.out.println("ready");
-            System.out.flush();
-            long start = 0;
-            try {
-                while (true) {
-                    start = System.nanoTime();
-                    comm.sendRecv(out, next, in, prev);
-                }
-            } catch (RuntimeException e) {
-                timeToError(start, e);
-                System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
-                System.out.flush();
-                Runtime.getRuntime().halt(3);
-            }
+            untilFailure(() -> comm.sendRecv(out, next, in, prev));
         }
     }
 

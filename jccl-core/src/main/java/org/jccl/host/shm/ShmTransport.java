@@ -201,8 +201,11 @@ public final class ShmTransport implements Transport {
             ShmTransport t = new ShmTransport(rank, size, geo, arena, segs, pids, BackoffIdleStrategy.forRanks(localRanks), file,
                     name, localRanks, singleCopyBytes, reader);
             ok = true;
+            String copyMode = singleCopyBytes == Long.MAX_VALUE ? "off (JCCL_SHM_SINGLE_COPY_BYTES=off)"
+                    : reader == null ? "off (" + org.jccl.internal.CrossMemory.unavailabilityCause() + ")"
+                    : "from " + singleCopyBytes + " bytes (process_vm_readv)";
             LOG.info(rank, () -> "shm transport " + name + ": " + size + " ranks, segment " + geo.totalBytes()
-                    + " bytes, slot " + geo.slotBytes() + " x " + geo.k());
+                    + " bytes, slot " + geo.slotBytes() + " x " + geo.k() + ", single-copy send/recv " + copyMode);
             return t;
         } catch (IOException e) {
             throw new JcclException("cannot set up shared memory in " + dir + " for communicator " + name

@@ -317,8 +317,9 @@ public interface Communicator extends AutoCloseable {
      * Sends {@code send} to {@code dst} and receives from {@code src} into {@code recv}, both at
      * once (MPI_Sendrecv): ranks that each send to one neighbour and receive from another cannot
      * wait for each other, whatever the message sizes. Returns when both are complete. Either peer
-     * may be this rank; the receive's type and count must match what {@code src} sends. On the
-     * host engine, with no async operation pending, both move on the calling thread.
+     * may be this rank; the receive's type and count must match what {@code src} sends. {@code send}
+     * and {@code recv} must not overlap (an {@code IllegalArgumentException} says so). On the host
+     * engine, with no async operation pending, both move on the calling thread.
      */
     void sendRecv(Buffer send, int dst, Buffer recv, int src);
 

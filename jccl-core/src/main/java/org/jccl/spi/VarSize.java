@@ -205,6 +205,11 @@ public final class VarSize {
         Checks.buffer(recv, "recv");
         org.jccl.Checks.rank(dst, size, "dst");
         org.jccl.Checks.rank(src, size, "src");
+        if (send.overlaps(recv)) {
+            // the peer may read send while recv is written (one copy straight from the buffer on shared memory)
+            throw new IllegalArgumentException("send and recv overlap: sendRecv has no in-place form (as MPI_Sendrecv); "
+                    + "pass disjoint buffers (copy send first to exchange a buffer's contents)");
+        }
     }
 
     static Plan gatherV(int rank, int size, Buffer send, Buffer recv, long[] counts, long[] displs, int root) {

@@ -60,6 +60,11 @@ final class ErrorCases {
         ctx.expectThrows(iae, "sendRecv to dst = size", () -> c.sendRecv(f4, size, f5, 0));
         ctx.expectThrows(iae, "sendRecv from src -1", () -> c.sendRecv(f4, 0, f5, -1));
         ctx.expectThrows(iae, "sendRecvAsync with a null recv", () -> c.sendRecvAsync(f4, 0, null, 0));
+        ctx.expectThrows(iae, "sendRecv with send and recv the same buffer", () -> c.sendRecv(f4, 0, f4, 0));
+        if (size > 1) {
+            ctx.expectThrows(iae, "sendRecvAsync with overlapping buffers",
+                    () -> c.sendRecvAsync(big.slice(0, 4), 0, big.slice(2, 4), 0));
+        }
         ctx.expectThrows(iae, "allGather into a too small recv", () -> c.allGather(f4, f5));
         ctx.expectThrows(iae, "reduceScatter from a too small send", () -> c.reduceScatter(f5, f4, ReduceOp.SUM));
         ctx.expectThrows(iae, "allToAll with send and recv of different sizes", () -> c.allToAll(big, big.slice(0, 4L * size - 1)));

@@ -86,7 +86,34 @@ final class Probes {
                 out.add(InfoItem.missing("OS", shm.toString(), "cannot read its size: " + e.getMessage()));
             }
         }
+        out.add(singleCopy(Path.of("/proc/sys/kernel/yama/ptrace_scope")));
         return out;
+    }
+
+    /**
+     * Whether large send/recv between the ranks of this host can move by one copy (process_vm_readv:
+     * JCCL_SHM_SINGLE_COPY_BYTES), given Yama's setting in {@code yama} (absent: no Yama).
+     */
+    static InfoItem singleCopy(Path yama) {
+        String why = org.jccl.internal.CrossMemory.selfCheck();
+        if (why != null) {
+            return InfoItem.missing("OS", "single copy", why + ": large send/recv between local ranks copy twice "
+                    + "(through the shared mailboxes)");
+        }
+        String scope;
+        try {
+            scope = Files.readString(yama).trim();
+        } catch (IOException e) {
+            return InfoItem.found("OS", "single copy", "process_vm_readv (no Yama): large send/recv between local ranks "
+                    + "move by one copy");
+        }
+        if (scope.equals("0") || scope.equals("1")) {
+            return InfoItem.found("OS", "single copy", "process_vm_readv (Yama ptrace_scope " + scope + "): large "
+                    + "send/recv between local ranks move by one copy");
+        }
+        return InfoItem.missing("OS", "single copy", "Yama ptrace_scope is " + scope + " (" + yama + "): only root "
+                + "may read another process, so large send/recv between local processes copy twice; ranks that are "
+                + "threads of one process still move by one copy");
     }
 
     /** The job this process belongs to (JCCL_* variables) and whether its store answers. */

@@ -47,6 +47,26 @@ class InfoTest {
     }
 
     @Test
+    void singleCopyFollowsProcessVmReadvAndYama(@TempDir Path dir) throws Exception {
+        boolean works = org.jccl.internal.CrossMemory.selfCheck() == null;
+        InfoItem noYama = Probes.singleCopy(dir.resolve("absent"));
+        assertEquals(works, noYama.found(), noYama.toString());
+        if (!works) {
+            assertTrue(noYama.detail().contains("copy twice"), noYama.toString());
+            return;
+        }
+        assertTrue(noYama.detail().contains("no Yama") && noYama.detail().contains("one copy"), noYama.toString());
+        Path scope = dir.resolve("ptrace_scope");
+        Files.writeString(scope, "1\n");
+        assertTrue(Probes.singleCopy(scope).found() && Probes.singleCopy(scope).detail().contains("ptrace_scope 1"));
+        Files.writeString(scope, "2\n");
+        InfoItem restricted = Probes.singleCopy(scope);
+        assertFalse(restricted.found());
+        assertTrue(restricted.detail().contains("ptrace_scope is 2") && restricted.detail().contains("copy twice"),
+                restricted.toString());
+    }
+
+    @Test
     void jobSectionChecksTheStoreAndItsToken() throws Exception {
         InfoItem none = item(Probes.job(Map.of()), "store");
         assertFalse(none.found());

@@ -147,6 +147,27 @@ public final class CrossMemory {
         }
     }
 
+    /**
+     * Whether this process can read memory with process_vm_readv at all (it reads a word of its own):
+     * null when it can, else why not. Reading another process may still be refused (Yama's
+     * ptrace_scope 2 or 3, another user); a communicator probes each peer.
+     */
+    public static String selfCheck() {
+        if (!isAvailable()) {
+            return CAUSE;
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment from = a.allocate(8, 8);
+            MemorySegment to = a.allocate(8, 8);
+            from.set(ValueLayout.JAVA_LONG, 0, 0x6a63636c_5f636d61L);
+            long r = new Reader(a).read(ProcessHandle.current().pid(), from.address(), to.address(), 8);
+            if (r != 8) {
+                return "process_vm_readv failed: " + describe(r);
+            }
+            return to.get(ValueLayout.JAVA_LONG, 0) == 0x6a63636c_5f636d61L ? null : "process_vm_readv read the wrong bytes";
+        }
+    }
+
     /** A readable name of {@link Reader#read}'s negative result. */
     public static String describe(long result) {
         if (result <= -1000) {

@@ -86,7 +86,7 @@ final class Probes {
                 out.add(InfoItem.missing("OS", shm.toString(), "cannot read its size: " + e.getMessage()));
             }
         }
-        out.add(singleCopy(Path.of("/proc/sys/kernel/yama/ptrace_scope")));
+        out.add(singleCopy(org.jccl.internal.CrossMemory.YAMA_SCOPE));
         return out;
     }
 
@@ -100,14 +100,12 @@ final class Probes {
             return InfoItem.missing("OS", "single copy", why + ": large send/recv between local ranks copy twice "
                     + "(through the shared mailboxes)");
         }
-        String scope;
-        try {
-            scope = Files.readString(yama).trim();
-        } catch (IOException e) {
+        int scope = org.jccl.internal.CrossMemory.ptraceScope(yama);
+        if (scope < 0) {
             return InfoItem.found("OS", "single copy", "process_vm_readv (no Yama): large send/recv between local ranks "
                     + "move by one copy");
         }
-        if (scope.equals("0") || scope.equals("1")) {
+        if (scope <= 1) {
             return InfoItem.found("OS", "single copy", "process_vm_readv (Yama ptrace_scope " + scope + "): large "
                     + "send/recv between local ranks move by one copy");
         }

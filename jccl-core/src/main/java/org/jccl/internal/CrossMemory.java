@@ -168,6 +168,22 @@ public final class CrossMemory {
         }
     }
 
+    /** Where Linux keeps Yama's ptrace_scope. */
+    public static final java.nio.file.Path YAMA_SCOPE = java.nio.file.Path.of("/proc/sys/kernel/yama/ptrace_scope");
+
+    /**
+     * Yama's ptrace_scope read from {@code file} ({@link #YAMA_SCOPE}): 0 or 1 let a process of the
+     * same user read another (1 after {@link #allowReaders}), 2 and 3 do not; -1 when there is no
+     * Yama (the file is missing or unreadable).
+     */
+    public static int ptraceScope(java.nio.file.Path file) {
+        try {
+            return Integer.parseInt(java.nio.file.Files.readString(file).trim());
+        } catch (java.io.IOException | NumberFormatException e) {
+            return -1;
+        }
+    }
+
     /** A readable name of {@link Reader#read}'s negative result. */
     public static String describe(long result) {
         if (result <= -1000) {

@@ -404,7 +404,7 @@ public abstract class AbstractCommunicator<W extends Work> implements Communicat
         Thread before = claim(owner, "sendRecv");
         try {
             if (!sendRecvInline(send, dst, recv, src)) {
-                runSteps(VarSize.sendRecv(size, send, dst, recv, src), false); // no plan on the inline path
+                runSteps(VarSize.sendRecvPlan(send, dst, recv, src), false); // checked above; no plan on the inline path
             }
         } finally {
             release(owner, before);

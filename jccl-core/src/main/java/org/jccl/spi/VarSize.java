@@ -195,6 +195,11 @@ public final class VarSize {
     /** A send to {@code dst} and a receive from {@code src}, started together. */
     static Plan sendRecv(int size, Buffer send, int dst, Buffer recv, int src) {
         checkSendRecv(size, send, dst, recv, src);
+        return sendRecvPlan(send, dst, recv, src);
+    }
+
+    /** {@link #sendRecv}'s plan for arguments {@link #checkSendRecv} already passed. */
+    static Plan sendRecvPlan(Buffer send, int dst, Buffer recv, int src) {
         return new Plan("sendRecv", List.of(new Step(Collective.SEND, send, null, null, -1, dst),
                 new Step(Collective.RECV, null, recv, null, -1, src)));
     }

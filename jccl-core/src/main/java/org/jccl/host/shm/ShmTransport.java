@@ -621,23 +621,50 @@ public final class ShmTransport implements Transport {
      */
     public boolean trySendChunk(int peer, long messageNo, long messageBytes, int dtype, MemorySegment src,
                                 long srcOffset, long chunkOffset, long len) {
+        long h = beginEntry(peer, messageNo, messageBytes, dtype, chunkOffset);
+        if (h < 0) {
+            return false;
+        }
+        if (len > 0) {
+            MemorySegment.copy(src, srcOffset, mine, h + MBX_DATA, len);
+        }
+        publishEntry(peer, h);
+        return true;
+    }
+
+    /**
+     * The header offset of this rank's next mailbox entry for {@code peer}, its message fields
+     * written, or -1 while the entry still holds a chunk the peer has not taken. The caller writes
+     * the data, then {@link #publishEntry}.
+     */
+    private long beginEntry(int peer, long messageNo, long messageBytes, long dtypeWord, long chunkOffset) {
         long k = sendChunks[peer] + 1;
         long need = k - geo.p2pSlots();
-        if (need > 0 && (long) LONG.getAcquire(segs[peer], ackOffset(rank)) < need) {
-            return false;
+        if (need > 0 && !acked(peer, need)) {
+            return -1;
         }
         long h = geo.mailboxEntry(peer, (int) (k % geo.p2pSlots()));
         mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO, messageNo);
         mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES, messageBytes);
-        mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtype);
+        mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtypeWord);
         mine.set(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET, chunkOffset);
-        if (len > 0) {
-            MemorySegment.copy(src, srcOffset, mine, h + MBX_DATA, len);
-        }
-        sendChunks[peer] = k;
-        // Published by the entry's own first word: a receiver's poll, header and a small chunk are one line.
+        return h;
+    }
+
+    /**
+     * Publishes the entry {@link #beginEntry} returned by its own first word, its chunk number,
+     * written last with release (a receiver's poll, header and a small chunk are one line); returns
+     * that number.
+     */
+    private long publishEntry(int peer, long h) {
+        long k = ++sendChunks[peer];
         LONG.setRelease(mine, h + MBX_CHUNK_NO, k);
-        return true;
+        return k;
+    }
+
+    /** Consumes {@code peer}'s next entry: its ack, which frees the entry for the peer's next chunk. */
+    private void consumeEntry(int peer) {
+        LONG.setRelease(mine, ackOffset(peer), ++recvChunks[peer]);
     }
 
     /**
@@ -676,8 +703,7 @@ public final class ShmTransport implements Transport {
         if (len > 0) {
             MemorySegment.copy(s, h + MBX_DATA, dst, dstOffset, len);
         }
-        recvChunks[peer] = k;
-        LONG.setRelease(mine, ackOffset(peer), k);
+        consumeEntry(peer);
         return len;
     }
 
@@ -701,20 +727,12 @@ public final class ShmTransport implements Transport {
      * @return the entry's chunk number, or -1 when the mailbox is full
      */
     public long trySendSingleCopy(int peer, long messageNo, long messageBytes, int dtype, MemorySegment src) {
-        long k = sendChunks[peer] + 1;
-        long need = k - geo.p2pSlots();
-        if (need > 0 && (long) LONG.getAcquire(segs[peer], ackOffset(rank)) < need) {
+        long h = beginEntry(peer, messageNo, messageBytes, dtype | MBX_SINGLE_COPY, 0L);
+        if (h < 0) {
             return -1;
         }
-        long h = geo.mailboxEntry(peer, (int) (k % geo.p2pSlots()));
-        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_NO, messageNo);
-        mine.set(ValueLayout.JAVA_LONG, h + MBX_MESSAGE_BYTES, messageBytes);
-        mine.set(ValueLayout.JAVA_LONG, h + MBX_DTYPE, dtype | MBX_SINGLE_COPY);
-        mine.set(ValueLayout.JAVA_LONG, h + MBX_CHUNK_OFFSET, 0L);
         mine.set(ValueLayout.JAVA_LONG, h + MBX_DATA, src.address());
-        sendChunks[peer] = k;
-        LONG.setRelease(mine, h + MBX_CHUNK_NO, k);
-        return k;
+        return publishEntry(peer, h);
     }
 
     /** True once {@code peer} consumed this rank's chunk {@code k} (for a single-copy entry: read the whole message). */
@@ -749,12 +767,11 @@ public final class ShmTransport implements Transport {
      */
     public void readPeer(int peer, long from, MemorySegment dst, long dstOffset, long len) {
         crossReads++;
-        long offset = dstOffset;
         if (dst.isNative()) {
             if (!dst.scope().isAlive()) {
                 throw new IllegalStateException("the receive buffer was closed during the receive from rank " + peer);
             }
-            checkRead(peer, reader.read(peerPids[peer], from, dst.address() + offset, len), len);
+            checkRead(peer, reader.read(peerPids[peer], from, dst.address() + dstOffset, len), len);
             return;
         }
         if (bounce == null) {
@@ -763,7 +780,7 @@ public final class ShmTransport implements Transport {
         for (long done = 0; done < len; ) {
             long n = Math.min(bounce.byteSize(), len - done);
             checkRead(peer, reader.read(peerPids[peer], from + done, bounce.address(), n), n);
-            MemorySegment.copy(bounce, 0, dst, offset + done, n);
+            MemorySegment.copy(bounce, 0, dst, dstOffset + done, n);
             done += n;
         }
     }
@@ -799,9 +816,7 @@ public final class ShmTransport implements Transport {
         if (code != ABORT_NONE) {
             throw peerAbort(peer, code); // closed, failed or aborted before this rank acked: its buffer is not to be trusted
         }
-        long k = recvChunks[peer] + 1;
-        recvChunks[peer] = k;
-        LONG.setRelease(mine, ackOffset(peer), k);
+        consumeEntry(peer);
         singleCopies++;
     }
 

@@ -13,6 +13,10 @@
 //   [DATA_OFF, ...)    two data slots of slotBytes each; call e uses slot e & 1
 //   [LL_OFF, ...)      LL areas (LL_OFF = DATA_OFF + 2 * slotBytes): [parity][sender] of LL_SLOT bytes each, written by
 //                      the sender; call e uses parity e & 1
+//   [LP_OFF, ...)      Lamport areas (LP_OFF = LL_OFF + 2 * MAX_RANKS * LL_SLOT): [parity][sender] of LAMPORT_SLOT bytes
+//                      each, written by the sender; 0xFF bytes where empty; call e uses parity e & 1
+//   [AG_OFF, ...)      two-shot Lamport's gather areas (AG_OFF = LP_OFF + 2 * MAX_RANKS * LAMPORT_SLOT): [parity] of
+//                      LAMPORT_SLOT bytes, each line written by the rank that owns it; 0xFF bytes where empty
 //
 // A call copies its input into its own slot, meets the other ranks at a flag barrier, and reads the others' slots:
 //   one-shot: every rank reduces every element from every rank's slot (one barrier);
@@ -26,6 +30,18 @@
 //             Two parities suffice for the same reason as two slots: rank r writes parity e & 1 of rank p again in
 //             call e + 2 only after its call e + 1 received p's data of call e + 1, which p wrote after its call e
 //             had read everything. Stale lines carry an older flag (e - 1, never e + 1); the area starts zeroed.
+//   lamport:  as ll, but the lines are 16 bytes of payload and need no flag (the "Lamport" format of TensorRT-LLM's
+//             small all-reduce): an empty area holds the word EMPTY (0xFFFFFFFF) everywhere, a sender writes its data
+//             with every word equal to EMPTY changed to EMPTY_STANDIN (both NaN in fp32 and NaN in each 16-bit half,
+//             so no value changes: only a NaN's payload, which the fp32 sum does not keep anyway), and a line has
+//             arrived when none of its four words is EMPTY (32-bit stores cannot tear). Half the bytes of ll on
+//             the wire; the price is that a line must be emptied again before it is reused: the thread that read
+//             it writes EMPTY back at once. Two parities, as ll: rank p writes parity e & 1 of rank r again in call
+//             e + 2, which p starts only after its call e + 1 received r's data of call e + 1 (or passed a barrier
+//             with every block of r's call e + 1), which r's call e + 1 kernel sent after its call e kernel, and
+//             with it every emptying store, had finished. No fence is needed inside a call.
+//   lamport two-shot: the same lines, in two steps: rank q reduces part q of the lines as the others push them,
+//             then pushes the sums to every other rank's gather area (lamport_two_shot_all_reduce).
 // The grid and the block size are the host's choice (CustomAllReduce.blocks, .threads), the same on every rank;
 // a block of any size from 32 threads up to THREADS works. The barrier is per block: block b of rank r waits only for block b of the other ranks, because block b reads
 // exactly the elements that block b of every rank copied (the element -> block mapping depends only on count,
@@ -40,11 +56,11 @@
 // rounded to nearest even, no FMA), then rounded once to the element type (round to nearest even). Every rank
 // computes every element this way, so the result is bitwise the same on every rank and in every run.
 //
-// Failure: a barrier (or an LL line) spins on its flag with a bound. Every 256 spins it reads the host-pinned abort word (set by
-// the host when the communicator is aborted, e.g. by the watchdog on a deadline) and the global timer; on abort
-// or after spinLimitNs it writes 2 (aborted) or 1 (timed out) into the host-pinned status word and the whole call
-// returns without writing its output (ll: without writing the lines that thread had left). No instruction here
-// traps, and no NVLink multicast is used.
+// Failure: a barrier (or an LL or Lamport line) spins on its flag (or its words) with a bound. Every 256 spins it
+// reads the host-pinned abort word (set by the host when the communicator is aborted, e.g. by the watchdog on a
+// deadline) and the global timer; on abort or after spinLimitNs it writes 2 (aborted) or 1 (timed out) into the
+// host-pinned status word and the whole call returns without writing its output (ll, lamport: without writing the
+// lines that thread had left). No instruction here traps, and no NVLink multicast is used.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -60,8 +76,13 @@ constexpr long long CTL_OFF = 64;
 constexpr long long FLAGS_OFF = 128;
 constexpr long long DATA_OFF = 8192;
 constexpr long long LL_SLOT = 524288;  // 512 KiB: one sender's LL lines of one parity: 256 KiB of payload
-constexpr int ALGO_ONE_SHOT = 0, ALGO_TWO_SHOT = 1, ALGO_LL = 2;  // CustomAllReduce.kernelAlgo
-static_assert(ALGO_TWO_SHOT != ALGO_ONE_SHOT && ALGO_TWO_SHOT != ALGO_LL, "the algorithms need distinct codes");
+constexpr long long LAMPORT_SLOT = 262144;  // 256 KiB: one sender's Lamport lines of one parity, all payload
+constexpr int LAMPORT_PARITIES = 2;  // as LL's: call e uses parity e & 1
+static_assert(LAMPORT_PARITIES == 2, "the Lamport parity is epoch & 1 (a power of two, so it survives the epoch's wrap)");
+constexpr unsigned int EMPTY = 0xFFFFFFFFu, EMPTY_STANDIN = 0xFFFEFFFEu;
+constexpr int ALGO_ONE_SHOT = 0, ALGO_TWO_SHOT = 1, ALGO_LL = 2, ALGO_LAMPORT = 3, ALGO_LAMPORT_TWO_SHOT = 4;  // kernelAlgo
+static_assert(ALGO_TWO_SHOT != ALGO_ONE_SHOT && ALGO_TWO_SHOT != ALGO_LL && ALGO_LAMPORT != ALGO_LL
+              && ALGO_LAMPORT_TWO_SHOT != ALGO_LAMPORT, "the algorithms need distinct codes");
 static_assert(FLAGS_OFF + 4LL * MAX_BLOCKS * MAX_RANKS <= DATA_OFF, "flags overlap the data slots");
 
 struct Ctl {
@@ -250,35 +271,64 @@ __device__ __forceinline__ uint4 ld_ll(const uint4* p) {
     return v;
 }
 
-// Waits for line p to carry flag f in both halves; false after an abort or the spin limit (status written). Every
-// thread of a block may spin here, so only the first lane of each warp reads the host-pinned abort word (over
-// PCIe) and tells the block through *stop in shared memory.
-__device__ __forceinline__ bool wait_ll(const uint4* p, unsigned int f, const Args& a, uint2& out,
+// Called every spin of a wait: every 256 spins, false after an abort or the spin limit (status written). Every thread
+// of a block may spin, so only the first lane of each warp reads the host-pinned abort word (over PCIe) and tells the
+// block through *stop in shared memory.
+__device__ __forceinline__ bool keep_waiting(unsigned int& spins, const Args& a, unsigned long long& start,
+                                             volatile int* stop) {
+    if ((++spins & 255) != 0) {
+        return true;
+    }
+    if (*stop != 0) {
+        return false;
+    }
+    if ((threadIdx.x & 31) == 0 && *a.abort_word != 0) {
+        *a.status = 2;
+        *stop = 1;
+        return false;
+    }
+    unsigned long long now = global_timer();
+    if (start == 0) {
+        start = now;
+    } else if (now - start > a.spin_limit_ns) {
+        *a.status = 1;
+        *stop = 1;
+        return false;
+    }
+    return true;
+}
+
+// The peers this rank waits for: every rank but itself.
+__device__ __forceinline__ unsigned int others(const Args& a) {
+    return ((1u << a.nranks) - 1u) & ~(1u << a.rank);
+}
+
+// Waits until line l of every other rank's LL area (area + p * LL_SLOT) carries flag f in both halves, loading the
+// missing ones together each spin (one round trip for all peers, not one per peer); false after an abort or the spin
+// limit.
+__device__ __forceinline__ bool wait_ll(const char* area, long long l, unsigned int f, const Args& a, uint2* v,
                                         unsigned long long& start, volatile int* stop) {
-    unsigned int spins = 0;
+    unsigned int missing = others(a), spins = 0;
     while (true) {
-        uint4 x = ld_ll(p);
-        if (x.y == f && x.w == f) {
-            out = make_uint2(x.x, x.z);
+        uint4 x[MAX_RANKS];
+#pragma unroll
+        for (int p = 0; p < MAX_RANKS; p++) {
+            if (missing & (1u << p)) {
+                x[p] = ld_ll(reinterpret_cast<const uint4*>(area + p * LL_SLOT) + l);
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < MAX_RANKS; p++) {
+            if ((missing & (1u << p)) && x[p].y == f && x[p].w == f) {
+                v[p] = make_uint2(x[p].x, x[p].z);
+                missing &= ~(1u << p);
+            }
+        }
+        if (missing == 0) {
             return true;
         }
-        if ((++spins & 255) == 0) {
-            if (*stop != 0) {
-                return false;
-            }
-            if ((threadIdx.x & 31) == 0 && *a.abort_word != 0) {
-                *a.status = 2;
-                *stop = 1;
-                return false;
-            }
-            unsigned long long now = global_timer();
-            if (start == 0) {
-                start = now;
-            } else if (now - start > a.spin_limit_ns) {
-                *a.status = 1;
-                *stop = 1;
-                return false;
-            }
+        if (!keep_waiting(spins, a, start, stop)) {
+            return false;
         }
     }
 }
@@ -324,6 +374,16 @@ template <typename T> __device__ __forceinline__ void store_line(T* out, long lo
     }
 }
 
+// v[rank] = x without indexing v by a run-time value (which would put v in local memory).
+template <typename V> __device__ __forceinline__ void set_own(V* v, int rank, V x) {
+#pragma unroll
+    for (int p = 0; p < MAX_RANKS; p++) {
+        if (p == rank) {
+            v[p] = x;
+        }
+    }
+}
+
 template <typename T>
 __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int epoch, long long ll_off,
                               volatile int* stop) {
@@ -346,21 +406,191 @@ __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long coun
     unsigned long long start = 0;
     for (long long l = gid; l < lines; l += stride) {
         uint2 v[MAX_RANKS];
-        bool ok = true;
-#pragma unroll
-        for (int p = 0; p < MAX_RANKS; p++) {
-            if (p < a.nranks) {
-                if (p == a.rank) {
-                    v[p] = load_line(in, l, count, aligned);
-                } else if (ok) {
-                    ok = wait_ll(reinterpret_cast<const uint4*>(a.self + par + p * LL_SLOT) + l, f, a, v[p], start, stop);
-                }
-            }
-        }
-        if (!ok) {
+        set_own(v, a.rank, load_line(in, l, count, aligned));
+        if (!wait_ll(a.self + par, l, f, a, v, start, stop)) {
             break;
         }
         store_line(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
+    }
+}
+
+// ---- Lamport: 16-byte lines of payload, EMPTY where nothing arrived yet
+
+__device__ __forceinline__ unsigned int lamport_word(unsigned int w) {
+    return w == EMPTY ? EMPTY_STANDIN : w;
+}
+
+__device__ __forceinline__ uint4 lamport_line(uint4 v) {
+    return make_uint4(lamport_word(v.x), lamport_word(v.y), lamport_word(v.z), lamport_word(v.w));
+}
+
+__device__ __forceinline__ void st_volatile(uint4* p, uint4 v) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+
+// Line l (16 bytes: 16 / sizeof(T) elements) of the user's buffer, zero past count.
+template <typename T> __device__ __forceinline__ uint4 load_pack(const T* in, long long l, long long count, bool aligned) {
+    constexpr int E = Pack<T>::N;
+    const long long base = l * E;
+    if (aligned && base + E <= count) {
+        return reinterpret_cast<const uint4*>(in)[l];
+    }
+    Pack<T> p;
+    p.v = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        if (base + k < count) {
+            p.e[k] = in[base + k];
+        }
+    }
+    return p.v;
+}
+
+template <typename T> __device__ __forceinline__ void store_pack(T* out, long long l, uint4 v, long long count, bool aligned) {
+    constexpr int E = Pack<T>::N;
+    const long long base = l * E;
+    if (aligned && base + E <= count) {
+        reinterpret_cast<uint4*>(out)[l] = v;
+        return;
+    }
+    Pack<T> p;
+    p.v = v;
+#pragma unroll
+    for (int k = 0; k < E; k++) {
+        if (base + k < count) {
+            out[base + k] = p.e[k];
+        }
+    }
+}
+
+__device__ __forceinline__ bool arrived(uint4 x) {
+    return x.x != EMPTY && x.y != EMPTY && x.z != EMPTY && x.w != EMPTY;
+}
+
+// Waits until no word of line l of the ranks in `missing` (line(p) + l) is EMPTY, loading the missing lines together
+// each spin; writes EMPTY back into each line once read (see the header: empty for the call after next). False after
+// an abort or the spin limit.
+template <typename Line>
+__device__ __forceinline__ bool wait_lamport(unsigned int missing, Line line, const Args& a, uint4* v,
+                                             unsigned long long& start, volatile int* stop) {
+    unsigned int spins = 0;
+    while (true) {
+        uint4 x[MAX_RANKS];
+#pragma unroll
+        for (int p = 0; p < MAX_RANKS; p++) {
+            if (missing & (1u << p)) {
+                x[p] = ld_ll(line(p));
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < MAX_RANKS; p++) {
+            if ((missing & (1u << p)) && arrived(x[p])) {
+                v[p] = x[p];
+                st_volatile(line(p), make_uint4(EMPTY, EMPTY, EMPTY, EMPTY));
+                missing &= ~(1u << p);
+            }
+        }
+        if (missing == 0) {
+            return true;
+        }
+        if (!keep_waiting(spins, a, start, stop)) {
+            return false;
+        }
+    }
+}
+
+__device__ __forceinline__ char* lamport_area(char* base, long long lp_off, unsigned int par, int sender) {
+    return base + lp_off + ((long long)par * MAX_RANKS + sender) * LAMPORT_SLOT;
+}
+
+template <typename T>
+__device__ void lamport_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int par, long long lp_off,
+                                   volatile int* stop) {
+    const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
+    const long long lines = (count * (long long)sizeof(T) + 15) / 16;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    // push: this rank's lines into its area of every other rank
+    for (long long l = gid; l < lines; l += stride) {
+        uint4 d = lamport_line(load_pack(in, l, count, aligned));
+        for (int p = 0; p < a.nranks; p++) {
+            if (p != a.rank) {
+                st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[p], lp_off, par, a.rank)) + l, d);
+            }
+        }
+    }
+    // reduce each line once every rank's copy of it has arrived here (this rank's own, changed as the others see it,
+    // so that every rank sums the same values)
+    unsigned long long start = 0;
+    for (long long l = gid; l < lines; l += stride) {
+        uint4 v[MAX_RANKS];
+        set_own(v, a.rank, lamport_line(load_pack(in, l, count, aligned)));
+        auto line = [&](int p) { return reinterpret_cast<uint4*>(lamport_area(a.self, lp_off, par, p)) + l; };
+        if (!wait_lamport(others(a), line, a, v, start, stop)) {
+            break;
+        }
+        store_pack(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
+    }
+}
+
+// Two-shot Lamport: rank q owns the lines [q * part, (q + 1) * part). Each rank pushes the lines of part q of its input
+// to rank q (its Lamport area, as one-shot), reduces its own part as the peers' lines arrive, and pushes the sums into
+// the gather area of every other rank (one area per parity, each line written only by its owner), which copies them
+// out as they arrive. Each rank sends 2 (n - 1) / n of the message instead of n - 1 times it.
+template <typename T>
+__device__ void lamport_two_shot_all_reduce(const Args& a, const T* in, T* out, long long count, unsigned int par,
+                                            long long lp_off, long long ag_off, volatile int* stop) {
+    const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15) == 0;
+    const long long lines = (count * (long long)sizeof(T) + 15) / 16;
+    const long long part = (lines + a.nranks - 1) / a.nranks;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long mine_lo = a.rank * part, mine_hi = min(lines, mine_lo + part);
+    // reduce-scatter: every line of another rank's part to that rank
+    for (long long l = gid; l < lines; l += stride) {
+        int q = (int)(l / part);
+        if (q != a.rank) {
+            st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[q], lp_off, par, a.rank)) + l,
+                        lamport_line(load_pack(in, l, count, aligned)));
+        }
+    }
+    unsigned long long start = 0;
+    for (long long l = mine_lo + gid; l < mine_hi; l += stride) {
+        uint4 v[MAX_RANKS];
+        set_own(v, a.rank, lamport_line(load_pack(in, l, count, aligned)));
+        auto line = [&](int p) { return reinterpret_cast<uint4*>(lamport_area(a.self, lp_off, par, p)) + l; };
+        if (!wait_lamport(others(a), line, a, v, start, stop)) {
+            return;
+        }
+        uint4 r = lamport_line(sum_in_rank_order<T>(v, a.nranks));
+        for (int p = 0; p < a.nranks; p++) {
+            if (p != a.rank) {
+                st_volatile(reinterpret_cast<uint4*>(a.peers[p] + ag_off + (long long)par * LAMPORT_SLOT) + l, r);
+            }
+        }
+        store_pack(out, l, r, count, aligned);
+    }
+    // all-gather: the other parts' sums as their owners push them
+    for (long long l = gid; l < lines; l += stride) {
+        const int q = (int)(l / part);
+        if (q == a.rank) {
+            continue;
+        }
+        uint4 r[MAX_RANKS];
+        auto line = [&](int) { return reinterpret_cast<uint4*>(a.self + ag_off + (long long)par * LAMPORT_SLOT) + l; };
+        if (!wait_lamport(1u << q, line, a, r, start, stop)) {
+            return;
+        }
+        uint4 got = r[0];
+#pragma unroll
+        for (int p = 1; p < MAX_RANKS; p++) {
+            if (p == q) {
+                got = r[p];
+            }
+        }
+        store_pack(out, l, got, count, aligned);
     }
 }
 
@@ -372,13 +602,14 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
     Args a{self, reinterpret_cast<char* const*>(self + PEERS_OFF), rank, nranks, abort_word, status, spin_limit_ns};
     Ctl* ctl = reinterpret_cast<Ctl*>(self + CTL_OFF);
     __shared__ unsigned int s_epoch;
-    __shared__ int s_stop;  // ll: a thread saw the abort word or the spin limit
+    __shared__ int s_stop;  // ll, lamport: a thread saw the abort word or the spin limit
     if (threadIdx.x == 0) {
         s_epoch = ctl->epoch;
         s_stop = 0;
     }
     __syncthreads();
     const unsigned int epoch = s_epoch;
+    const long long lp_off = DATA_OFF + 2 * slot_bytes + 2LL * MAX_RANKS * LL_SLOT;
     const long long slot_off = DATA_OFF + (long long)(epoch & 1) * slot_bytes;
     char* slots[MAX_RANKS];
 #pragma unroll
@@ -397,6 +628,11 @@ __device__ void all_reduce(char* self, const T* in, T* out, long long count, int
 
     if (algo == ALGO_LL) {
         ll_all_reduce<T>(a, in, out, count, epoch, DATA_OFF + 2 * slot_bytes, &s_stop);
+    } else if (algo == ALGO_LAMPORT) {
+        lamport_all_reduce<T>(a, in, out, count, epoch & (LAMPORT_PARITIES - 1), lp_off, &s_stop);
+    } else if (algo == ALGO_LAMPORT_TWO_SHOT) {
+        lamport_two_shot_all_reduce<T>(a, in, out, count, epoch & (LAMPORT_PARITIES - 1), lp_off,
+                                       lp_off + (long long)LAMPORT_PARITIES * MAX_RANKS * LAMPORT_SLOT, &s_stop);
     } else if (algo == ALGO_ONE_SHOT) {
         for (long long i = gid; i < packs; i += stride) {
             mine[i] = load_user(in, i, aligned);

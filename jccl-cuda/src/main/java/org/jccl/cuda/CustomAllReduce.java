@@ -30,13 +30,17 @@ import org.jccl.internal.Log;
  * exchanged by an ncclAllGather on the communicator itself) when the ranks are processes, or
  * directly with peer access when one process drives every GPU. A call copies its input into its
  * slot, meets the other ranks at a flag barrier and reduces from their slots: one-shot (every
- * rank reduces everything) or two-shot (reduce-scatter, a second barrier, all-gather). SUM of
+ * rank reduces everything) or two-shot (reduce-scatter, a second barrier, all-gather). Two
+ * algorithms need no barrier: LL (every rank writes its input into every peer's buffer as lines of
+ * 8 bytes of data beside 8 bytes of flags, and reduces as its peers' lines arrive) and Lamport (the
+ * same with 16 bytes of data a line and no flag: an empty line holds a word no input holds, and
+ * the thread that read a line empties it again). SUM of
  * FLOAT32, FLOAT16 and BFLOAT16, accumulated in fp32 in rank order 0..n-1 and rounded once: the
  * result is bitwise the same on every rank and in every run (it may differ from NCCL's in the last
  * bit, since NCCL's order is its own; with two ranks an fp32 sum is the same as NCCL's).
  *
  * <p>The tuner ({@link #choose}) picks it or NCCL per call by size and rank count;
- * {@code JCCL_ALGO} = {@code nccl}, {@code oneshot} or {@code twoshot} forces one (see
+ * {@code JCCL_ALGO} = {@code nccl}, {@code oneshot}, {@code twoshot}, {@code ll} or {@code lamport} forces one (see
  * docs/ENVIRONMENT.md). Calls it cannot run (other operators or types, more bytes than a slot,
  * calls inside an {@link NcclGroup}) always go to NCCL.
  *
@@ -69,9 +73,17 @@ final class CustomAllReduce {
     static final long LL_MAX = LL_SLOT / 2;
     /** Where the LL areas start: after the two data slots. */
     static final long LL_OFF = DATA_OFF + 2 * SLOT_BYTES;
-    static final long BUFFER_BYTES = LL_OFF + 2L * MAX_RANKS * LL_SLOT;
+    /** One sender's Lamport lines of one parity (LAMPORT_SLOT in custom_allreduce.cu), all payload. */
+    static final long LAMPORT_SLOT = 256L << 10;
+    /** Largest all-reduce (bytes) the Lamport kernel takes. */
+    static final long LAMPORT_MAX = LAMPORT_SLOT;
+    /** Where the Lamport areas (two parities, as LL's) start: after the LL areas. */
+    static final long LP_OFF = LL_OFF + 2L * MAX_RANKS * LL_SLOT;
+    /** Where two-shot Lamport's gather areas (two parities) start: after the Lamport areas. */
+    static final long AG_OFF = LP_OFF + 2L * MAX_RANKS * LAMPORT_SLOT;
+    static final long BUFFER_BYTES = AG_OFF + 2L * LAMPORT_SLOT;
     /** What JCCL_ALGO asks of a GPU communicator. */
-    static final int AUTO = 0, NCCL = 1, ONE_SHOT = 2, TWO_SHOT = 3, LL = 4;
+    static final int AUTO = 0, NCCL = 1, ONE_SHOT = 2, TWO_SHOT = 3, LL = 4, LAMPORT = 5, LAMPORT_TWO_SHOT = 6;
     /** Exchanged per rank at set-up: pid, host id, device uuid, buffer pointer, IPC handle, ok. */
     private static final int BLOB = 128;
     private static final int ARGS = 11;
@@ -156,8 +168,10 @@ final class CustomAllReduce {
             case "oneshot" -> ONE_SHOT;
             case "twoshot", "rsag" -> TWO_SHOT;
             case "ll" -> LL;
+            case "lamport" -> LAMPORT;
+            case "lamport2" -> LAMPORT_TWO_SHOT;
             default -> throw new IllegalArgumentException("JCCL_ALGO is '" + algo + "': a GPU (nccl backend) communicator "
-                    + "takes nccl, oneshot, twoshot (also rsag), ll or auto; unset it to let the tuner choose");
+                    + "takes nccl, oneshot, twoshot (also rsag), ll, lamport, lamport2 or auto; unset it to let the tuner choose");
         };
     }
 
@@ -168,13 +182,14 @@ final class CustomAllReduce {
     }
 
     /**
-     * Largest all-reduce (bytes) the tuner gives LL (below it, one-shot up to {@link #oneShotMax}).
-     * Measured through jccl on 2 and 4 H100s (NcclBench --versus nccl,ll,oneshot, 9 rounds per size
-     * interleaved, medians; bench/gpu/results/2026-11-28-4xH100-ll256/): with 2 ranks LL took 6.4 us
-     * at 128 KiB and 7.5-7.8 us at 256 KiB where one-shot took 8.0-8.7 and 9.6 (NCCL 7.8-11.4); with 4
-     * ranks 9.2-10.1 us at 128 KiB against one-shot's 9.8-10.7 and NCCL's 11.3-13.6, but 12.0-13.2 at
-     * 256 KiB, not below NCCL's 11.6-14.8 (4 ranks push three copies of every doubled line). LL cannot
-     * take more than {@link #LL_MAX}. More than 4 ranks are unmeasured: a cautious 16 KiB.
+     * Largest all-reduce (bytes) the tuner gives LL (above it Lamport up to {@link #lamportMax}, then
+     * one-shot up to {@link #oneShotMax}). Measured through jccl on 2 and 4 H100s (NcclBench --versus
+     * nccl,ll,lamport,lamport2, 9 rounds per size interleaved, medians, three JVM runs;
+     * bench/gpu/results/2026-11-28-4xH100-lamport/): with 2 ranks LL took 4.4-5.5 us up to 32 KiB
+     * where Lamport took 5.0-5.3 (LL's lines carry half the payload, but its flag is checked in the
+     * line itself), they tied at 64 KiB, and Lamport led from 128 KiB (5.7 against 6.2 us); with 4
+     * ranks LL led up to 16 KiB (4.8-5.4 against 5.2-5.6), they tied at 32 KiB and Lamport led from 64
+     * KiB (5.9 against 6.5 us). More than 4 ranks are unmeasured: a cautious 16 KiB.
      *
      * <p>{@link #LL_BY_DEFAULT} turns the tuner's use of LL off ({@code JCCL_ALGO=ll} still runs it).
      * A lone rank's LL all-reduce once returned normally on 2x H100 instead of timing out, unexplained
@@ -183,7 +198,24 @@ final class CustomAllReduce {
      * kit passed with LL picked on 2 and 4 H100s (docs/BENCHMARKS.md).
      */
     static long llMax(int n) {
-        return !LL_BY_DEFAULT ? 0 : n <= 2 ? LL_MAX : n <= 4 ? 128L << 10 : 16L << 10;
+        return !LL_BY_DEFAULT ? 0 : n <= 2 ? 32L << 10 : 16L << 10;
+    }
+
+    /**
+     * Largest all-reduce (bytes) the tuner gives one-shot Lamport: all it takes ({@link
+     * #LAMPORT_MAX}, 256 KiB) with 2 to 4 ranks, where it was the fastest kernel above LL's limit
+     * and below NCCL's time (2 ranks: 5.7 us at 128 KiB and 6.3-6.5 at 256 KiB against LL's 6.2 and
+     * 7.2-7.8; 4 ranks: 6.7 us at 128 KiB and 8.2-8.3 at 256 KiB against LL's 8.0-8.2 and 11.0, NCCL
+     * 11.6-12.6; two-shot Lamport 7.8-7.9 and 8.3; same runs as {@link #llMax}). More than 4 ranks
+     * are unmeasured (each rank pushes n - 1 copies of the message): none.
+     */
+    static long lamportMax(int n) {
+        return n <= 4 ? LAMPORT_MAX : 0;
+    }
+
+    /** Largest all-reduce (bytes) the tuner gives any of jccl's kernels on {@code n} ranks. */
+    static long kernelsMax(int n) {
+        return Math.max(Math.max(llMax(n), lamportMax(n)), Math.max(oneShotMax(n), twoShotMax(n)));
     }
 
     /** Whether the tuner picks LL (see {@link #llMax}). */
@@ -232,8 +264,14 @@ final class CustomAllReduce {
         if (mode == LL) {
             return bytes <= LL_MAX ? LL : NCCL;
         }
+        if (mode == LAMPORT || mode == LAMPORT_TWO_SHOT) {
+            return bytes <= LAMPORT_MAX ? mode : NCCL;
+        }
         if (bytes <= llMax(n)) {
             return LL;
+        }
+        if (bytes <= lamportMax(n)) {
+            return LAMPORT;
         }
         if (bytes <= oneShotMax(n)) {
             return ONE_SHOT;
@@ -250,7 +288,7 @@ final class CustomAllReduce {
      * to 512 and 128 by smaller margins than its noise.
      */
     static int threads(int algo) {
-        return BLOCK_THREADS > 0 ? BLOCK_THREADS : algo == LL ? 128 : 512;
+        return BLOCK_THREADS > 0 ? BLOCK_THREADS : algo == LL || algo == LAMPORT || algo == LAMPORT_TWO_SHOT ? 128 : 512;
     }
 
     /**
@@ -261,9 +299,10 @@ final class CustomAllReduce {
      */
     static int blocks(int algo, long count, DataType type) {
         long bytes = count * type.byteSize();
-        long items = algo == LL ? (bytes + 7) / 8 : bytes / 16;
+        boolean pushes = algo == LL || algo == LAMPORT || algo == LAMPORT_TWO_SHOT;
+        long items = algo == LL ? (bytes + 7) / 8 : pushes ? (bytes + 15) / 16 : bytes / 16;
         int t = threads(algo);
-        return (int) Math.max(1, Math.min(algo == LL ? LL_GRID_MAX : GRID_MAX, (items + t - 1) / t));
+        return (int) Math.max(1, Math.min(pushes ? LL_GRID_MAX : GRID_MAX, (items + t - 1) / t));
     }
 
     /** The kernel's code of an algorithm (ALGO_* in custom_allreduce.cu). */
@@ -272,6 +311,8 @@ final class CustomAllReduce {
             case ONE_SHOT -> 0;
             case TWO_SHOT -> 1;
             case LL -> 2;
+            case LAMPORT -> 3;
+            case LAMPORT_TWO_SHOT -> 4;
             default -> throw new IllegalArgumentException("not a kernel algorithm: " + algo);
         };
     }
@@ -382,14 +423,16 @@ final class CustomAllReduce {
     /**
      * Zeroes what the kernels read before any rank wrote it in a new buffer {@code buf} of device
      * {@code d} (current): the peer table, epoch, barrier flags and the LL areas, whose flags must
-     * start below any epoch (the data slots are always written before they are read). Returns once
+     * start below any epoch (the data slots are always written before they are read); fills the
+     * Lamport areas with 0xFF bytes, their "nothing arrived" word. Returns once
      * the zeros are there: cuMemsetD8 may return before it ran, and the kernels run on streams that
      * do not wait for the legacy stream, so a first kernel could otherwise read what a freed buffer
      * left at the same address.
      */
-    private static void zeroFlags(CudaDevice d, long buf) {
+    private static void prepareBuffer(CudaDevice d, long buf) {
         CudaDriver.memsetD8(buf, (byte) 0, DATA_OFF);
-        CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, BUFFER_BYTES - LL_OFF);
+        CudaDriver.memsetD8(buf + LL_OFF, (byte) 0, LP_OFF - LL_OFF);
+        CudaDriver.memsetD8(buf + LP_OFF, (byte) 0xFF, BUFFER_BYTES - LP_OFF); // Lamport and gather areas
         d.awaitLegacyStream();
     }
 
@@ -417,7 +460,7 @@ final class CustomAllReduce {
                 image();
                 c.device.makeCurrent();
                 buf = CudaDriver.memAlloc(BUFFER_BYTES);
-                zeroFlags(c.device, buf);
+                prepareBuffer(c.device, buf);
                 words = CudaDriver.memAllocHost(8);
                 MemorySegment.ofAddress(words).reinterpret(8).fill((byte) 0);
                 handle = CudaDriver.ipcGetMemHandle(buf);
@@ -536,7 +579,7 @@ final class CustomAllReduce {
             NcclCommunicator c = comms.get(i);
             c.device.makeCurrent();
             ptrs[i] = CudaDriver.memAlloc(BUFFER_BYTES);
-            zeroFlags(c.device, ptrs[i]);
+            prepareBuffer(c.device, ptrs[i]);
             words[i] = CudaDriver.memAllocHost(8);
             MemorySegment.ofAddress(words[i]).reinterpret(8).fill((byte) 0);
             for (NcclCommunicator d : comms) {

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.LongStream;
 import org.jccl.AbortedException;
 import org.jccl.CollectiveTimeoutException;
 import org.jccl.Communicator;
@@ -33,8 +34,8 @@ import org.jccl.internal.WarmupSetting;
  *
  * <p>What runs, in blocks, on the communicator's own stream and a few small device buffers (one
  * allocation, about 2 MiB, freed at the end): float32 SUM all-reduces of 7 and 4099 elements (jccl's
- * own kernels where they are attached), of a size the tuner gives jccl's one-shot kernel ({@link
- * #oneShotCount}), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
+ * own kernels where they are attached), of sizes the tuner gives jccl's other kernels ({@link
+ * #kernelCounts}), of sizes the tuner gives to NCCL ({@link #ncclSizedCounts}),
  * bfloat16, float16 and int32 ones; broadcast, reduce, all-gather, reduce-scatter, barrier, and up
  * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); a send/recv ring step in one
  * {@link NcclGroup} and, with an even rank count, blocking send/recv pairs; out of place (the output above
@@ -111,7 +112,7 @@ final class NcclWarmup {
      * the kernels they run on NCCL anyway.
      */
     static long[] ncclSizedCounts(int n) {
-        long kernels = Math.max(CustomAllReduce.llMax(n), CustomAllReduce.oneShotMax(n));
+        long kernels = CustomAllReduce.kernelsMax(n);
         long overSlot = CustomAllReduce.SLOT_BYTES / 4 + 5;
         if (kernels < CustomAllReduce.SLOT_BYTES) {
             return new long[] {kernels / 4 + 3, overSlot};
@@ -120,31 +121,29 @@ final class NcclWarmup {
     }
 
     /**
-     * A float32 SUM count the tuner gives jccl's one-shot kernel on {@code n} ranks: just above the
-     * LL kernel's limit when the tuner picks LL ({@link #SMALL} and {@link #MID} then run LL), with a
-     * tail after the 16-byte packs; 0 when the tuner gives one-shot nothing (LL reaches as far).
+     * Float32 SUM counts the tuner gives jccl's kernels other than LL on {@code n} ranks (LL runs
+     * {@link #SMALL}, and {@link #MID} where it reaches that far): just above each of the tuner's
+     * limits that leads to another kernel, with a tail after the 16-byte packs; none where LL reaches
+     * as far as the kernels go.
      */
-    static long oneShotCount(int n) {
-        long count = CustomAllReduce.llMax(n) / 4 + 5;
-        return count * 4 <= CustomAllReduce.oneShotMax(n) ? count : 0;
+    static long[] kernelCounts(int n) {
+        return LongStream.of(CustomAllReduce.llMax(n), CustomAllReduce.lamportMax(n))
+                .map(limit -> limit / 4 + 5)
+                .filter(c -> {
+                    int algo = CustomAllReduce.choose(CustomAllReduce.AUTO, n, c, DataType.FLOAT32, ReduceOp.Kind.SUM.ncclValue());
+                    return algo != CustomAllReduce.NCCL && algo != CustomAllReduce.LL;
+                })
+                .distinct().sorted().toArray();
     }
 
     /**
      * Every float32 all-reduce count of a block: {@link #SMALL}, {@link #MID}, {@link
-     * #oneShotCount} (where there is one), then {@link #ncclSizedCounts}.
+     * #kernelCounts}, then {@link #ncclSizedCounts}.
      */
     static long[] allReduceCounts(int n) {
-        long[] big = ncclSizedCounts(n);
-        long oneShot = oneShotCount(n);
-        int k = oneShot > 0 ? 3 : 2;
-        long[] all = new long[k + big.length];
-        all[0] = SMALL;
-        all[1] = MID;
-        if (oneShot > 0) {
-            all[2] = oneShot;
-        }
-        System.arraycopy(big, 0, all, k, big.length);
-        return all;
+        return LongStream.concat(LongStream.of(SMALL, MID),
+                LongStream.concat(LongStream.of(kernelCounts(n)),
+                        LongStream.of(ncclSizedCounts(n)))).toArray();
     }
 
     /**

@@ -50,9 +50,9 @@ class CustomAllReduceTest {
     }
 
     @Test
-    void oneShotTwoShotAndLlEqualTheRankOrderSumBitwiseForEveryTypeAndCount() throws Exception {
+    void everyKernelEqualsTheRankOrderSumBitwiseForEveryTypeAndCount() throws Exception {
         int n = gpus();
-        for (String algo : new String[] {"oneshot", "twoshot", "ll"}) {
+        for (String algo : new String[] {"oneshot", "twoshot", "ll", "lamport", "lamport2"}) {
             List<CudaDevice> devs = Gpu.openAll().subList(0, n);
             List<NcclCommunicator> comms = null;
             try {
@@ -63,7 +63,7 @@ class CustomAllReduceTest {
                 Gpu.assertEachOk(comms, LIMIT, c -> {
                     for (DataType t : TYPES) {
                         for (long count : COUNTS) {
-                            if (algo.equals("ll") && count * t.byteSize() > CustomAllReduce.LL_MAX) {
+                            if (beyond(algo, count * t.byteSize())) {
                                 continue; // NCCL's (its own summation order)
                             }
                             for (int shape = 0; shape < 3; shape++) { // out of place, in place, unaligned
@@ -77,7 +77,7 @@ class CustomAllReduceTest {
                     long expected = 0;
                     for (DataType t : TYPES) {
                         for (long count : COUNTS) {
-                            expected += algo.equals("ll") && count * t.byteSize() > CustomAllReduce.LL_MAX ? 0 : 3;
+                            expected += beyond(algo, count * t.byteSize()) ? 0 : 3;
                         }
                     }
                     return c.car.launches == expected ? "ok" : "rank " + c.rank() + " ran " + c.car.launches
@@ -87,6 +87,128 @@ class CustomAllReduceTest {
                 Gpu.closeAll(comms, devs);
             }
         }
+    }
+
+    /** Whether a forced algorithm leaves a call of {@code bytes} to NCCL (more than its area takes). */
+    private static boolean beyond(String algo, long bytes) {
+        return algo.equals("ll") && bytes > CustomAllReduce.LL_MAX || algo.startsWith("lamport") && bytes > CustomAllReduce.LAMPORT_MAX;
+    }
+
+    /**
+     * Lamport's areas must be emptied before each reuse, whatever runs in between: a sequence of calls
+     * of random algorithms and sizes (growing and shrinking, so a call empties more or less than it
+     * writes), with inputs that hold -0.0, infinities and the word that marks an empty line
+     * (0xFFFFFFFF: a NaN in fp32 and two NaNs in fp16/bf16), which must arrive as a NaN without
+     * stalling the line. Every result against the rank-order reference (NaN where the reference is NaN).
+     */
+    @Test
+    void lamportCallsStayCorrectWhateverRunsBetweenThemAndForEveryBitPattern() throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, "auto", Duration.ofSeconds(60));
+            Gpu.assertEachOk(comms, LIMIT, c -> {
+                int[] algos = {CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT,
+                        CustomAllReduce.LAMPORT_TWO_SHOT, CustomAllReduce.LL, CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT};
+                long[] counts = {1, 5, 4099, 30011, CustomAllReduce.LAMPORT_MAX / 4, CustomAllReduce.LAMPORT_MAX / 2 - 3};
+                SplittableRandom pick = new SplittableRandom(77); // the same sequence on every rank
+                try (CudaStream s = c.device().createStream()) {
+                    for (int step = 0; step < 60; step++) {
+                        int algo = algos[pick.nextInt(algos.length)];
+                        DataType t = TYPES[pick.nextInt(TYPES.length)];
+                        long count = counts[pick.nextInt(counts.length)];
+                        if (t == DataType.FLOAT32 && count > CustomAllReduce.LAMPORT_MAX / 4) {
+                            count = CustomAllReduce.LAMPORT_MAX / 4;
+                        }
+                        if (algo == CustomAllReduce.LL && count * t.byteSize() > CustomAllReduce.LL_MAX) {
+                            algo = CustomAllReduce.LAMPORT;
+                        }
+                        int cnt = (int) count;
+                        String r;
+                        try (DeviceBuffer send = c.device().allocate(t, cnt); DeviceBuffer recv = c.device().allocate(t, cnt)) {
+                            r = special(c, t, cnt, send, recv, algo, s, 5000 + step);
+                        }
+                        if (!r.equals("ok")) {
+                            return "step " + step + " (algo " + algo + ", " + t + " x " + cnt + "): " + r;
+                        }
+                    }
+                    return "ok";
+                } catch (Throwable e) {
+                    return "failed: " + e;
+                }
+            });
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
+    /** One launchForTest call of {@code algo} with inputs holding special values, checked against the reference. */
+    private static String special(NcclCommunicator c, DataType t, int cnt, DeviceBuffer send, DeviceBuffer recv, int algo,
+                                  CudaStream s, long seed) {
+        float[][] x = inputs(c.size(), cnt, seed);
+        SplittableRandom g = new SplittableRandom(seed);
+        for (int r = 0; r < x.length; r++) {
+            for (int i = 0; i < cnt; i++) {
+                int k = g.nextInt(40);
+                x[r][i] = k == 0 ? -0.0f : k == 1 ? Float.POSITIVE_INFINITY : k == 2 ? Float.intBitsToFloat(0xFFFFFFFF) : x[r][i];
+            }
+        }
+        if (cnt > 1) {
+            for (float[] xr : x) {
+                xr[cnt / 2 & ~1] = -0.0f; // every rank: the sum is -0.0
+                xr[(cnt / 2 & ~1) + 1] = -0.0f;
+            }
+        }
+        if (t == DataType.FLOAT32) {
+            send.copyFrom(HostBuffer.of(x[c.rank()]));
+        } else {
+            for (float[] xr : x) { // a NaN at an even index becomes the whole 32-bit word 0xFFFFFFFF: two 16-bit NaNs
+                for (int i = 0; i + 1 < cnt; i += 2) {
+                    if (Float.isNaN(xr[i])) {
+                        xr[i + 1] = Float.NaN;
+                    }
+                }
+            }
+            short[] b = toBits(t, x[c.rank()]);
+            for (int i = 0; i + 1 < cnt; i += 2) {
+                if (Float.isNaN(x[c.rank()][i])) {
+                    b[i] = (short) 0xFFFF;
+                    b[i + 1] = (short) 0xFFFF;
+                }
+            }
+            send.copyFrom(HostBuffer.of(t, b));
+        }
+        c.car.launchForTest(send, recv, algo, s);
+        s.synchronize(Duration.ofSeconds(30));
+        JcclException quit = c.car.quitEarly();
+        if (quit != null) {
+            return quit.getMessage();
+        }
+        if (t == DataType.FLOAT32) {
+            float[] got = new float[cnt];
+            recv.copyTo(HostBuffer.of(got));
+            float[] want = sumF32(x);
+            for (int i = 0; i < cnt; i++) {
+                boolean same = Float.isNaN(want[i]) ? Float.isNaN(got[i])
+                        : Float.floatToRawIntBits(want[i]) == Float.floatToRawIntBits(got[i]);
+                if (!same) {
+                    return "element " + i + ": got " + got[i] + ", want " + want[i];
+                }
+            }
+            return "ok";
+        }
+        short[] got = new short[cnt];
+        recv.copyTo(HostBuffer.of(t, got));
+        short[] want = sumBits(t, x);
+        for (int i = 0; i < cnt; i++) {
+            boolean same = Float.isNaN(fromBits(t, want[i])) ? Float.isNaN(fromBits(t, got[i])) : got[i] == want[i];
+            if (!same) {
+                return "element " + i + ": got 0x" + Integer.toHexString(got[i] & 0xffff) + ", want 0x"
+                        + Integer.toHexString(want[i] & 0xffff);
+            }
+        }
+        return "ok";
     }
 
     @Test
@@ -156,7 +278,8 @@ class CustomAllReduceTest {
                     MemorySegment slot = a.allocate(8, 8);
                     c.device().makeCurrent();
                     Graphs.check((int) Graphs.BEGIN.invokeExact(s.handle(), 2 /* relaxed */), "cuStreamBeginCapture");
-                    for (int algo : new int[] {CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT, CustomAllReduce.LL}) {
+                    for (int algo : new int[] {CustomAllReduce.ONE_SHOT, CustomAllReduce.LAMPORT, CustomAllReduce.TWO_SHOT,
+                            CustomAllReduce.LL, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT}) {
                         c.car.launchForTest(in, out, algo, s);
                     }
                     Graphs.check((int) Graphs.END.invokeExact(s.handle(), slot), "cuStreamEndCapture");
@@ -198,7 +321,7 @@ class CustomAllReduceTest {
     }
 
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "ll"})
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "ll", "lamport", "lamport2"})
     void aPeerThatNeverCallsFailsTheCallByTheDeadlineAndTheSpinningKernelReturns(String algo) throws Exception {
         int n = gpus();
         List<CudaDevice> devs = Gpu.openAll().subList(0, n);
@@ -245,7 +368,7 @@ class CustomAllReduceTest {
      * the call must fail at once, not at the communicator's 60 s deadline, and the communicator with it.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "twoshot", "ll"})
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "twoshot", "ll", "lamport", "lamport2"})
     void aKernelThatReturnsWithoutItsOutputFailsItsOwnCall(String algo) throws Exception {
         int n = gpus();
         List<CudaDevice> devs = Gpu.openAll().subList(0, n);

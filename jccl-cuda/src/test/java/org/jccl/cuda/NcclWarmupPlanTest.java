@@ -30,8 +30,9 @@ class NcclWarmupPlanTest {
     void theSmallCountsRunJcclsKernelsAndTheOthersReachNcclByTheTunersSizeRules() {
         for (int n = 2; n <= CustomAllReduce.MAX_RANKS; n++) {
             for (long small : new long[] {NcclWarmup.SMALL, NcclWarmup.MID}) {
-                // MID is above LL's limit with 5-8 ranks (16 KiB): one-shot there
-                int expected = small * 4 <= CustomAllReduce.llMax(n) ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT;
+                // MID is above LL's limit with 3-8 ranks (16 KiB): Lamport with 3-4, one-shot with 5-8
+                int expected = small * 4 <= CustomAllReduce.llMax(n) ? CustomAllReduce.LL
+                        : small * 4 <= CustomAllReduce.lamportMax(n) ? CustomAllReduce.LAMPORT : CustomAllReduce.ONE_SHOT;
                 assertEquals(expected, CustomAllReduce.choose(CustomAllReduce.AUTO, n, small,
                         DataType.FLOAT32, SUM), small + " floats on " + n + " ranks");
                 assertTrue(small * 4 % 8 != 0, "a count with a tail after the 8-byte lines");
@@ -39,15 +40,20 @@ class NcclWarmupPlanTest {
             assertEquals(CustomAllReduce.LL_BY_DEFAULT ? CustomAllReduce.LL : CustomAllReduce.ONE_SHOT,
                     CustomAllReduce.choose(CustomAllReduce.AUTO, n, NcclWarmup.SMALL, DataType.FLOAT32, SUM),
                     "the tuner's smallest kernel runs in every block");
-            long oneShot = NcclWarmup.oneShotCount(n);
-            if (oneShot > 0) {
-                assertEquals(CustomAllReduce.ONE_SHOT, CustomAllReduce.choose(CustomAllReduce.AUTO, n, oneShot, DataType.FLOAT32,
-                        SUM), oneShot + " floats on " + n + " ranks");
-                assertTrue(oneShot * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
-            } else { // no size the tuner gives one-shot: LL reaches as far
-                assertTrue(CustomAllReduce.llMax(n) >= CustomAllReduce.oneShotMax(n), n + " ranks");
+            long[] kernels = NcclWarmup.kernelCounts(n);
+            java.util.Set<Integer> reached = new java.util.HashSet<>();
+            for (long k : kernels) {
+                int algo = CustomAllReduce.choose(CustomAllReduce.AUTO, n, k, DataType.FLOAT32, SUM);
+                assertTrue(algo != CustomAllReduce.NCCL && algo != CustomAllReduce.LL, k + " floats on " + n + " ranks: " + algo);
+                assertTrue(reached.add(algo), "one count per kernel: " + k + " floats on " + n + " ranks");
+                assertTrue(k * 4 % 16 != 0, "a count with a tail after the 16-byte packs");
             }
-            long kernels = Math.max(CustomAllReduce.llMax(n), CustomAllReduce.oneShotMax(n));
+            // every kernel the tuner picks between LL's limit and the largest kernel size gets a count
+            for (long bytes = CustomAllReduce.llMax(n) + 16; bytes <= CustomAllReduce.kernelsMax(n); bytes *= 2) {
+                int algo = CustomAllReduce.choose(CustomAllReduce.AUTO, n, bytes / 4, DataType.FLOAT32, SUM);
+                assertTrue(reached.contains(algo), algo + " at " + bytes + " B on " + n + " ranks has no warm-up count");
+            }
+            long kernelsMax = CustomAllReduce.kernelsMax(n);
             long[] big = NcclWarmup.ncclSizedCounts(n);
             for (long count : big) {
                 assertEquals(CustomAllReduce.NCCL, CustomAllReduce.choose(CustomAllReduce.AUTO, n, count, DataType.FLOAT32,
@@ -55,18 +61,18 @@ class NcclWarmupPlanTest {
             }
             // both of the tuner's reasons to pick NCCL by size: above a slot, and above the kernels' limits below it
             assertTrue(big[big.length - 1] * 4 > CustomAllReduce.SLOT_BYTES);
-            if (kernels < CustomAllReduce.SLOT_BYTES) {
+            if (kernelsMax < CustomAllReduce.SLOT_BYTES) {
                 assertEquals(2, big.length, n + " ranks");
-                assertTrue(big[0] * 4 > kernels && big[0] * 4 <= CustomAllReduce.SLOT_BYTES);
+                assertTrue(big[0] * 4 > kernelsMax && big[0] * 4 <= CustomAllReduce.SLOT_BYTES);
             } else {
                 assertEquals(1, big.length, n + " ranks");
             }
             long[] all = NcclWarmup.allReduceCounts(n);
             assertEquals(NcclWarmup.SMALL, all[0]);
             assertEquals(NcclWarmup.MID, all[1]);
-            int k = oneShot > 0 ? 3 : 2;
-            if (oneShot > 0) {
-                assertEquals(oneShot, all[2]);
+            int k = 2 + kernels.length;
+            for (int i = 0; i < kernels.length; i++) {
+                assertEquals(kernels[i], all[2 + i]);
             }
             assertEquals(k + big.length, all.length);
             assertEquals(big[0], all[k]);

@@ -333,18 +333,19 @@ __device__ __forceinline__ bool wait_ll(const char* area, long long l, unsigned 
     }
 }
 
-// Line l (8 bytes: 8 / sizeof(T) elements) of the user's buffer, zero past count.
-template <typename T> __device__ __forceinline__ uint2 load_line(const T* in, long long l, long long count, bool aligned) {
-    constexpr int E = 8 / sizeof(T);
+// Vector l of the user's buffer (an 8-byte LL line or a 16-byte Lamport line: sizeof(V) / sizeof(T) elements), zero
+// past count.
+template <typename T, typename V> __device__ __forceinline__ V load_vec(const T* in, long long l, long long count, bool aligned) {
+    constexpr int E = sizeof(V) / sizeof(T);
     const long long base = l * E;
     if (aligned && base + E <= count) {
-        return reinterpret_cast<const uint2*>(in)[l];
+        return reinterpret_cast<const V*>(in)[l];
     }
     union {
-        uint2 v;
+        V v;
         T e[E];
     } u;
-    u.v = make_uint2(0, 0);
+    u.v = V{};
 #pragma unroll
     for (int k = 0; k < E; k++) {
         if (base + k < count) {
@@ -354,15 +355,16 @@ template <typename T> __device__ __forceinline__ uint2 load_line(const T* in, lo
     return u.v;
 }
 
-template <typename T> __device__ __forceinline__ void store_line(T* out, long long l, uint2 v, long long count, bool aligned) {
-    constexpr int E = 8 / sizeof(T);
+// Writes the elements of vector l that lie before count.
+template <typename T, typename V> __device__ __forceinline__ void store_vec(T* out, long long l, V v, long long count, bool aligned) {
+    constexpr int E = sizeof(V) / sizeof(T);
     const long long base = l * E;
     if (aligned && base + E <= count) {
-        reinterpret_cast<uint2*>(out)[l] = v;
+        reinterpret_cast<V*>(out)[l] = v;
         return;
     }
     union {
-        uint2 v;
+        V v;
         T e[E];
     } u;
     u.v = v;
@@ -395,7 +397,7 @@ __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long coun
     const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     // push: this rank's lines into its area of every other rank
     for (long long l = gid; l < lines; l += stride) {
-        uint2 d = load_line(in, l, count, aligned);
+        uint2 d = load_vec<T, uint2>(in, l, count, aligned);
         for (int p = 0; p < a.nranks; p++) {
             if (p != a.rank) {
                 st_ll(reinterpret_cast<uint4*>(a.peers[p] + par + a.rank * LL_SLOT) + l, d, f);
@@ -406,11 +408,11 @@ __device__ void ll_all_reduce(const Args& a, const T* in, T* out, long long coun
     unsigned long long start = 0;
     for (long long l = gid; l < lines; l += stride) {
         uint2 v[MAX_RANKS];
-        set_own(v, a.rank, load_line(in, l, count, aligned));
+        set_own(v, a.rank, load_vec<T, uint2>(in, l, count, aligned));
         if (!wait_ll(a.self + par, l, f, a, v, start, stop)) {
             break;
         }
-        store_line(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
+        store_vec<T, uint2>(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
     }
 }
 
@@ -429,41 +431,6 @@ __device__ __forceinline__ void st_volatile(uint4* p, uint4 v) {
                  : "memory");
 }
 
-
-// Line l (16 bytes: 16 / sizeof(T) elements) of the user's buffer, zero past count.
-template <typename T> __device__ __forceinline__ uint4 load_pack(const T* in, long long l, long long count, bool aligned) {
-    constexpr int E = Pack<T>::N;
-    const long long base = l * E;
-    if (aligned && base + E <= count) {
-        return reinterpret_cast<const uint4*>(in)[l];
-    }
-    Pack<T> p;
-    p.v = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int k = 0; k < E; k++) {
-        if (base + k < count) {
-            p.e[k] = in[base + k];
-        }
-    }
-    return p.v;
-}
-
-template <typename T> __device__ __forceinline__ void store_pack(T* out, long long l, uint4 v, long long count, bool aligned) {
-    constexpr int E = Pack<T>::N;
-    const long long base = l * E;
-    if (aligned && base + E <= count) {
-        reinterpret_cast<uint4*>(out)[l] = v;
-        return;
-    }
-    Pack<T> p;
-    p.v = v;
-#pragma unroll
-    for (int k = 0; k < E; k++) {
-        if (base + k < count) {
-            out[base + k] = p.e[k];
-        }
-    }
-}
 
 __device__ __forceinline__ bool arrived(uint4 x) {
     return x.x != EMPTY && x.y != EMPTY && x.z != EMPTY && x.w != EMPTY;
@@ -514,7 +481,7 @@ __device__ void lamport_all_reduce(const Args& a, const T* in, T* out, long long
     const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     // push: this rank's lines into its area of every other rank
     for (long long l = gid; l < lines; l += stride) {
-        uint4 d = lamport_line(load_pack(in, l, count, aligned));
+        uint4 d = lamport_line(load_vec<T, uint4>(in, l, count, aligned));
         for (int p = 0; p < a.nranks; p++) {
             if (p != a.rank) {
                 st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[p], lp_off, par, a.rank)) + l, d);
@@ -526,12 +493,12 @@ __device__ void lamport_all_reduce(const Args& a, const T* in, T* out, long long
     unsigned long long start = 0;
     for (long long l = gid; l < lines; l += stride) {
         uint4 v[MAX_RANKS];
-        set_own(v, a.rank, lamport_line(load_pack(in, l, count, aligned)));
+        set_own(v, a.rank, lamport_line(load_vec<T, uint4>(in, l, count, aligned)));
         auto line = [&](int p) { return reinterpret_cast<uint4*>(lamport_area(a.self, lp_off, par, p)) + l; };
         if (!wait_lamport(others(a), line, a, v, start, stop)) {
             break;
         }
-        store_pack(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
+        store_vec<T, uint4>(out, l, sum_in_rank_order<T>(v, a.nranks), count, aligned);
     }
 }
 
@@ -553,13 +520,13 @@ __device__ void lamport_two_shot_all_reduce(const Args& a, const T* in, T* out, 
         int q = (int)(l / part);
         if (q != a.rank) {
             st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[q], lp_off, par, a.rank)) + l,
-                        lamport_line(load_pack(in, l, count, aligned)));
+                        lamport_line(load_vec<T, uint4>(in, l, count, aligned)));
         }
     }
     unsigned long long start = 0;
     for (long long l = mine_lo + gid; l < mine_hi; l += stride) {
         uint4 v[MAX_RANKS];
-        set_own(v, a.rank, lamport_line(load_pack(in, l, count, aligned)));
+        set_own(v, a.rank, lamport_line(load_vec<T, uint4>(in, l, count, aligned)));
         auto line = [&](int p) { return reinterpret_cast<uint4*>(lamport_area(a.self, lp_off, par, p)) + l; };
         if (!wait_lamport(others(a), line, a, v, start, stop)) {
             return;
@@ -570,7 +537,7 @@ __device__ void lamport_two_shot_all_reduce(const Args& a, const T* in, T* out, 
                 st_volatile(reinterpret_cast<uint4*>(a.peers[p] + ag_off + (long long)par * LAMPORT_SLOT) + l, r);
             }
         }
-        store_pack(out, l, r, count, aligned);
+        store_vec<T, uint4>(out, l, r, count, aligned);
     }
     // all-gather: the other parts' sums as their owners push them
     for (long long l = gid; l < lines; l += stride) {
@@ -590,7 +557,7 @@ __device__ void lamport_two_shot_all_reduce(const Args& a, const T* in, T* out, 
                 got = r[p];
             }
         }
-        store_pack(out, l, got, count, aligned);
+        store_vec<T, uint4>(out, l, got, count, aligned);
     }
 }
 

@@ -33,14 +33,16 @@ import org.jccl.internal.Log;
  * rank reduces everything) or two-shot (reduce-scatter, a second barrier, all-gather). Two
  * algorithms need no barrier: LL (every rank writes its input into every peer's buffer as lines of
  * 8 bytes of data beside 8 bytes of flags, and reduces as its peers' lines arrive) and Lamport (the
- * same with 16 bytes of data a line and no flag: an empty line holds a word no input holds, and
- * the thread that read a line empties it again). SUM of
+ * same with 16 bytes of data a line and no flag: an empty line holds 0xFFFFFFFF in every word,
+ * an input word of that value is sent as another NaN, and the thread that read a line empties it
+ * again). SUM of
  * FLOAT32, FLOAT16 and BFLOAT16, accumulated in fp32 in rank order 0..n-1 and rounded once: the
  * result is bitwise the same on every rank and in every run (it may differ from NCCL's in the last
  * bit, since NCCL's order is its own; with two ranks an fp32 sum is the same as NCCL's).
  *
  * <p>The tuner ({@link #choose}) picks it or NCCL per call by size and rank count;
- * {@code JCCL_ALGO} = {@code nccl}, {@code oneshot}, {@code twoshot}, {@code ll} or {@code lamport} forces one (see
+ * {@code JCCL_ALGO} = {@code nccl}, {@code oneshot}, {@code twoshot}, {@code ll}, {@code lamport} or
+ * {@code lamport2} (two-shot Lamport: each rank reduces its part and pushes the sums) forces one (see
  * docs/ENVIRONMENT.md). Calls it cannot run (other operators or types, more bytes than a slot,
  * calls inside an {@link NcclGroup}) always go to NCCL.
  *

@@ -111,20 +111,46 @@ final class TcpFailures {
                 + " during " + t.call.describe() + ": the stream is corrupt; the communicator cannot go on");
     }
 
-    /** A frame header that differs from the expected one: a mismatch, unless the peer's ABORT follows. */
+    /**
+     * A frame header that differs from the expected one: a mismatch, unless the peer's ABORT
+     * follows with another account (it failed, or was aborted). The peer usually sees this rank's
+     * header as a mismatch at the same moment and waits for this rank's account in turn: so this
+     * rank sends its ABORT to the peer first, then waits at most {@link #GRACE_NANOS} for the
+     * peer's. A mismatch from the peer too confirms this rank's own account, which names both calls
+     * as this rank sees them; any other code is the peer's failure.
+     */
     static void mismatch(TcpTransport t, TcpConnection c, TcpOp op, long seq, long packed, long count, long msgBytes,
                          long tag, long prev) {
-        int rank = t.rank();
+        CollectiveMismatchException mine = describeMismatch(t, c, op, seq, packed, count, msgBytes, tag, prev);
+        byte[] reason = mine.getMessage().getBytes(StandardCharsets.UTF_8);
         long end = System.nanoTime() + GRACE_NANOS;
         while (true) {
-            if (c.drainForAbort()) {
-                throw peerAbort(t, c.peer, c.abortCode, c.abortReason, c.abortCulprit);
+            for (TcpConnection x : t.allRef) {
+                if (x.peer == c.peer) {
+                    x.stepAbort(Frame.ABORT_MISMATCH, reason, -1);
+                }
+            }
+            for (TcpConnection x : t.allRef) {
+                if (x.peer == c.peer && x.drainForAbort()) {
+                    if (x.abortCode == Frame.ABORT_MISMATCH) {
+                        throw mine;
+                    }
+                    throw peerAbort(t, x.peer, x.abortCode, x.abortReason, x.abortCulprit);
+                }
             }
             if (System.nanoTime() - end > 0 || c.eof) {
                 break;
             }
-            LockSupport.parkNanos(1_000_000);
+            LockSupport.parkNanos(200_000);
         }
+        throw mine;
+    }
+
+    /** This rank's account of the mismatch {@link #mismatch} found on {@code c}. */
+    private static CollectiveMismatchException describeMismatch(TcpTransport t, TcpConnection c, TcpOp op, long seq,
+                                                                long packed, long count, long msgBytes, long tag,
+                                                                long prev) {
+        int rank = t.rank();
         String msg;
         if (op.p2p) {
             DataType[] types = DataType.values();
@@ -139,7 +165,7 @@ final class TcpFailures {
             String theirs = TcpCall.describe(packed, count, seq);
             String mine = TcpCall.describe(op.call, op.count, op.seq);
             if (theirs.equals(mine) && prev != op.prev && tag == op.tag && msgBytes == op.bytes) {
-                throw new CollectiveMismatchException("collective mismatch: ranks " + rank + " and " + c.peer + " both called "
+                return new CollectiveMismatchException("collective mismatch: ranks " + rank + " and " + c.peer + " both called "
                         + mine + ", but their previous collectives differ: rank " + rank + " called "
                         + TcpCall.describePrevious(op.prev, op.seq - 1) + ", rank " + c.peer + " called "
                         + TcpCall.describePrevious(prev, seq - 1) + " (the ranks that named different roots or "
@@ -152,7 +178,7 @@ final class TcpFailures {
                     + "JCCL_ALGO or tuning settings?)" : "") + " at the same step: every rank must call the same "
                     + "collectives with the same type, count, op and root in the same order";
         }
-        throw new CollectiveMismatchException(msg);
+        return new CollectiveMismatchException(msg);
     }
 
     /**

@@ -60,6 +60,12 @@
 #              logged (deopt-r<N>-<pid>.log: which compiled code the first calls of each size threw away)
 #   ab         steady all-reduce 16 B..256 KiB and 1..16 MiB, 2 and 8 ranks, with the build in .gpu/cli-base
 #              and this one (.gpu/cli), interleaved, twice: the regression check
+#   envab      settings against each other (HOSTCMP_ENVAB: "TAG:VAR=VALUE VAR=VALUE;TAG:..."; default the slot ring
+#              JCCL_SHM_SLOTS=4 x 256 KiB against 16 x 64 KiB, the same memory), this build, steady, in the ranges of
+#              HOSTCMP_ENVAB_RANGES ("TAG:PERF FLAGS;..."; default small 16 B..4 KiB x16 -n 50000 -w 10000 and large
+#              64 KiB..16 MiB x4 -n 100 -w 20), of HOSTCMP_ENVAB_COLLS (default "allreduce reduce broadcast gather
+#              scatter") at HOSTCMP_ENVAB_RANKS (default "4 8"), interleaved, twice; HOSTCMP_ENVAB_MPI=1: Open MPI
+#              (default and cma, adaptive) over the same collectives and ranks, 16 B..16 MiB x4, once
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
 # single_copy_mechanism cma); han (coll han preferred) when ompi_info lists it; xhc likewise.
 cd "$(dirname "$0")/../.."
@@ -249,6 +255,29 @@ if [[ $PHASES == *,hostprof,* ]]; then # async-profiler in every rank JVM, small
     JOPTS="-agentpath:$PWD/.gpu/libasyncProfiler.so=start,event=ctimer,interval=${HOSTCMP_PROF_INTERVAL:-50us},file=$R/prof-$c-%p.txt,collapsed" \
       jccl 4 "prof-$c" "$c" -b 16 -e 16 -n 300000 -w 20000
     jccl 4 "noprof-$c" "$c" -b 16 -e 16 -n 300000 -w 20000
+  done
+fi
+if [[ $PHASES == *,envab,* ]]; then # settings against each other, interleaved, twice
+  IFS=';' read -r -a envruns <<< "${HOSTCMP_ENVAB:-k4:JCCL_SHM_SLOTS=4 JCCL_SHM_SLOT_BYTES=262144;k16s64:JCCL_SHM_SLOTS=16 JCCL_SHM_SLOT_BYTES=65536}"
+  IFS=';' read -r -a ranges <<< "${HOSTCMP_ENVAB_RANGES:-small:-b 16 -e 4K -f 16 -n 50000 -w 10000;large:-b 64K -e 16M -f 4 -n 100 -w 20}"
+  for n in ${HOSTCMP_ENVAB_RANKS:-4 8}; do
+    for rep in 1 2; do
+      for c in ${HOSTCMP_ENVAB_COLLS:-allreduce reduce broadcast gather scatter}; do
+        for er in "${envruns[@]}"; do
+          tag=${er%%:*}
+          for rg in "${ranges[@]}"; do
+            # shellcheck disable=SC2086 # the settings are words VAR=VALUE, the range perf's flags
+            ( export ${er#*:}; jccl "$n" "envab-$c-$tag-${rg%%:*}-$rep" "$c" ${rg#*:} )
+          done
+        done
+      done
+    done
+    if [ "${HOSTCMP_ENVAB_MPI:-0}" = 1 ]; then
+      for cfg in default cma; do
+        mpi "$n" "$cfg" envab "$(echo "${HOSTCMP_ENVAB_COLLS:-allreduce reduce broadcast gather scatter}" | tr ' ' ',')" \
+          -b 16 -e 16M -f 4 -T 0.1 -c 0
+      done
+    fi
   done
 fi
 if [[ $PHASES == *,smallab,* ]]; then # small sizes of every collective: builds interleaved, and Open MPI

@@ -43,14 +43,19 @@ class TunerTest {
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, new Tuner("OneShot", 0).allReduce(1 << 30, 8));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Tuner("bogus", 0));
         assertTrue(e.getMessage().contains("JCCL_ALGO=bogus") && e.getMessage().contains("oneshot, rsag"), e.getMessage());
+        Tuner auto = new Tuner(" Auto ", -1);
+        assertEquals(new Tuner(null, -1).allReduce(1 << 20, 8), auto.allReduce(1 << 20, 8), "JCCL_ALGO=auto: the tuner chooses");
+        assertEquals(new Tuner(null, -1).allReduce(8, 8), auto.allReduce(8, 8));
     }
 
     @Test
-    void smallReducesGoOneShotWhileTheRootReadsAtMost64KiB() {
+    void smallReducesGoOneShotWhileTheRootReadsAtMost4KiB() {
         Tuner t = new Tuner(null, -1);
         assertTrue(t.reduceOneShot(8, 16));
-        assertTrue(t.reduceOneShot(4 << 10, 16));
-        assertEquals(false, t.reduceOneShot((4 << 10) + 4, 16));
+        assertTrue(t.reduceOneShot(256, 16));
+        assertEquals(false, t.reduceOneShot(256 + 4, 16));
+        assertTrue(t.reduceOneShot(1 << 10, 4));
+        assertEquals(false, t.reduceOneShot(4 << 10, 4), "4 KiB at 4 ranks: the reduce-scatter step (measured faster)");
         assertTrue(t.reduceOneShot(32 << 10, 2));
         assertEquals(false, t.reduceOneShot(1 << 20, 2));
         assertEquals(false, new Tuner("rsag", -1).reduceOneShot(8, 2), "JCCL_ALGO=rsag forces the reduce-scatter step");

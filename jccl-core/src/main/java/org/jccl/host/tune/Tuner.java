@@ -101,13 +101,14 @@ public final class Tuner {
             return null;
         }
         return switch (algo.trim().toLowerCase(Locale.ROOT)) {
+            case "auto" -> null; // as on GPU communicators: the tuner chooses
             case "oneshot", "one-shot", "one_shot" -> AllReduceAlgo.ONESHOT;
             case "rsag", "reducescatter-allgather", "reduce_scatter_all_gather" -> AllReduceAlgo.RSAG;
             case "ring" -> AllReduceAlgo.RING;
             case "rhd", "halving-doubling", "recursive-halving-doubling" -> AllReduceAlgo.RHD;
             default -> throw new IllegalArgumentException("JCCL_ALGO=" + algo
                     + " is not a host engine algorithm: use one of oneshot, rsag (shared memory), ring, rhd (TCP) "
-                    + "(or unset it to let the tuner choose)");
+                    + "(or auto, or unset it, to let the tuner choose)");
         };
     }
 
@@ -121,20 +122,32 @@ public final class Tuner {
         return bytes <= max ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
     }
 
-    /** Largest total of the ranks' inputs (bytes x ranks) a shared-memory reduce gives one-shot. */
-    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES = 64 << 10;
+    /**
+     * Largest total of the ranks' inputs (bytes x ranks) a shared-memory reduce of 3 or more ranks
+     * gives one-shot.
+     */
+    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES = 4 << 10;
+
+    /** {@link #REDUCE_ONESHOT_MAX_TOTAL_BYTES} for 2 ranks. */
+    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES_2 = 64 << 10;
 
     /**
      * Whether a shared-memory reduce of {@code bytes} per rank over {@code ranks} goes one-shot
      * (the root reduces every rank's input alone; the others post and return) rather than through
-     * the reduce-scatter step: while the root reads at most {@value
-     * #REDUCE_ONESHOT_MAX_TOTAL_BYTES} bytes in all. JCCL_ALGO=oneshot or rsag forces either.
+     * the reduce-scatter step: while the root reads at most {@value #REDUCE_ONESHOT_MAX_TOTAL_BYTES}
+     * bytes in all ({@value #REDUCE_ONESHOT_MAX_TOTAL_BYTES_2} with 2 ranks). Measured on a
+     * 32-core host at 4, 8 and 16 ranks (docs/BENCHMARKS.md, "reduce: one-shot or the
+     * reduce-scatter step"): one-shot wins at 256 B a rank, ties at 1 KiB, and from 4 KiB the root
+     * alone reading every rank's input (lines the other cores just wrote) takes 1.3-2x the
+     * reduce-scatter step, where every rank reduces a part. 2 ranks keep the earlier limit
+     * (unmeasured there). JCCL_ALGO=oneshot or rsag forces either.
      */
     public boolean reduceOneShot(long bytes, int ranks) {
         if (forced == AllReduceAlgo.ONESHOT || forced == AllReduceAlgo.RSAG) {
             return forced == AllReduceAlgo.ONESHOT;
         }
-        return bytes <= REDUCE_ONESHOT_MAX_TOTAL_BYTES / Math.max(1, ranks);
+        long max = ranks <= 2 ? REDUCE_ONESHOT_MAX_TOTAL_BYTES_2 : REDUCE_ONESHOT_MAX_TOTAL_BYTES;
+        return bytes <= max / Math.max(1, ranks);
     }
 
     /**

@@ -139,10 +139,24 @@ final class CustomAllReduce {
         this.spinLimitNanos = t > Long.MAX_VALUE / 4 ? Long.MAX_VALUE / 2 : 2 * t + 10_000_000_000L;
     }
 
-    /** The fatbin resource, read once. */
+    /**
+     * The fatbin resource, read once; {@code -Djccl.car.fatbin=FILE} loads FILE instead (to compare
+     * kernel builds on the GPU machine in one JVM setup; not a user setting).
+     */
     static byte[] image() {
         byte[] i = image;
         if (i == null) {
+            String file = System.getProperty("jccl.car.fatbin");
+            if (file != null && !file.isBlank()) {
+                try {
+                    i = java.nio.file.Files.readAllBytes(java.nio.file.Path.of(file.strip()));
+                } catch (IOException e) {
+                    throw new JcclException("-Djccl.car.fatbin=" + file + " cannot be read (" + e
+                            + "): name a fatbin built from custom_allreduce.cu, or leave the property out", e);
+                }
+                image = i;
+                return i;
+            }
             try (InputStream in = CustomAllReduce.class.getResourceAsStream("custom_allreduce.fatbin")) {
                 if (in == null) {
                     throw new JcclException("custom_allreduce.fatbin is missing from jccl-cuda's jar: rebuild jccl-cuda, "

@@ -51,7 +51,7 @@
 #              per rank in prof-<coll>-<pid>.txt; HOSTCMP_PROF_COLLS (default "gather broadcast allgather")
 #   smallab    small sizes (16 B, 256 B) of every collective at HOSTCMP_SMALL_RANKS (default 4), steady (-n 100000
 #              -w 20000), the builds in HOSTCMP_SMALL_BUILDS (default "cli-base cli") interleaved, twice; Open MPI (default
-#              and cma) once, for reference
+#              and cma) once, for reference; HOSTCMP_SMALL_COLLS: which collectives (default all eight)
 #   tosteady   all-reduce 16 B..16 MiB (x4), cold JVM, no warm-up calls (-w 0), -n 2000, --to-steady: each
 #              size's time from its first call to steady state (JSON to_steady_us), 2, 4, 8, 16 ranks
 #   bisect     cold all-reduce 16 B..4 MiB (x4) with each build in .gpu/cli-<name> (HOSTCMP_BUILDS="cli-<name> ..."),
@@ -283,14 +283,14 @@ fi
 if [[ $PHASES == *,smallab,* ]]; then # small sizes of every collective: builds interleaved, and Open MPI
   for n in ${HOSTCMP_SMALL_RANKS:-4}; do
     for rep in 1 2; do
-      for c in allreduce gather broadcast scatter reduce allgather alltoall reducescatter; do
+      for c in ${HOSTCMP_SMALL_COLLS:-allreduce gather broadcast scatter reduce allgather alltoall reducescatter}; do
         for v in ${HOSTCMP_SMALL_BUILDS:-cli-base cli}; do
           CLI=$v jccl "$n" "small-$c-$v-$rep" "$c" -b 16 -e 256 -f 16 -n 100000 -w 20000
         done
       done
     done
     for cfg in default cma; do
-      mpi "$n" "$cfg" small allreduce,gather,broadcast,scatter,reduce,allgather,alltoall,reducescatter -b 16 -e 256 -f 16 -T 0.1 -c 0
+      mpi "$n" "$cfg" small "$(echo "${HOSTCMP_SMALL_COLLS:-allreduce gather broadcast scatter reduce allgather alltoall reducescatter}" | tr ' ' ',')" -b 16 -e 256 -f 16 -T 0.1 -c 0
     done
   done
 fi

@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Assumptions;
  * error in every test that asks.
  *
  * <p>Capabilities: {@code mpi} (a usable Open MPI and {@code mpirun}), {@code netns} (root and
- * iproute2: Linux network namespaces), {@code gpu} (CUDA, NCCL and as many GPUs as the test needs).
+ * iproute2: Linux network namespaces), {@code gpu} (CUDA, NCCL and as many GPUs as the test needs),
+ * {@code torch} (/usr/bin/python3 that imports torch.distributed: PyTorch's TCPStore to interoperate with).
  *
  * <pre>{@code
  * Require.require("netns", Netns.unavailable());   // null: available, the test goes on
@@ -26,7 +27,7 @@ public final class Require {
     /** The environment variable that lists the required capabilities. */
     public static final String VARIABLE = "JCCL_REQUIRE";
     /** The capability names {@value #VARIABLE} and {@link #require} accept. */
-    public static final List<String> CAPABILITIES = List.of("mpi", "netns", "gpu");
+    public static final List<String> CAPABILITIES = List.of("mpi", "netns", "gpu", "torch");
 
     private Require() {
     }

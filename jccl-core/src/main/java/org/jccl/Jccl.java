@@ -9,6 +9,8 @@ import org.jccl.bootstrap.Heartbeat;
 import org.jccl.bootstrap.PrefixStore;
 import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
+import org.jccl.bootstrap.TorchStore;
+import org.jccl.bootstrap.TorchStoreProtocol;
 import org.jccl.internal.Log;
 import org.jccl.spi.Backend;
 import org.jccl.spi.Liveness;
@@ -70,8 +72,22 @@ public final class Jccl {
         } else {
             // Rank 0 serves the store, unless the launcher says it serves it (JCCL_STORE_SERVED).
             boolean served = org.jccl.internal.Settings.with(options.settings(), Jccl::storeServed);
-            root = TcpStore.open(options.storeHost(), options.storePort(), options.rank() == 0 && !served,
-                    options.token(), options.timeout());
+            String protocol = org.jccl.internal.Settings.with(options.settings(), Jccl::storeProtocol);
+            if (protocol.equals("jccl")) {
+                root = TcpStore.open(options.storeHost(), options.storePort(), options.rank() == 0 && !served,
+                        options.token(), options.timeout());
+            } else {
+                // torch's store protocol: torchrun's agent serves one at MASTER_ADDR:MASTER_PORT
+                boolean agent = "true".equalsIgnoreCase(System.getenv("TORCHELASTIC_USE_AGENT_STORE"));
+                if (options.token() != null && !options.token().isEmpty()) {
+                    LOG.warn(options.rank(), "JCCL_TOKEN is set but JCCL_STORE_PROTOCOL=" + protocol + ": torch's store "
+                            + "protocol has no authentication, so the token is not checked (keep the store port private)");
+                }
+                root = TorchStore.open(options.storeHost(), options.storePort(), options.rank() == 0 && !served && !agent,
+                        protocol.equals("torch1") ? TorchStoreProtocol.Generation.TORCH_1
+                                : protocol.equals("torch2") ? TorchStoreProtocol.Generation.TORCH_2 : null,
+                        options.timeout());
+            }
             ownStore = true;
         }
         Heartbeat heartbeat = null;
@@ -110,6 +126,25 @@ public final class Jccl {
             }
             throw e;
         }
+    }
+
+    /**
+     * JCCL_STORE_PROTOCOL: {@code jccl} (the default: jccl's own store, {@link TcpStore}), {@code
+     * torch} (PyTorch's TCPStore protocol, {@link TorchStore}: the generation found by the
+     * handshake), {@code torch1} or {@code torch2} (that generation).
+     */
+    private static String storeProtocol() {
+        String v = org.jccl.internal.Settings.get("JCCL_STORE_PROTOCOL");
+        if (v == null || v.isBlank()) {
+            return "jccl";
+        }
+        String p = v.strip().toLowerCase(java.util.Locale.ROOT);
+        return switch (p) {
+            case "jccl", "torch", "torch1", "torch2" -> p;
+            default -> throw new IllegalArgumentException("JCCL_STORE_PROTOCOL=" + v + " is not a store protocol: use jccl "
+                    + "(the default), torch (PyTorch's TCPStore, to share a store with torch processes; torch1 or torch2 "
+                    + "name the generation of torch's server)");
+        };
     }
 
     /** JCCL_STORE_SERVED: whether a launcher serves the store at the store address (1/true/yes/on). */

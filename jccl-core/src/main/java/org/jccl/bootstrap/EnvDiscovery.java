@@ -22,7 +22,8 @@ import org.jccl.Options;
  *       MASTER_ADDR:MASTER_PORT.</li>
  *   <li><b>torchrun</b> (RANK or WORLD_SIZE): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
  *       store at MASTER_ADDR:MASTER_PORT, or MASTER_ADDR:(MASTER_PORT + 1) when
- *       TORCHELASTIC_USE_AGENT_STORE=True (torchrun's own TCPStore listens on MASTER_PORT then);
+ *       TORCHELASTIC_USE_AGENT_STORE=True (torchrun's own TCPStore listens on MASTER_PORT then; with
+ *       JCCL_STORE_PROTOCOL=torch the ranks use that store, at MASTER_PORT);
  *       job id from TORCHELASTIC_RUN_ID.</li>
  *   <li><b>Slurm</b> (SLURM_PROCID): SLURM_PROCID; size from SLURM_STEP_NUM_TASKS, else
  *       SLURM_NTASKS, else SLURM_NPROCS; SLURM_LOCALID; local size from the entry of this node
@@ -205,7 +206,11 @@ public final class EnvDiscovery {
         Found f = launched(e, "torchrun variables", jobId, "WORLD_SIZE", "the number of ranks of the job", "RANK",
                 "LOCAL_RANK", "LOCAL_WORLD_SIZE");
         if (e.get("JCCL_STORE") == null) {
-            boolean agentStore = "true".equalsIgnoreCase(e.get("TORCHELASTIC_USE_AGENT_STORE"));
+            // torchrun's agent serves its own TCPStore on MASTER_PORT: jccl's store goes on MASTER_PORT + 1,
+            // unless the ranks speak torch's protocol (JCCL_STORE_PROTOCOL=torch*) and share the agent's
+            String proto = e.get("JCCL_STORE_PROTOCOL");
+            boolean torchProtocol = proto != null && proto.strip().toLowerCase(java.util.Locale.ROOT).startsWith("torch");
+            boolean agentStore = "true".equalsIgnoreCase(e.get("TORCHELASTIC_USE_AGENT_STORE")) && !torchProtocol;
             if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null || f.size > 1) {
                 masterStore(e, f, agentStore, "JCCL_STORE");
             }

@@ -56,7 +56,7 @@ public final class Settings {
         // diagnostics, and the host engine
         for (String v : List.of("JCCL_TRACE_DIR", "JCCL_TRACE_BUFFER", "JCCL_CHECK", "JCCL_TRANSPORT", "JCCL_HOST_ID",
                 "JCCL_ALGO", "JCCL_ONESHOT_MAX_BYTES", "JCCL_SHM_SLOT_BYTES", "JCCL_SHM_SLOTS", "JCCL_SHM_ZERO_COPY_BYTES", "JCCL_SHM_SINGLE_COPY_BYTES", "JCCL_SOCKET_IFNAME",
-                "JCCL_SOCKETS_PER_PEER", "JCCL_TCP_CHUNK_BYTES", "JCCL_TCP_SPIN_US", "JCCL_STORE_SERVED", "JCCL_WARMUP", "JCCL_AFFINITY")) {
+                "JCCL_SOCKETS_PER_PEER", "JCCL_TCP_CHUNK_BYTES", "JCCL_TCP_SPIN_US", "JCCL_STORE_SERVED", "JCCL_STORE_PROTOCOL", "JCCL_WARMUP", "JCCL_AFFINITY")) {
             m.put(v, Scope.COMMUNICATOR);
         }
         // logging and native libraries

@@ -176,6 +176,11 @@ class EnvDiscoveryTest {
                 "TORCHELASTIC_RUN_ID", "none");
         assertEquals(29501, a.storePort());
         assertEquals("torch-p29501", a.jobId());
+        // ... unless the ranks speak torch's store protocol: then they share the agent's store
+        Options t = d("RANK", "0", "WORLD_SIZE", "2", "LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "2",
+                "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500", "TORCHELASTIC_USE_AGENT_STORE", "True",
+                "TORCHELASTIC_RUN_ID", "none", "JCCL_STORE_PROTOCOL", "torch");
+        assertEquals(29500, t.storePort());
         // errors
         fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_PORT", "1"), "MASTER_ADDR");
         fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h"), "MASTER_PORT");

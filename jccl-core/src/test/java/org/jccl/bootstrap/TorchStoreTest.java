@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import org.jccl.CollectiveTimeoutException;
 import org.jccl.bootstrap.TorchStoreProtocol.Generation;
 import org.jccl.internal.Json;
+import org.jccl.testing.PythonTorch;
 import org.jccl.testing.Require;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -175,26 +176,79 @@ class TorchStoreTest {
         assertTrue(e.getMessage().contains("MASTER_ADDR"), e.getMessage());
     }
 
-    // ------------------------------------------------------------------ against torch itself
-
-    /** Why torch cannot be used here, or null. */
-    private static String torchUnavailable() {
-        Path py = Path.of("/usr/bin/python3");
-        if (!Files.isExecutable(py)) {
-            return "no /usr/bin/python3";
-        }
+    /** Two ranks of {@code Jccl.init} with {@code JCCL_STORE_PROTOCOL=protocol} at {@code port}; each all-reduces. */
+    private static void initTwoRanks(int port, String protocol, boolean served) throws Exception {
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
         try {
-            Process p = new ProcessBuilder(py.toString(), "-c", "import torch.distributed as d; assert d.is_available(); print(d.TCPStore)")
-                    .redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                return "/usr/bin/python3 cannot import torch.distributed (apt-get install python3-torch): " + out.strip();
+            List<java.util.concurrent.Future<float[]>> fs = new java.util.ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> {
+                    org.jccl.Options o = org.jccl.Options.of(rank, 2).withStore("127.0.0.1", port)
+                            .withJobId("torchinit" + port).withTimeout(T).withHeartbeat(Duration.ZERO)
+                            .withSetting("JCCL_STORE_PROTOCOL", protocol).withSetting("JCCL_STORE_SERVED", served ? "1" : "0")
+                            .withSetting("JCCL_WARMUP", "0");
+                    try (org.jccl.Communicator c = org.jccl.Jccl.init(o)) {
+                        float[] v = {rank + 1, 10 * (rank + 1)};
+                        c.allReduce(org.jccl.HostBuffer.of(v), org.jccl.ReduceOp.SUM);
+                        return v;
+                    }
+                }));
             }
-            return null;
-        } catch (IOException | InterruptedException e) {
-            return "/usr/bin/python3 failed: " + e;
+            for (java.util.concurrent.Future<float[]> f : fs) {
+                assertArrayEquals(new float[] {3, 30}, f.get(60, TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
         }
     }
+
+    @Test
+    void jcclInitWithTheTorchProtocolServedByRank0() throws Exception {
+        int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        initTwoRanks(port, "torch", false);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> org.jccl.Jccl.init(
+                org.jccl.Options.of(0, 1).withSetting("JCCL_STORE_PROTOCOL", "pytorch")));
+        assertTrue(e.getMessage().contains("JCCL_STORE_PROTOCOL=pytorch") && e.getMessage().contains("torch"), e.getMessage());
+    }
+
+    @Test
+    void jcclInitOnTorchsServerWhileATorchClientWatches(@TempDir Path dir) throws Exception {
+        Require.require("torch", PythonTorch.unavailable());
+        int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        // torch's server; a torch client waits for the key jccl's rank 0 writes as the ranks meet
+        Path script = dir.resolve("watch.py");
+        Files.writeString(script, """
+                import sys, datetime
+                import torch.distributed as d
+                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
+                print("READY", flush=True)
+                s.wait(["jccl/torchinit%s/c1/join/1" % sys.argv[1]], datetime.timedelta(seconds=30))
+                print("SAW", s.num_keys() > 2, flush=True)
+                sys.stdin.read()
+                """);
+        Process p = python(script, Integer.toString(port));
+        try {
+            java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("READY", r.readLine());
+            initTwoRanks(port, "torch1", true);
+            String line = r.readLine();
+            assertEquals("SAW True", line, "torch's client saw the key rank 1 wrote as it joined");
+        } finally {
+            p.getOutputStream().close();
+            if (!p.waitFor(10, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ against torch itself
 
     private static Process python(Path script, String... args) throws IOException {
         List<String> cmd = new java.util.ArrayList<>(List.of("/usr/bin/python3", "-u", script.toString()));
@@ -216,7 +270,7 @@ class TorchStoreTest {
 
     @Test
     void torchsClientAgainstJcclsServer(@TempDir Path dir) throws Exception {
-        Require.require("torch", torchUnavailable());
+        Require.require("torch", PythonTorch.unavailable());
         Path script = dir.resolve("client.py");
         Files.writeString(script, """
                 import sys, json, datetime
@@ -274,7 +328,7 @@ class TorchStoreTest {
 
     @Test
     void jcclsClientAgainstTorchsServer(@TempDir Path dir) throws Exception {
-        Require.require("torch", torchUnavailable());
+        Require.require("torch", PythonTorch.unavailable());
         int port;
         try (ServerSocket probe = new ServerSocket(0)) {
             port = probe.getLocalPort();

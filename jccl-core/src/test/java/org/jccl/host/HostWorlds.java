@@ -53,6 +53,52 @@ public final class HostWorlds {
                 HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job, hosts[rank], tr), body);
     }
 
+    /**
+     * As {@link #run}, but each rank meets the others through the store {@code storeOf} gives it
+     * (e.g. a client of a store that speaks another protocol); the body's ranks close their stores.
+     */
+    public static <T> List<T> runOnStores(String[] hosts, String transport, Duration timeout, Duration limit,
+                                          java.util.function.IntFunction<Store> storeOf, RankBody<T> body) throws Exception {
+        int n = hosts.length;
+        TcpConfig.Transport tr = TcpConfig.Transport.valueOf(transport.toUpperCase(java.util.Locale.ROOT));
+        String job = "kits" + Long.toHexString(System.nanoTime());
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                futures.add(pool.submit(() -> {
+                    Store store = storeOf.apply(rank);
+                    Options base = Options.of(rank, n).withJobId(job).withTimeout(timeout);
+                    try (Communicator comm = HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job,
+                            hosts[rank], tr)) {
+                        return body.run(comm);
+                    } finally {
+                        store.close();
+                    }
+                }));
+            }
+            List<T> out = new ArrayList<>();
+            long end = System.nanoTime() + limit.toNanos();
+            for (Future<T> f : futures) {
+                try {
+                    out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof Exception ex) {
+                        throw ex;
+                    }
+                    throw e;
+                } catch (TimeoutException e) {
+                    throw new AssertionError("ranks did not finish within " + limit + " (hang)", e);
+                }
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+            pool.awaitTermination(10, TimeUnit.SECONDS);
+        }
+    }
+
     /** Opens rank {@code rank}'s communicator from {@code base} (rank, size, job id and timeout set) and its store client. */
     interface Opener {
         Communicator open(int rank, Options base, Store store, String job) throws Exception;

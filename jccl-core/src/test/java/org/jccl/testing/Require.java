@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Assumptions;
  * Skip or fail: a test that needs something of the machine skips without it, unless the
  * environment variable {@value #VARIABLE} (a comma-separated list of {@link #CAPABILITIES}) names
  * it; then the test fails, so that a run that is meant to exercise it (CI sets
- * {@code JCCL_REQUIRE=mpi,netns}) cannot pass by skipping. An unknown name in the variable is an
+ * {@code JCCL_REQUIRE=mpi,netns,torch}) cannot pass by skipping. An unknown name in the variable is an
  * error in every test that asks.
  *
  * <p>Capabilities: {@code mpi} (a usable Open MPI and {@code mpirun}), {@code netns} (root and

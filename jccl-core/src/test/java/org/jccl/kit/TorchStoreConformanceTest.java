@@ -1,0 +1,94 @@
+package org.jccl.kit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.jccl.bootstrap.TorchStore;
+import org.jccl.bootstrap.TorchStoreProtocol.Generation;
+import org.jccl.bootstrap.TorchStoreServer;
+import org.jccl.host.HostWorlds;
+import org.jccl.testing.PythonTorch;
+import org.jccl.testing.Require;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The conformance kit (its quick subset) on communicators formed through a store that speaks
+ * PyTorch's TCPStore protocol: jccl's {@link TorchStoreServer}, and torch's own server (Debian's
+ * python3-torch; {@code JCCL_REQUIRE=torch} makes its absence a failure).
+ */
+class TorchStoreConformanceTest {
+    private static final long SEED = Kit.seed();
+    private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+    @Test
+    void shmThreadsOverJcclsTorchProtocolStore() throws Exception {
+        for (Generation g : List.of(Generation.TORCH_2)) { // TORCH_1 clients: against torch's own server below
+            try (TorchStoreServer server = TorchStoreServer.start(new InetSocketAddress("127.0.0.1", 0))) {
+                runKit("shm 3 threads, torch store (jccl's, " + g + " clients)", HostWorlds.oneHost(3), "auto",
+                        r -> TorchStore.connect("127.0.0.1", server.port(), g, TIMEOUT));
+            }
+        }
+    }
+
+    @Test
+    void tcpThreadsOverTorchsOwnStore(@TempDir Path dir) throws Exception {
+        Require.require("torch", PythonTorch.unavailable());
+        int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        Path script = dir.resolve("server.py");
+        Files.writeString(script, """
+                import sys, datetime, time
+                import torch.distributed as d
+                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
+                print("READY", flush=True)
+                sys.stdin.read()  # serve until the test closes stdin
+                """);
+        Process p = new ProcessBuilder("/usr/bin/python3", "-u", script.toString(), Integer.toString(port))
+                .redirectErrorStream(true).start();
+        try {
+            BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = r.readLine();
+            assertEquals("READY", line, "torch's server did not start");
+            int pt = port;
+            runKit("tcp 2 threads, torch store (torch's own server)", HostWorlds.oneHost(2), "tcp",
+                    rank -> TorchStore.connect("127.0.0.1", pt, null, TIMEOUT));
+        } finally {
+            p.getOutputStream().close();
+            if (!p.waitFor(10, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    private static void runKit(String name, String[] hosts, String transport,
+                               java.util.function.IntFunction<org.jccl.bootstrap.Store> storeOf) throws Exception {
+        Traits traits = Traits.host(transport.equals("tcp") ? "tcp" : "shm", false).named(name);
+        List<Kit.Report> reports = HostWorlds.runOnStores(hosts, transport, TIMEOUT, Duration.ofMinutes(6), storeOf,
+                comm -> Kit.run(comm, Mem::host, traits, SEED, false, Kit.selection()));
+        List<String> failures = new ArrayList<>();
+        for (Kit.Report rep : reports) {
+            failures.addAll(rep.failures());
+        }
+        System.out.println(name + ": " + reports.get(0).ran());
+        assertFalse(reports.get(0).ran().isEmpty() && System.getProperty("jccl.kit.cases") == null, name + ": no case ran");
+        if (!failures.isEmpty()) {
+            fail(name + ": " + failures.size() + " failure(s), seed " + SEED + ":\n  " + String.join("\n  ", failures.subList(0,
+                    Math.min(40, failures.size()))));
+        }
+    }
+}

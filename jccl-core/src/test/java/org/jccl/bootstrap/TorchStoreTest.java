@@ -11,10 +11,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -154,10 +152,7 @@ class TorchStoreTest {
 
     @Test
     void openServesAndClosesTheServer() throws Exception {
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
+        int port = PythonTorch.freePort();
         try (Store s = TorchStore.open("127.0.0.1", port, true, null, T);
              TorchStore peer = TorchStore.connect("127.0.0.1", port, null, T)) {
             s.set("x", new byte[] {7});
@@ -205,10 +200,7 @@ class TorchStoreTest {
 
     @Test
     void jcclInitWithTheTorchProtocolServedByRank0() throws Exception {
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
+        int port = PythonTorch.freePort();
         initTwoRanks(port, "torch", false);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> org.jccl.Jccl.init(
                 org.jccl.Options.of(0, 1).withSetting("JCCL_STORE_PROTOCOL", "pytorch")));
@@ -218,13 +210,9 @@ class TorchStoreTest {
     @Test
     void jcclInitOnTorchsServerWhileATorchClientWatches(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
-        // torch's server; a torch client waits for the key jccl's rank 0 writes as the ranks meet
-        Path script = dir.resolve("watch.py");
-        Files.writeString(script, """
+        int port = PythonTorch.freePort();
+        // torch's server; a torch client waits for the key jccl's rank 1 writes as the ranks meet
+        try (PythonTorch.Script py = PythonTorch.Script.start(dir, "watch.py", """
                 import sys, datetime
                 import torch.distributed as d
                 s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
@@ -232,35 +220,18 @@ class TorchStoreTest {
                 s.wait(["jccl/torchinit%s/c1/join/1" % sys.argv[1]], datetime.timedelta(seconds=30))
                 print("SAW", s.num_keys() > 2, flush=True)
                 sys.stdin.read()
-                """);
-        Process p = python(script, Integer.toString(port));
-        try {
-            java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            assertEquals("READY", r.readLine());
+                """, Integer.toString(port))) {
+            py.awaitLine("READY");
             initTwoRanks(port, "torch1", true);
-            String line = r.readLine();
-            assertEquals("SAW True", line, "torch's client saw the key rank 1 wrote as it joined");
-        } finally {
-            p.getOutputStream().close();
-            if (!p.waitFor(10, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-            }
+            assertEquals("SAW True", py.nextLine(), "torch's client saw the key rank 1 wrote as it joined");
         }
     }
 
     // ------------------------------------------------------------------ against torch itself
 
-    private static Process python(Path script, String... args) throws IOException {
-        List<String> cmd = new java.util.ArrayList<>(List.of("/usr/bin/python3", "-u", script.toString()));
-        cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    }
-
-    private static String finish(Process p) throws Exception {
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "python did not end:\n" + out);
-        assertEquals(0, p.exitValue(), "python failed:\n" + out);
-        return out;
+    @SuppressWarnings("unchecked")
+    private static java.util.Map<String, Object> jsonObject(String json) {
+        return (java.util.Map<String, Object>) Json.parse(json);
     }
 
     private static String lastLine(String out) {
@@ -271,8 +242,7 @@ class TorchStoreTest {
     @Test
     void torchsClientAgainstJcclsServer(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
-        Path script = dir.resolve("client.py");
-        Files.writeString(script, """
+        String client = """
                 import sys, json, datetime
                 import torch.distributed as d
                 c = d.TCPStore("127.0.0.1", int(sys.argv[1]), 2, False, datetime.timedelta(seconds=20))
@@ -298,15 +268,16 @@ class TorchStoreTest {
                 except Exception as e:
                     out["wait_timeout"] = type(e).__name__
                 print(json.dumps(out))
-                """);
+                """;
         try (TorchStoreServer server = TorchStoreServer.start(new InetSocketAddress("127.0.0.1", 0));
              TorchStore j = TorchStore.connect("127.0.0.1", server.port(), null, T)) {
             j.set("fromjava", "hello".getBytes());
-            Process p = python(script, Integer.toString(server.port()));
-            assertArrayEquals("1".getBytes(), j.get("py-ready", T));
-            j.set("java-late", "late-value".getBytes());
-            @SuppressWarnings("unchecked")
-            java.util.Map<String, Object> r = (java.util.Map<String, Object>) Json.parse(lastLine(finish(p)));
+            java.util.Map<String, Object> r;
+            try (PythonTorch.Script py = PythonTorch.Script.start(dir, "client.py", client, Integer.toString(server.port()))) {
+                assertArrayEquals("1".getBytes(), j.get("py-ready", T));
+                j.set("java-late", "late-value".getBytes());
+                r = jsonObject(lastLine(py.finish()));
+            }
             assertEquals("hello", r.get("get"));
             assertEquals(5L, ((Number) r.get("add1")).longValue());
             assertEquals(3L, ((Number) r.get("add2")).longValue());
@@ -329,12 +300,8 @@ class TorchStoreTest {
     @Test
     void jcclsClientAgainstTorchsServer(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
-        Path script = dir.resolve("server.py");
-        Files.writeString(script, """
+        int port = PythonTorch.freePort();
+        try (PythonTorch.Script py = PythonTorch.Script.start(dir, "server.py", """
                 import sys, json, datetime
                 import torch.distributed as d
                 s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=30), wait_for_workers=False)
@@ -343,18 +310,11 @@ class TorchStoreTest {
                 s.wait(["java-done"], datetime.timedelta(seconds=30))
                 print(json.dumps({"fromjava": s.get("fromjava").decode(), "cnt": s.get("cnt").decode(),
                                   "cas": s.get("cas").decode(), "numkeys": s.num_keys()}))
-                """);
-        Process p = python(script, Integer.toString(port));
-        try {
-            java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line;
-            StringBuilder seen = new StringBuilder();
-            while ((line = r.readLine()) != null && !line.equals("READY")) {
-                seen.append(line).append('\n');
-            }
-            assertEquals("READY", line, "torch's server did not start:\n" + seen);
+                """, Integer.toString(port))) {
+            py.awaitLine("READY");
             try (TorchStore j = TorchStore.connect("127.0.0.1", port, null, T)) {
                 // Debian's torch is 1.13: the 2.x handshake is refused, and the client speaks 1.x
+                assertEquals(Generation.TORCH_1, j.generation());
                 assertArrayEquals("abc".getBytes(), j.get("frompy", T));
                 j.set("fromjava", "xyz".getBytes());
                 assertEquals(7, j.add("cnt", 7));
@@ -375,16 +335,10 @@ class TorchStoreTest {
                 assertTrue(e.getMessage().contains("[frompy2]"), e.getMessage());
                 j.set("java-done", new byte[0]); // after a timed-out wait (a new connection on 1.x)
             }
-            String rest = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "torch's server did not end:\n" + rest);
-            assertEquals(0, p.exitValue(), rest);
-            @SuppressWarnings("unchecked")
-            java.util.Map<String, Object> m = (java.util.Map<String, Object>) Json.parse(lastLine(rest));
+            java.util.Map<String, Object> m = jsonObject(lastLine(py.finish()));
             assertEquals("xyz", m.get("fromjava"));
             assertEquals("8", m.get("cnt"));
             assertEquals("v2", m.get("cas"));
-        } finally {
-            p.destroyForcibly();
         }
     }
 }

@@ -78,25 +78,30 @@ public final class HostWorlds {
                     }
                 }));
             }
-            List<T> out = new ArrayList<>();
-            long end = System.nanoTime() + limit.toNanos();
-            for (Future<T> f : futures) {
-                try {
-                    out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
-                } catch (ExecutionException e) {
-                    if (e.getCause() instanceof Exception ex) {
-                        throw ex;
-                    }
-                    throw e;
-                } catch (TimeoutException e) {
-                    throw new AssertionError("ranks did not finish within " + limit + " (hang)", e);
-                }
-            }
-            return out;
+            return collect(futures, limit);
         } finally {
             pool.shutdownNow();
             pool.awaitTermination(10, TimeUnit.SECONDS);
         }
+    }
+
+    /** Every rank's result, in rank order; a rank's exception is rethrown, ranks still running after {@code limit} fail as a hang. */
+    private static <T> List<T> collect(List<Future<T>> futures, Duration limit) throws Exception {
+        List<T> out = new ArrayList<>();
+        long end = System.nanoTime() + limit.toNanos();
+        for (Future<T> f : futures) {
+            try {
+                out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof Exception ex) {
+                    throw ex;
+                }
+                throw e;
+            } catch (TimeoutException e) {
+                throw new AssertionError("ranks did not finish within " + limit + " (hang)", e);
+            }
+        }
+        return out;
     }
 
     /** Opens rank {@code rank}'s communicator from {@code base} (rank, size, job id and timeout set) and its store client. */
@@ -129,21 +134,7 @@ public final class HostWorlds {
                         }
                     }));
                 }
-                List<T> out = new ArrayList<>();
-                long end = System.nanoTime() + limit.toNanos();
-                for (Future<T> f : futures) {
-                    try {
-                        out.add(f.get(Math.max(1, end - System.nanoTime()), TimeUnit.NANOSECONDS));
-                    } catch (ExecutionException e) {
-                        if (e.getCause() instanceof Exception ex) {
-                            throw ex;
-                        }
-                        throw e;
-                    } catch (TimeoutException e) {
-                        throw new AssertionError("ranks did not finish within " + limit + " (hang)", e);
-                    }
-                }
-                return out;
+                return collect(futures, limit);
             } finally {
                 pool.shutdownNow();
                 pool.awaitTermination(10, TimeUnit.SECONDS);

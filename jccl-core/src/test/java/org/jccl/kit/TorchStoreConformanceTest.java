@@ -1,20 +1,13 @@
 package org.jccl.kit;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.jccl.bootstrap.TorchStore;
 import org.jccl.bootstrap.TorchStoreProtocol.Generation;
 import org.jccl.bootstrap.TorchStoreServer;
@@ -46,32 +39,17 @@ class TorchStoreConformanceTest {
     @Test
     void tcpThreadsOverTorchsOwnStore(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        }
-        Path script = dir.resolve("server.py");
-        Files.writeString(script, """
+        int port = PythonTorch.freePort();
+        try (PythonTorch.Script py = PythonTorch.Script.start(dir, "server.py", """
                 import sys, datetime, time
                 import torch.distributed as d
                 s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
                 print("READY", flush=True)
                 sys.stdin.read()  # serve until the test closes stdin
-                """);
-        Process p = new ProcessBuilder("/usr/bin/python3", "-u", script.toString(), Integer.toString(port))
-                .redirectErrorStream(true).start();
-        try {
-            BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            String line = r.readLine();
-            assertEquals("READY", line, "torch's server did not start");
-            int pt = port;
+                """, Integer.toString(port))) {
+            py.awaitLine("READY");
             runKit("tcp 2 threads, torch store (torch's own server)", HostWorlds.oneHost(2), "tcp",
-                    rank -> TorchStore.connect("127.0.0.1", pt, null, TIMEOUT));
-        } finally {
-            p.getOutputStream().close();
-            if (!p.waitFor(10, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-            }
+                    rank -> TorchStore.connect("127.0.0.1", port, null, TIMEOUT));
         }
     }
 

@@ -27,6 +27,80 @@ public final class PythonTorch {
         return why;
     }
 
+    /** A free TCP port on this machine (for a torch server a test starts). */
+    public static int freePort() throws IOException {
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    /** A Python script a test runs (unbuffered output, stderr merged into stdout). */
+    public static final class Script implements AutoCloseable {
+        private final Process process;
+        private final java.io.BufferedReader out;
+
+        private Script(Process process) {
+            this.process = process;
+            this.out = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        }
+
+        /** Writes {@code source} to {@code dir}/{@code name} and runs it with {@code args}. */
+        public static Script start(Path dir, String name, String source, String... args) throws IOException {
+            Path file = dir.resolve(name);
+            Files.writeString(file, source);
+            java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(PYTHON, "-u", file.toString()));
+            cmd.addAll(java.util.List.of(args));
+            return new Script(new ProcessBuilder(cmd).redirectErrorStream(true).start());
+        }
+
+        /** Reads output lines up to {@code line}; fails with what came before when the script ends first. */
+        public void awaitLine(String line) throws IOException {
+            StringBuilder seen = new StringBuilder();
+            String l;
+            while ((l = out.readLine()) != null) {
+                if (l.equals(line)) {
+                    return;
+                }
+                seen.append(l).append('\n');
+            }
+            throw new AssertionError("the Python script ended before printing " + line + ":\n" + seen);
+        }
+
+        /** The next output line (null at the end). */
+        public String nextLine() throws IOException {
+            return out.readLine();
+        }
+
+        /** Waits for the script to end with exit code 0 and returns the rest of its output. */
+        public String finish() throws IOException, InterruptedException {
+            StringBuilder rest = new StringBuilder();
+            String l;
+            while ((l = out.readLine()) != null) {
+                rest.append(l).append('\n');
+            }
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                throw new AssertionError("the Python script did not end:\n" + rest);
+            }
+            if (process.exitValue() != 0) {
+                throw new AssertionError("the Python script failed (exit " + process.exitValue() + "):\n" + rest);
+            }
+            return rest.toString();
+        }
+
+        /** Closes its stdin (a script serving until then ends) and kills it if it does not end soon. */
+        @Override
+        public void close() throws IOException, InterruptedException {
+            try {
+                process.getOutputStream().close();
+            } catch (IOException ignored) {
+                // it ended already
+            }
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        }
+    }
+
     private static String probe() {
         if (!Files.isExecutable(Path.of(PYTHON))) {
             return "no " + PYTHON + " (apt-get install python3-torch)";

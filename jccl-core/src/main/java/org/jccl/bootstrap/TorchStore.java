@@ -79,18 +79,27 @@ public final class TorchStore implements Store {
 
     /**
      * Serves a {@link TorchStoreServer} on {@code port} of every address when {@code hostServer}
-     * (rank 0 of a job without a launcher's store), then connects to {@code host:port}; the
+     * (rank 0 of a job without a launcher's store), then connects to {@code host:port} and counts
+     * itself as a worker ({@link #countAsWorker()}, as every torch client made with a world size
+     * does: a torch process hosting the store with {@code world_size=N} waits for N of them); the
      * server closes with the returned store.
      */
     public static Store open(String host, int port, boolean hostServer, Generation generation, Duration timeout) {
-        if (!hostServer) {
-            return connect(host, port, generation, timeout);
-        }
-        TorchStoreServer server = TorchStoreServer.start(new InetSocketAddress(port));
+        TorchStoreServer server = hostServer ? TorchStoreServer.start(new InetSocketAddress(port)) : null;
         try {
-            return connect("127.0.0.1", server.port(), Generation.TORCH_2, timeout, server);
+            TorchStore s = hostServer ? connect("127.0.0.1", server.port(), Generation.TORCH_2, timeout, server)
+                    : connect(host, port, generation, timeout);
+            try {
+                s.countAsWorker();
+            } catch (RuntimeException e) {
+                s.close();
+                throw e;
+            }
+            return s;
         } catch (RuntimeException e) {
-            server.close();
+            if (server != null) {
+                server.close();
+            }
             throw e;
         }
     }

@@ -211,18 +211,24 @@ class TorchStoreTest {
     void jcclInitOnTorchsServerWhileATorchClientWatches(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
         int port = PythonTorch.freePort();
-        // torch's server; a torch client waits for the key jccl's rank 1 writes as the ranks meet
+        // torch's server made with world_size=3 waits for 3 workers: itself and the two jccl ranks
+        // (each counts itself, as torch clients do); then it waits for the key rank 1 writes as the
+        // ranks meet
         try (PythonTorch.Script py = PythonTorch.Script.start(dir, "watch.py", """
-                import sys, datetime
+                import sys, datetime, time
                 import torch.distributed as d
-                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
-                print("READY", flush=True)
+                t0 = time.time()
+                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 3, True, datetime.timedelta(seconds=60))
+                print("WORKERS %.0f" % (time.time() - t0), flush=True)
                 s.wait(["jccl/torchinit%s/c1/join/1" % sys.argv[1]], datetime.timedelta(seconds=30))
                 print("SAW", s.num_keys() > 2, flush=True)
                 sys.stdin.read()
                 """, Integer.toString(port))) {
-            py.awaitLine("READY");
             initTwoRanks(port, "torch1", true);
+            String workers = py.nextLine();
+            assertTrue(workers != null && workers.startsWith("WORKERS ") && Integer.parseInt(workers.substring(8)) < 30,
+                    "torch's server counted the jccl ranks as workers (a 1.x server gives up silently after its 60 s "
+                            + "timeout otherwise): " + workers);
             assertEquals("SAW True", py.nextLine(), "torch's client saw the key rank 1 wrote as it joined");
         }
     }

@@ -125,8 +125,7 @@ public final class TorchStore implements Store {
             Generation g = generation == null ? Generation.TORCH_2 : generation;
             Socket s = null;
             try {
-                s = new Socket();
-                s.connect(new InetSocketAddress(host, port), (int) Math.max(1, Math.min(10_000, remainingMs(deadline))));
+                s = dial(host, port, (int) Math.max(1, Math.min(10_000, remainingMs(deadline))));
                 TorchStore st = new TorchStore(host, port, timeout, g, s, server);
                 if (g == Generation.TORCH_2) {
                     try {
@@ -137,8 +136,7 @@ public final class TorchStore implements Store {
                             throw e;
                         }
                         // a 1.x server reads VALIDATE as a SET of an impossible length and closes
-                        s = new Socket();
-                        s.connect(new InetSocketAddress(host, port), (int) Math.max(1, Math.min(10_000, remainingMs(deadline))));
+                        s = dial(host, port, (int) Math.max(1, Math.min(10_000, remainingMs(deadline))));
                         st = new TorchStore(host, port, timeout, Generation.TORCH_1, s, server);
                         LOG.info(-1, () -> "torch store at " + host + ":" + port + " closed the connection on a torch 2.x "
                                 + "handshake (" + e.getMessage() + "): speaking torch 1.x");
@@ -172,6 +170,18 @@ public final class TorchStore implements Store {
                 throw new JcclException("interrupted while connecting to the torch store at " + host + ":" + port, e);
             }
             backoffMs = Math.min(2 * backoffMs, 500);
+        }
+    }
+
+    /** A new connection to {@code host:port} within {@code connectMs}. */
+    private static Socket dial(String host, int port, int connectMs) throws IOException {
+        Socket s = new Socket();
+        try {
+            s.connect(new InetSocketAddress(host, port), connectMs);
+            return s;
+        } catch (IOException e) {
+            s.close();
+            throw e;
         }
     }
 
@@ -300,29 +310,18 @@ public final class TorchStore implements Store {
         if (keys.isEmpty()) {
             return;
         }
-        List<String> ks = new ArrayList<>(keys.size());
-        for (String key : keys) {
-            ks.add(wireKey(key));
-        }
-        awaitKeys(ks, timeout, "wait");
+        awaitKeys(wireKeys(keys), timeout, "wait");
     }
 
     /** Whether every key exists now (CHECK; keys as the caller names them). */
     public synchronized boolean check(List<String> keys) {
-        List<String> ks = new ArrayList<>(keys.size());
-        for (String key : keys) {
-            ks.add(wireKey(key));
-        }
-        return checkWire(ks);
+        return checkWire(wireKeys(keys));
     }
 
     private boolean checkWire(List<String> wireKeys) {
         return call(o -> {
             o.write(Op.CHECK.code(gen));
-            putLong(o, wireKeys.size());
-            for (String k : wireKeys) {
-                putKey(o, k);
-            }
+            putKeys(o, wireKeys);
         }, TorchStoreProtocol::readU8, timeout) == READY;
     }
 
@@ -358,14 +357,19 @@ public final class TorchStore implements Store {
         T read(InputStream in) throws IOException;
     }
 
+    /** Writes one whole request and flushes it (one segment, as torch 2.x clients send it). */
+    private void send(Request req) throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        req.write(b);
+        b.writeTo(out);
+        out.flush();
+    }
+
     /** Sends one request and reads its reply ({@code reply} null: none) within {@code limit}. */
     private <T> T call(Request req, Reply<T> reply, Duration limit) {
         ensureOpen();
         try {
-            ByteArrayOutputStream b = new ByteArrayOutputStream();
-            req.write(b);
-            b.writeTo(out);
-            out.flush();
+            send(req);
             if (reply == null) {
                 return null;
             }
@@ -389,14 +393,10 @@ public final class TorchStore implements Store {
         }
         ensureOpen();
         try {
-            ByteArrayOutputStream b = new ByteArrayOutputStream();
-            b.write(Op.WAIT.code(gen));
-            putLong(b, wireKeys.size());
-            for (String k : wireKeys) {
-                putKey(b, k);
-            }
-            b.writeTo(out);
-            out.flush();
+            send(o -> {
+                o.write(Op.WAIT.code(gen));
+                putKeys(o, wireKeys);
+            });
             socket.setSoTimeout(soTimeout(limit.isZero() ? Duration.ofMillis(1) : limit));
             try {
                 int r = readU8(in);
@@ -443,9 +443,7 @@ public final class TorchStore implements Store {
         }
         if (socket == null) {
             try {
-                Socket s = new Socket();
-                s.connect(new InetSocketAddress(host, port), soTimeout(timeout));
-                attach(s);
+                attach(dial(host, port, soTimeout(timeout)));
                 if (gen == Generation.TORCH_2) {
                     handshake();
                 }
@@ -481,6 +479,14 @@ public final class TorchStore implements Store {
             throw new IllegalArgumentException("store key of more than " + MAX_KEY_BYTES + " bytes: " + key.substring(0, 64) + "...");
         }
         return k;
+    }
+
+    private static List<String> wireKeys(List<String> keys) {
+        List<String> ks = new ArrayList<>(keys.size());
+        for (String key : keys) {
+            ks.add(wireKey(key));
+        }
+        return ks;
     }
 
     private static void checkValue(byte[] v) {

@@ -160,6 +160,14 @@ public final class TorchStoreProtocol {
         putBytes(out, key.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** Appends a key list: u64 count, then each key. */
+    static void putKeys(OutputStream out, java.util.List<String> keys) throws IOException {
+        putLong(out, keys.size());
+        for (String k : keys) {
+            putKey(out, k);
+        }
+    }
+
     /** Reads one byte; EOFException at the end of the stream. */
     static int readU8(InputStream in) throws IOException {
         int b = in.read();

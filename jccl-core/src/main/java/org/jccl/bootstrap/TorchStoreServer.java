@@ -334,12 +334,8 @@ public final class TorchStoreServer implements AutoCloseable {
                     answer(o -> putBytes(o, v));
                 }
                 case MULTI_GET -> {
-                    int n = readCount(in);
-                    List<String> keys = new ArrayList<>(n);
-                    for (int i = 0; i < n; i++) {
-                        keys.add(readKey(in));
-                    }
-                    List<byte[]> vs = new ArrayList<>(n);
+                    List<String> keys = readKeys(in);
+                    List<byte[]> vs = new ArrayList<>(keys.size());
                     synchronized (lock) {
                         for (String k : keys) {
                             vs.add(data.getOrDefault(k, new byte[0]));
@@ -411,12 +407,7 @@ public final class TorchStoreServer implements AutoCloseable {
                     synchronized (lock) {
                         keys = new ArrayList<>(data.keySet());
                     }
-                    answer(o -> {
-                        putLong(o, keys.size());
-                        for (String k : keys) {
-                            putKey(o, k);
-                        }
-                    });
+                    answer(o -> putKeys(o, keys));
                 }
                 case PING -> {
                     int nonce = readInt(in);

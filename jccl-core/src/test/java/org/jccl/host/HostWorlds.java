@@ -47,10 +47,14 @@ public final class HostWorlds {
      */
     public static <T> List<T> run(String[] hosts, String transport, Duration timeout, Duration limit, RankBody<T> body)
             throws Exception {
-        int n = hosts.length;
+        return runThreads(hosts.length, timeout, limit, "kit", placed(hosts, transport), body);
+    }
+
+    /** The opener of {@link #run}: rank r on pretend host {@code hosts[r]}, with {@code transport}. */
+    private static Opener placed(String[] hosts, String transport) {
         TcpConfig.Transport tr = TcpConfig.Transport.valueOf(transport.toUpperCase(java.util.Locale.ROOT));
-        return runThreads(n, timeout, limit, "kit", (rank, base, store, job) ->
-                HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job, hosts[rank], tr), body);
+        return (rank, base, store, job) ->
+                HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job, hosts[rank], tr);
     }
 
     /**
@@ -59,30 +63,7 @@ public final class HostWorlds {
      */
     public static <T> List<T> runOnStores(String[] hosts, String transport, Duration timeout, Duration limit,
                                           java.util.function.IntFunction<Store> storeOf, RankBody<T> body) throws Exception {
-        int n = hosts.length;
-        TcpConfig.Transport tr = TcpConfig.Transport.valueOf(transport.toUpperCase(java.util.Locale.ROOT));
-        String job = "kits" + Long.toHexString(System.nanoTime());
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<T>> futures = new ArrayList<>();
-            for (int r = 0; r < n; r++) {
-                int rank = r;
-                futures.add(pool.submit(() -> {
-                    Store store = storeOf.apply(rank);
-                    Options base = Options.of(rank, n).withJobId(job).withTimeout(timeout);
-                    try (Communicator comm = HostBackend.create(base.withStore(store), new PrefixStore("c/", store), job,
-                            hosts[rank], tr)) {
-                        return body.run(comm);
-                    } finally {
-                        store.close();
-                    }
-                }));
-            }
-            return collect(futures, limit);
-        } finally {
-            pool.shutdownNow();
-            pool.awaitTermination(10, TimeUnit.SECONDS);
-        }
+        return runRanks(hosts.length, timeout, limit, "kits", storeOf, placed(hosts, transport), body);
     }
 
     /** Every rank's result, in rank order; a rank's exception is rethrown, ranks still running after {@code limit} fail as a hang. */
@@ -118,27 +99,39 @@ public final class HostWorlds {
     static <T> List<T> runThreads(int n, Duration timeout, Duration limit, String jobPrefix, Opener opener,
                                   RankBody<T> body) throws Exception {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), null)) {
-            ExecutorService pool = Executors.newFixedThreadPool(n);
-            try {
-                String job = jobPrefix + Long.toHexString(System.nanoTime());
-                List<Future<T>> futures = new ArrayList<>();
-                for (int r = 0; r < n; r++) {
-                    int rank = r;
-                    futures.add(pool.submit(() -> {
-                        Store store = TcpStore.connect("127.0.0.1", server.port(), null, timeout);
-                        Options base = Options.of(rank, n).withJobId(job).withTimeout(timeout);
-                        try (Communicator comm = opener.open(rank, base, store, job)) {
-                            return body.run(comm);
-                        } finally {
-                            store.close();
-                        }
-                    }));
-                }
-                return collect(futures, limit);
-            } finally {
-                pool.shutdownNow();
-                pool.awaitTermination(10, TimeUnit.SECONDS);
+            return runRanks(n, timeout, limit, jobPrefix, rank -> TcpStore.connect("127.0.0.1", server.port(), null, timeout),
+                    opener, body);
+        }
+    }
+
+    /**
+     * The core of {@link #runThreads} and {@link #runOnStores}: {@code n} rank threads, each with the
+     * store {@code storeOf} gives it (closed after the body) and the communicator {@code opener}
+     * makes (job id {@code jobPrefix} + a hex time).
+     */
+    private static <T> List<T> runRanks(int n, Duration timeout, Duration limit, String jobPrefix,
+                                        java.util.function.IntFunction<Store> storeOf, Opener opener, RankBody<T> body)
+            throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            String job = jobPrefix + Long.toHexString(System.nanoTime());
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                futures.add(pool.submit(() -> {
+                    Store store = storeOf.apply(rank);
+                    Options base = Options.of(rank, n).withJobId(job).withTimeout(timeout);
+                    try (Communicator comm = opener.open(rank, base, store, job)) {
+                        return body.run(comm);
+                    } finally {
+                        store.close();
+                    }
+                }));
             }
+            return collect(futures, limit);
+        } finally {
+            pool.shutdownNow();
+            pool.awaitTermination(10, TimeUnit.SECONDS);
         }
     }
 }

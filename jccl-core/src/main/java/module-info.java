@@ -15,7 +15,7 @@ module org.jccl {
     exports org.jccl.host.engine;
     exports org.jccl.host.tune;
     exports org.jccl.diag;
-    exports org.jccl.internal to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;
+    exports org.jccl.internal to org.jccl.cuda, org.jccl.mpi, org.jccl.cli, org.jccl.spark;
     // Reduction kernels and low-precision conversions: CUDA result checks, jccl perf, and the MPI
     // backend (it reduces the types MPI lacks with them) use them.
     exports org.jccl.host.kernel to org.jccl.cuda, org.jccl.mpi, org.jccl.cli;

@@ -6,12 +6,25 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
-/** Whether this machine's /usr/bin/python3 imports torch.distributed (Debian's python3-torch), for {@link Require}'s {@code torch}. */
+/**
+ * Whether this machine's Python imports torch.distributed, for {@link Require}'s {@code torch}:
+ * {@code /usr/bin/python3} (Debian's python3-torch), or the interpreter named by {@code
+ * jccl.test.python} / {@code JCCL_TEST_PYTHON} (e.g. a torch 2.x virtual environment).
+ */
 public final class PythonTorch {
     /** The interpreter the torch tests run. */
-    public static final String PYTHON = "/usr/bin/python3";
+    public static final String PYTHON = interpreter();
 
     private static volatile String cached;
+    private static volatile String cachedCuda;
+
+    private static String interpreter() {
+        String v = System.getProperty("jccl.test.python");
+        if (v == null || v.isBlank()) {
+            v = System.getenv("JCCL_TEST_PYTHON");
+        }
+        return v == null || v.isBlank() ? "/usr/bin/python3" : v.strip();
+    }
 
     private PythonTorch() {
     }
@@ -25,6 +38,56 @@ public final class PythonTorch {
         String why = probe();
         cached = why == null ? "" : why;
         return why;
+    }
+
+    /**
+     * Why torch cannot run NCCL process groups on {@code gpus} GPUs here, or null when it can
+     * (checked once): torch with CUDA and NCCL, and that many GPUs visible to it.
+     */
+    public static String cudaUnavailable(int gpus) {
+        String base = unavailable();
+        if (base != null) {
+            return base;
+        }
+        String c = cachedCuda;
+        if (c == null) {
+            c = run("import torch, torch.distributed as d; assert d.is_nccl_available(), 'no NCCL in torch'; "
+                    + "print(torch.cuda.device_count())");
+            cachedCuda = c;
+        }
+        if (!c.startsWith("OK ")) {
+            return PYTHON + ": torch has no CUDA/NCCL: " + c;
+        }
+        int n = Integer.parseInt(c.substring(3).strip());
+        return n >= gpus ? null : "torch sees " + n + " GPUs, the test needs " + gpus;
+    }
+
+    /** torch.__version__ of {@link #PYTHON}, or null when torch is unavailable. */
+    public static String version() {
+        if (unavailable() != null) {
+            return null;
+        }
+        String v = run("import torch; print(torch.__version__)");
+        return v.startsWith("OK ") ? v.substring(3).strip() : null;
+    }
+
+    /** Runs a one-line program: "OK " and its output, or why it failed. */
+    private static String run(String program) {
+        try {
+            Process p = new ProcessBuilder(PYTHON, "-c", program).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+                p.destroyForcibly();
+                String[] lines = out.strip().split("\n");
+                return "failed: " + lines[lines.length - 1];
+            }
+            return "OK " + out.strip();
+        } catch (IOException e) {
+            return "failed: " + e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted";
+        }
     }
 
     /** A free TCP port on this machine (for a torch server a test starts). */
@@ -102,7 +165,7 @@ public final class PythonTorch {
     }
 
     private static String probe() {
-        if (!Files.isExecutable(Path.of(PYTHON))) {
+        if (PYTHON.contains("/") && !Files.isExecutable(Path.of(PYTHON))) {
             return "no " + PYTHON + " (apt-get install python3-torch)";
         }
         try {

@@ -143,6 +143,9 @@ class ConformanceTest {
                     assertTrue(out.contains("KIT-DONE"), "rank " + r + " of " + label + " ended without finishing the kit (exit "
                             + p.process().exitValue() + "):\n" + out);
                     failures.addAll(KitMain.failures(out));
+                    if (r == 0) {
+                        System.out.println(label + ": " + out.lines().filter(l -> l.startsWith("KIT-RAN ")).map(l -> l.substring(8)).toList());
+                    }
                     assertEquals(0, p.process().exitValue(), "rank " + r + " exit code:\n" + out);
                 }
                 assertNoFailures(label, failures);

@@ -320,6 +320,22 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
     private long p2pSeq;
     private static final String P2P_ACCOUNT = "send/recv: ";
 
+    /**
+     * The store key under which a failing rank writes the number of the collective it failed in (or,
+     * after a failed send/recv, of the next one, which it never reaches), once, after its account:
+     * a rank waiting for its account of another collective stops waiting for it.
+     */
+    private static final String FELL = "fell/";
+    private boolean fellWritten;
+
+    /** Writes this rank's {@link #FELL} key (the first failure only: the communicator stays broken). */
+    private void fell(long seq) {
+        if (!fellWritten) {
+            fellWritten = true;
+            store.set(FELL + rank(), Long.toString(seq).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        }
+    }
+
     /** How long a failing rank waits for the others' account of their call (failures only). */
     private static final long ACCOUNT_NANOS = 500_000_000L;
 
@@ -327,8 +343,9 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
      * A collective failed in one of its internal steps (a shared-memory reduce, the leaders' TCP
      * all-reduce, ...), which speak of that step and of the ranks of that part. After the peers
      * were told, every failing rank writes its own collective (as the caller called it) to the
-     * store and reads the others' (for at most half a second; failures only, nothing on the
-     * collective path), then says what happened in the callers' terms: ranks that called different
+     * store and reads the others' (for at most half a second, and not for a rank that failed in
+     * another collective of this communicator, which never writes one; failures only, nothing on
+     * the collective path), then says what happened in the callers' terms: ranks that called different
      * collectives (a {@link CollectiveMismatchException} naming every call, whichever step saw it),
      * ranks that never reached the collective (a {@link CollectiveTimeoutException} whose {@code
      * missingRanks()} are ranks of this communicator, whichever part waited for them), else the
@@ -346,6 +363,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
                 try {
                     store.set("why/" + p2pSeq + "/" + rank(), (P2P_ACCOUNT + (m.length() > 2000 ? m.substring(0, 2000) : m))
                             .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    fell(p2pSeq);
                 } catch (RuntimeException ignored) {
                     // best effort
                 }
@@ -356,17 +374,34 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         String mine = OpCode.describe(userCall, userCount, seq);
         String[] calls = new String[size()];
         calls[rank()] = mine;
+        // the ranks known not to say: they failed before this collective, or returned from it
+        boolean[] wontSay = new boolean[size()];
+        List<Integer> returned = new ArrayList<>();
         int got = 1;
         try {
             store.set("why/" + seq + "/" + rank(), mine.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            fell(seq);
             long end = System.nanoTime() + ACCOUNT_NANOS;
             while (true) {
                 for (int p = 0; p < size(); p++) {
-                    if (calls[p] == null) {
+                    if (calls[p] == null && !wontSay[p]) {
                         byte[] v = store.tryGet("why/" + seq + "/" + p);
                         if (v != null) {
                             calls[p] = new String(v, java.nio.charset.StandardCharsets.UTF_8);
                             got++;
+                            continue;
+                        }
+                        byte[] f = store.tryGet(FELL + p);
+                        long at = f == null ? seq : Long.parseLong(new String(f, java.nio.charset.StandardCharsets.US_ASCII));
+                        if (at != seq) {
+                            // p failed at another collective of this communicator (its account of it
+                            // written first): before this one (it never reaches it: missing), or
+                            // after it (it returned from this one)
+                            wontSay[p] = true;
+                            got++;
+                            if (at > seq) {
+                                returned.add(p);
+                            }
                         }
                     }
                 }
@@ -381,7 +416,13 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
         java.util.Map<String, List<Integer>> byCall = new java.util.LinkedHashMap<>();
         List<Integer> missing = new ArrayList<>();
         StringBuilder p2pFailures = new StringBuilder();
+        if (!returned.isEmpty()) {
+            p2pFailures.append(" [rank(s) ").append(returned).append(" returned from this collective and failed in a later one]");
+        }
         for (int p = 0; p < size(); p++) {
+            if (returned.contains(p)) {
+                continue;
+            }
             if (calls[p] == null) {
                 missing.add(p);
             } else if (calls[p].startsWith(P2P_ACCOUNT)) {
@@ -402,6 +443,9 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
             }
             if (!missing.isEmpty()) {
                 b.append("; rank(s) ").append(missing).append(" did not say");
+            }
+            if (!returned.isEmpty()) {
+                b.append("; rank(s) ").append(returned).append(" returned from it and failed in a later collective");
             }
             b.append(": every rank must call the same collectives with the same type, count, op and root in the same order [")
                     .append(e.getMessage()).append(']');

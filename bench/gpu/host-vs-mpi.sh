@@ -25,7 +25,7 @@
 #              "cli-base cli") interleaved, three times, at HOSTCMP_SR_RANKS; Open MPI default and cma
 #   twocore    2 ranks on 2 cores (taskset -c 0,1 for every process): jccl cold and Open MPI cold, 3 runs each
 #              (HOSTCMP_TWOCORE_REPS)
-#   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS): jccl steady
+#   others     the other collectives, 16 B..64 MiB (x16; HOSTCMP_OTHERS_MAX, HOSTCMP_OTHERS_RANKS, HOSTCMP_OTHERS_COLLS): jccl steady
 #              (HOSTCMP_OTHERS_ITERS, default "-n 200 -w 20") and cold (HOSTCMP_OTHERS_COLD=0: steady only),
 #              Open MPI default and best
 #   registered all-reduce, all-gather, broadcast, reduce-scatter 1..64 MiB with buffers from comm.allocate
@@ -176,13 +176,14 @@ fi
 OTHERS_MAX=${HOSTCMP_OTHERS_MAX:-64M}
 if [[ $PHASES == *,others,* ]]; then
   for n in ${HOSTCMP_OTHERS_RANKS:-$RANKS}; do
-    for c in allgather reducescatter broadcast reduce alltoall gather scatter; do
+    for c in ${HOSTCMP_OTHERS_COLLS:-allgather reducescatter broadcast reduce alltoall gather scatter}; do
       # shellcheck disable=SC2086 # HOSTCMP_OTHERS_ITERS: the steady runs' -n/-w
       jccl "$n" "$c-steady" "$c" -b 16 -e "$OTHERS_MAX" -f 16 ${HOSTCMP_OTHERS_ITERS:--n 200 -w 20}
       [ "${HOSTCMP_OTHERS_COLD:-1}" = 0 ] || jccl "$n" "$c-cold" "$c" -b 16 -e "$OTHERS_MAX" -f 16
     done
     for cfg in $CONFIGS; do
-      mpi "$n" "$cfg" others allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter -b 16 -e "$OTHERS_MAX" -f 16 -T 0.05 -c 0
+      colls=${HOSTCMP_OTHERS_COLLS:-allgather reducescatter broadcast reduce alltoall gather scatter}
+      mpi "$n" "$cfg" others "${colls// /,}" -b 16 -e "$OTHERS_MAX" -f 16 -T 0.05 -c 0
     done
   done
 fi

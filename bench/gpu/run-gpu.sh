@@ -98,6 +98,10 @@ JAVA=(.jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubat
 CP=.gpu/lib/jccl-core.jar:.gpu/lib/jccl-cuda.jar:.gpu/lib/jccl-bench.jar:.gpu/test-classes:.gpu/lib/jccl-core-tests.jar:.gpu/lib/junit-console.jar
 PY=python3
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+# the torch tests (TorchStoreTest, TorchNcclTest, ...) run this machine's torch
+export JCCL_TEST_PYTHON=${JCCL_TEST_PYTHON:-$PY}
+# torch's own NCCL, which Java ranks of a mixed torch/jccl job load too (TorchNcclTest)
+TORCH_NCCL=$(ls /opt/torch/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 2>/dev/null | head -1)
 PHASES=${JCCL_GPU_PHASES:-probe,tests,kit,tests-nb,bench,torch,matrix}
 has() { [[ ",$PHASES," == *",$1,"* ]]; }
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
@@ -154,6 +158,8 @@ if has tests; then
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
     --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
     --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
+  # a mixed torch/jccl NCCL job: both sides on torch's NCCL
+  JCCL_NCCL_LIBRARY=${TORCH_NCCL:-${JCCL_NCCL_LIBRARY:-}} junit torch-nccl 300 --select-class org.jccl.cuda.TorchNcclTest
 fi
 
 if has graph; then # CUDA graphs: CudaGraphTest (also nonblocking), jccl perf -G next to -G 0 and nccl-tests' -G
@@ -230,7 +236,8 @@ if has p2p; then # jccl perf sendrecv on NCCL (a ring: each rank sends to the ne
 fi
 
 if has classes; then # JCCL_GPU_CLASSES="NcclFeaturesTest NcclWarmupTest": those test classes of org.jccl.cuda alone
-  sel=(); for c in ${JCCL_GPU_CLASSES:-NcclFeaturesTest}; do sel+=(--select-class "org.jccl.cuda.$c"); done
+  # (a name with a dot is a full class name: org.jccl.bootstrap.TorchStoreTest)
+  sel=(); for c in ${JCCL_GPU_CLASSES:-NcclFeaturesTest}; do [[ $c == *.* ]] || c=org.jccl.cuda.$c; sel+=(--select-class "$c"); done
   junit classes 300 "${sel[@]}"
 fi
 
@@ -409,6 +416,8 @@ if has faults; then # the fault and JCCL_CHECK process tests alone
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \
     --select-method 'org.jccl.cuda.NcclProcessTest#heartbeatsNameTheKilledRankWithinTwoIntervalsAndTheSurvivorsShrink' \
     --select-method 'org.jccl.cuda.NcclProcessTest#abortOnOneRankFailsTheOthersWaitNamingIt'
+  # a mixed torch/jccl NCCL job: both sides on torch's NCCL
+  JCCL_NCCL_LIBRARY=${TORCH_NCCL:-${JCCL_NCCL_LIBRARY:-}} junit torch-nccl 300 --select-class org.jccl.cuda.TorchNcclTest
 fi
 
 if has overhead; then # jccl's host time per call against the bare NCCL call, alone (no sweep); base build too

@@ -330,6 +330,27 @@ public final class TorchStore implements Store {
         return call(o -> o.write(Op.GETNUMKEYS.code(gen)), TorchStoreProtocol::readLong, timeout);
     }
 
+    /**
+     * Every key the server holds, as on the wire (a torch client's keys start with {@code /}), for
+     * finding what a torch process wrote. Torch 2.x servers only (LIST_KEYS).
+     *
+     * @throws UnsupportedOperationException with a torch 1.x server, which has no LIST_KEYS
+     */
+    public synchronized List<String> listKeys() {
+        if (gen == Generation.TORCH_1) {
+            throw new UnsupportedOperationException("torch 1.x stores cannot list their keys (LIST_KEYS came with torch 2.x)");
+        }
+        return call(o -> o.write(Op.LIST_KEYS.code(gen)), in -> {
+            long n = TorchStoreProtocol.readLong(in);
+            List<String> keys = new ArrayList<>();
+            for (long i = 0; i < n; i++) {
+                int len = (int) TorchStoreProtocol.readLong(in);
+                keys.add(new String(TorchStoreProtocol.readExactly(in, len), java.nio.charset.StandardCharsets.UTF_8));
+            }
+            return keys;
+        }, timeout);
+    }
+
     @Override
     public synchronized void close() {
         if (closed) {

@@ -3,6 +3,7 @@ package org.jccl.bootstrap;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -125,6 +126,11 @@ class TorchStoreTest {
                 assertArrayEquals("e".getBytes(), a.compareSet("none", "e".getBytes(), "z".getBytes()), "absent: torch answers expected");
                 assertNull(a.tryGet("none"), "and stores nothing");
                 assertEquals(3, a.numKeys());
+                if (g == Generation.TORCH_2) {
+                    assertEquals(List.of("/c", "/cas", "/k"), b.listKeys().stream().sorted().toList(), "wire keys");
+                } else {
+                    assertThrows(UnsupportedOperationException.class, b::listKeys);
+                }
                 assertTrue(a.delete("k"));
                 assertFalse(a.delete("k"));
                 // a wait that another client completes
@@ -224,7 +230,7 @@ class TorchStoreTest {
                 print("SAW", s.num_keys() > 2, flush=True)
                 sys.stdin.read()
                 """, Integer.toString(port))) {
-            initTwoRanks(port, "torch1", true);
+            initTwoRanks(port, torchGeneration() == Generation.TORCH_1 ? "torch1" : "torch2", true);
             String workers = py.nextLine();
             assertTrue(workers != null && workers.startsWith("WORKERS ") && Integer.parseInt(workers.substring(8)) < 30,
                     "torch's server counted the jccl ranks as workers (a 1.x server gives up silently after its 60 s "
@@ -234,6 +240,13 @@ class TorchStoreTest {
     }
 
     // ------------------------------------------------------------------ against torch itself
+
+    /** The store protocol generation of the installed torch (Debian's 1.13: TORCH_1). */
+    private static Generation torchGeneration() {
+        String v = PythonTorch.version();
+        assertNotNull(v, "torch's version");
+        return v.startsWith("1.") ? Generation.TORCH_1 : Generation.TORCH_2;
+    }
 
     @SuppressWarnings("unchecked")
     private static java.util.Map<String, Object> jsonObject(String json) {
@@ -319,8 +332,9 @@ class TorchStoreTest {
                 """, Integer.toString(port))) {
             py.awaitLine("READY");
             try (TorchStore j = TorchStore.connect("127.0.0.1", port, null, T)) {
-                // Debian's torch is 1.13: the 2.x handshake is refused, and the client speaks 1.x
-                assertEquals(Generation.TORCH_1, j.generation());
+                // Debian's torch is 1.13: the 2.x handshake is refused, and the client speaks 1.x;
+                // torch 2.x (the GPU machine's) answers it
+                assertEquals(torchGeneration(), j.generation());
                 assertArrayEquals("abc".getBytes(), j.get("frompy", T));
                 j.set("fromjava", "xyz".getBytes());
                 assertEquals(7, j.add("cnt", 7));

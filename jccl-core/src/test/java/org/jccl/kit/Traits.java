@@ -155,6 +155,14 @@ public record Traits(String name, Set<DataType> types, boolean bitwiseOps, boole
         return ops;
     }
 
+    /**
+     * A copy for a communicator formed without a jccl store (e.g. {@code TorchNccl}'s, whose other
+     * ranks may be Python ones): a timeout cannot name the rank that did not call.
+     */
+    public Traits withoutStore() {
+        return new Traits(name, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, mismatchesByNextCall, perCallTimeout, false, bitwiseIdentical, shrink);
+    }
+
     /** A copy with another name (e.g. "host/shm 3 procs"). */
     public Traits named(String n) {
         return new Traits(n, types, bitwiseOps, selfP2p, recvBeforeSend, mismatchesInCall, mismatchesByNextCall, perCallTimeout, namesMissingRanks, bitwiseIdentical, shrink);

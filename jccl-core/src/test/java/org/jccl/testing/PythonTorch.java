@@ -71,7 +71,7 @@ public final class PythonTorch {
         return v.startsWith("OK ") ? v.substring(3).strip() : null;
     }
 
-    /** Runs a one-line program: "OK " and its output, or why it failed. */
+    /** Runs a one-line program: "OK " and the last line it printed, or why it failed. */
     private static String run(String program) {
         try {
             Process p = new ProcessBuilder(PYTHON, "-c", program).redirectErrorStream(true).start();
@@ -81,7 +81,8 @@ public final class PythonTorch {
                 String[] lines = out.strip().split("\n");
                 return "failed: " + lines[lines.length - 1];
             }
-            return "OK " + out.strip();
+            String[] lines = out.strip().split("\n");
+            return "OK " + lines[lines.length - 1].strip(); // the last line: torch may log before it
         } catch (IOException e) {
             return "failed: " + e;
         } catch (InterruptedException e) {
@@ -146,6 +147,24 @@ public final class PythonTorch {
             }
             if (process.exitValue() != 0) {
                 throw new AssertionError("the Python script failed (exit " + process.exitValue() + "):\n" + rest);
+            }
+            return rest.toString();
+        }
+
+        /**
+         * Everything the script printed from here on, for a failure message: closes it (killing it
+         * when it does not end within 10 s), then reads what is left.
+         */
+        public String drain() {
+            StringBuilder rest = new StringBuilder();
+            try {
+                close();
+                String l;
+                while ((l = out.readLine()) != null) {
+                    rest.append(l).append('\n');
+                }
+            } catch (IOException | InterruptedException e) {
+                rest.append("(reading its output failed: ").append(e).append(")\n");
             }
             return rest.toString();
         }

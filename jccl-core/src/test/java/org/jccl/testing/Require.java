@@ -27,7 +27,7 @@ public final class Require {
     /** The environment variable that lists the required capabilities. */
     public static final String VARIABLE = "JCCL_REQUIRE";
     /** The capability names {@value #VARIABLE} and {@link #require} accept. */
-    public static final List<String> CAPABILITIES = List.of("mpi", "netns", "gpu", "torch");
+    public static final List<String> CAPABILITIES = List.of("mpi", "netns", "gpu", "torch", "torch-cuda");
 
     private Require() {
     }

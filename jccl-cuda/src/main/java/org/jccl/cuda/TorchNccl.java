@@ -34,7 +34,10 @@ import org.jccl.bootstrap.TorchStoreProtocol;
  * {@code dist.broadcast}, {@code dist.barrier} (an all-reduce of one element) each need their Java
  * counterpart. Both sides must load compatible NCCL libraries: point {@code JCCL_NCCL_LIBRARY} at
  * the {@code libnccl.so.2} of torch's environment ({@code nvidia/nccl/lib} in its site-packages).
- * See docs/TORCH.md.
+ *
+ * <p>The communicator has no jccl store behind it (the Python ranks would not answer jccl's keys):
+ * a collective that times out says so but cannot name the rank that never called, and
+ * {@code JCCL_CHECK} is not available. See docs/TORCH.md.
  */
 public final class TorchNccl {
     /**

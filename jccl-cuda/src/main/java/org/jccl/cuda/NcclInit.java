@@ -44,6 +44,18 @@ final class NcclInit {
     static NcclCommunicator create(CudaDevice device, boolean ownsDevice, int rank, int size, byte[] uniqueId,
                                    Duration timeout, AutoCloseable store, org.jccl.bootstrap.Store jobStore,
                                    String scope, org.jccl.spi.Liveness.Watch watch) {
+        return create(device, ownsDevice, rank, size, uniqueId, timeout, store, jobStore, scope, watch, false);
+    }
+
+    /**
+     * As above; {@code foreign}: some ranks are not jccl's (a torch process group's, {@link
+     * TorchNccl}), so this rank makes no NCCL call they would not make: one communicator (no split
+     * of a data communicator, as under {@code JCCL_NCCL_NONBLOCKING=1}), no all-reduce kernels of
+     * jccl's own (their set-up is collective), no JIT warm-up collectives.
+     */
+    static NcclCommunicator create(CudaDevice device, boolean ownsDevice, int rank, int size, byte[] uniqueId,
+                                   Duration timeout, AutoCloseable store, org.jccl.bootstrap.Store jobStore,
+                                   String scope, org.jccl.spi.Liveness.Watch watch, boolean foreign) {
         Nccl.requireAvailable();
         Objects.requireNonNull(device, "device");
         NcclArgs.checkCreateArgs(rank, size, uniqueId, timeout);
@@ -56,6 +68,7 @@ final class NcclInit {
         try {
             String what = "ncclCommInitRankConfig (rank " + rank + " of " + size + " on GPU " + device.ordinal() + ")";
             m = new Making(device, arena, rank, size, what, what, null);
+            m.oneCommunicator = foreign;
             MemorySegment uid = arena.allocate(NcclLibrary.UNIQUE_ID_BYTES, 8);
             uid.copyFrom(MemorySegment.ofArray(uniqueId));
             make(new Making[] {m}, false,
@@ -70,6 +83,10 @@ final class NcclInit {
             }
             arena.close();
             throw e;
+        }
+        if (foreign) {
+            c.watch = watch;
+            return c;
         }
         try {
             CustomAllReduce.attach(c); // collective: every rank of the new communicator runs it
@@ -174,6 +191,8 @@ final class NcclInit {
         final String what;
         /** Names the rank in the errors of its data split. */
         final String splitWhat;
+        /** Collectives on the control communicator: no data split (a foreign communicator's). */
+        boolean oneCommunicator;
         MemorySegment scratch;
         int rank;
         int size;
@@ -286,7 +305,7 @@ final class NcclInit {
                 }
             }
         }
-        if (NONBLOCKING_DATA) {
+        if (NONBLOCKING_DATA || ms[0].oneCommunicator) {
             for (Making m : ms) {
                 m.data = m.ctl;
             }

@@ -158,11 +158,27 @@ public final class PythonTorch {
         public String drain() {
             StringBuilder rest = new StringBuilder();
             try {
-                close();
-                String l;
-                while ((l = out.readLine()) != null) {
-                    rest.append(l).append('\n');
+                try {
+                    process.getOutputStream().close();
+                } catch (IOException ignored) {
+                    // it ended already
                 }
+                long end = System.nanoTime() + 10_000_000_000L;
+                while (System.nanoTime() < end) {
+                    while (out.ready()) {
+                        rest.append(out.readLine()).append('\n');
+                    }
+                    if (!process.isAlive()) {
+                        String l;
+                        while ((l = out.readLine()) != null) {
+                            rest.append(l).append('\n');
+                        }
+                        return rest.toString();
+                    }
+                    Thread.sleep(50);
+                }
+                rest.append("(still running after 10 s: killed)\n");
+                process.destroyForcibly();
             } catch (IOException | InterruptedException e) {
                 rest.append("(reading its output failed: ").append(e).append(")\n");
             }

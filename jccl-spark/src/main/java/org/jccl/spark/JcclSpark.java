@@ -19,7 +19,6 @@ import org.jccl.Communicator;
 import org.jccl.Jccl;
 import org.jccl.JcclException;
 import org.jccl.Options;
-import org.jccl.bootstrap.Store;
 import org.jccl.bootstrap.TcpStore;
 import org.jccl.internal.Log;
 import scala.jdk.javaapi.CollectionConverters;
@@ -151,18 +150,22 @@ public final class JcclSpark {
         }
         int localRank = below;
         int localSize = same;
-        Options base = Options.fromEnv();
-        Duration timeout = tune.apply(base).timeout();
+        Options base = Options.fromEnv().withRank(rank, size).withLocal(localRank, localSize);
+        // tune is checked before any traffic: every rank runs the same tune, so all fail at once
+        Duration timeout = tuned(tune, base, "spark-probe", "probe", null).timeout();
 
+        // From here the task owns what it opens: a kill ends the rendezvous (interrupt, store
+        // closed) or aborts the communicator; the task's end closes both.
+        TaskBinding binding = new TaskBinding(ctx, rank);
         // Partition 0 serves the store; its address and token reach every task through Spark.
-        TcpStore store = null;
         String message = "";
         RuntimeException serveFailure = null;
         if (rank == 0) {
             String token = HexFormat.of().formatHex(randomBytes(16));
             try {
-                store = (TcpStore) TcpStore.open(hosts[0], 0, true, token, timeout);
-                message = "store " + hosts[0] + " " + store.server().port() + " " + token;
+                TcpStore served = (TcpStore) TcpStore.open(hosts[0], 0, true, token, timeout);
+                binding.store = served;
+                message = "store " + hosts[0] + " " + served.server().port() + " " + token;
             } catch (RuntimeException e) {
                 serveFailure = e;
                 message = "failed " + e.getMessage();
@@ -172,42 +175,46 @@ public final class JcclSpark {
         if (serveFailure != null) {
             throw serveFailure;
         }
+        ctx.killTaskIfInterrupted(); // the stage failed while this task waited
         String[] words = all[0].split(" ", 4);
         if (!words[0].equals("store") || words.length != 4) {
             throw new JcclException("partition 0 (rank 0, on " + hosts[0] + ") could not serve the rendezvous store: "
                     + all[0].substring(Math.min(all[0].length(), 7)) + " (its task's error says more)");
         }
         String token = words[3];
-        try {
-            if (store == null) {
-                store = (TcpStore) TcpStore.open(words[1], Integer.parseInt(words[2]), false, token, timeout);
-            }
-            String jobId = "spark-s" + ctx.stageId() + "a" + ctx.stageAttemptNumber() + "-" + token.substring(0, 12);
-            Options stage = base.withRank(rank, size).withLocal(localRank, localSize).withJobId(jobId).withToken(token)
-                    .withStore(store);
-            if (System.getProperty("jccl.affinity") == null && System.getenv("JCCL_AFFINITY") == null) {
-                stage = stage.withSetting("JCCL_AFFINITY", "off");
-            }
-            Options opts = tune.apply(stage);
-            if (opts == null || opts.rank() != rank || opts.size() != size || opts.store() != store
-                    || !opts.jobId().equals(jobId) || !Objects.equals(opts.token(), token)) {
-                throw new IllegalArgumentException("tune changed " + (opts == null ? "the options to null"
-                        : "the rank, size, job id, token or store") + ": the barrier stage decides those; change only "
-                        + "the timeout, heartbeat, backend or settings");
-            }
-            TcpStore owned = store;
-            LOG.info(rank, () -> "spark stage " + ctx.stageId() + " attempt " + ctx.stageAttemptNumber() + ": rank " + rank
-                    + " of " + size + " (local " + localRank + " of " + localSize + " on " + hosts[rank] + "), store "
-                    + owned.address());
-            Communicator comm = Jccl.init(opts);
-            bindToTask(ctx, comm, store);
-            return comm;
-        } catch (RuntimeException | Error e) {
-            if (store != null) {
-                store.close();
-            }
-            throw e;
+        TcpStore store = binding.store;
+        if (store == null) {
+            store = (TcpStore) TcpStore.open(words[1], Integer.parseInt(words[2]), false, token, timeout);
+            binding.store = store;
         }
+        String jobId = "spark-s" + ctx.stageId() + "a" + ctx.stageAttemptNumber() + "-" + token.substring(0, 12);
+        Options opts = tuned(tune, base, jobId, token, store);
+        TcpStore owned = store;
+        LOG.info(rank, () -> "spark stage " + ctx.stageId() + " attempt " + ctx.stageAttemptNumber() + ": rank " + rank
+                + " of " + size + " (local " + localRank + " of " + localSize + " on " + hosts[rank] + "), store "
+                + owned.address());
+        Communicator comm = Jccl.init(opts);
+        binding.comm = comm;
+        return comm;
+    }
+
+    /**
+     * The stage's options for this rank, adjusted by {@code tune}, which must leave the rank, size,
+     * job id, token and store as the stage decided them.
+     */
+    private static Options tuned(UnaryOperator<Options> tune, Options base, String jobId, String token, TcpStore store) {
+        Options stage = base.withJobId(jobId).withToken(token).withStore(store);
+        if (System.getProperty("jccl.affinity") == null && System.getenv("JCCL_AFFINITY") == null) {
+            stage = stage.withSetting("JCCL_AFFINITY", "off");
+        }
+        Options opts = tune.apply(stage);
+        if (opts == null || opts.rank() != base.rank() || opts.size() != base.size() || opts.store() != store
+                || !opts.jobId().equals(jobId) || !Objects.equals(opts.token(), token)) {
+            throw new IllegalArgumentException("tune changed " + (opts == null ? "the options to null"
+                    : "the rank, size, job id, token or store") + ": the barrier stage decides those; return the options "
+                    + "it was given (o -> o), changing only the timeout, heartbeat, backend or settings");
+        }
+        return opts;
     }
 
     /**
@@ -269,29 +276,75 @@ public final class JcclSpark {
         }
     }
 
-    /** Ties the communicator and its store to the task: abort on failure or kill, close at the end. */
-    private static void bindToTask(BarrierTaskContext ctx, Communicator comm, Store store) {
-        int rank = comm.rank();
-        ScheduledFuture<?> watch = WATCHER.scheduleWithFixedDelay(() -> {
-            if (ctx.isInterrupted()) {
-                LOG.warn(rank, "spark killed this task (" + ctx.getKillReason().getOrElse(() -> "no reason given")
-                        + "): aborting its communicator");
-                comm.abort();
-                throw new IllegalStateException("done"); // ends this watch
+    /**
+     * What a task's init opened, tied to the task: Spark's kill interrupts a rendezvous in progress
+     * (the task thread is interrupted and the store closed, which ends its waits) or aborts the
+     * communicator; a failure of the task aborts it; the task's end closes the communicator, then
+     * the store.
+     */
+    private static final class TaskBinding {
+        private final BarrierTaskContext ctx;
+        private final int rank;
+        private final Thread taskThread = Thread.currentThread();
+        private final ScheduledFuture<?> watch;
+        volatile TcpStore store;
+        volatile Communicator comm;
+        private boolean killed;
+
+        TaskBinding(BarrierTaskContext ctx, int rank) {
+            this.ctx = ctx;
+            this.rank = rank;
+            this.watch = WATCHER.scheduleWithFixedDelay(this::checkKilled, KILL_POLL_MS, KILL_POLL_MS,
+                    TimeUnit.MILLISECONDS);
+            ctx.addTaskFailureListener((c, error) -> {
+                Communicator cm = comm;
+                if (cm != null) {
+                    LOG.info(rank, () -> "task failed (" + error + "): aborting its communicator");
+                    cm.abort();
+                }
+            });
+            ctx.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) c -> close());
+        }
+
+        private synchronized void checkKilled() {
+            if (!ctx.isInterrupted()) {
+                return;
             }
-        }, KILL_POLL_MS, KILL_POLL_MS, TimeUnit.MILLISECONDS);
-        ctx.addTaskFailureListener((c, error) -> {
-            LOG.info(rank, () -> "task failed (" + error + "): aborting its communicator");
-            comm.abort();
-        });
-        ctx.addTaskCompletionListener(c -> {
+            String reason = ctx.getKillReason().getOrElse(() -> "no reason given");
+            Communicator cm = comm;
+            if (cm != null) {
+                if (!killed) {
+                    LOG.warn(rank, "spark killed this task (" + reason + "): aborting its communicator");
+                    cm.abort();
+                }
+            } else {
+                if (!killed) {
+                    LOG.warn(rank, "spark killed this task (" + reason + ") during the rendezvous: ending it");
+                }
+                // again at every poll until the task ends: Spark's own barrier wait swallows interrupts
+                taskThread.interrupt();
+                TcpStore st = store;
+                if (st != null) {
+                    st.close();
+                }
+            }
+            killed = true;
+        }
+
+        private void close() {
             watch.cancel(false);
             try {
-                comm.close();
+                Communicator cm = comm;
+                if (cm != null) {
+                    cm.close();
+                }
             } finally {
-                store.close();
+                TcpStore st = store;
+                if (st != null) {
+                    st.close();
+                }
             }
-        });
+        }
     }
 
     /** The host of a Spark executor address ({@code host:port}, {@code [v6]:port}, or a bare host). */

@@ -216,6 +216,34 @@ class JcclSparkTest {
         }
     }
 
+    /**
+     * Rank 0 fails in the middle of the rendezvous (after its store was announced): Spark kills the
+     * other tasks, which must end their rendezvous at once (not retry the closed store until their
+     * deadline), so that every slot is free for the next stage.
+     */
+    @Test
+    void aRankFailingDuringTheRendezvousFreesEverySlotPromptly() throws Exception {
+        long t0 = System.nanoTime();
+        java.util.concurrent.CompletableFuture<List<String>> jobs = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            SparkException e = assertThrows(SparkException.class, () -> JcclSpark.mapPartitions(
+                    sc.parallelize(List.of(0, 1, 2, 3), SLOTS), (Communicator comm, java.util.Iterator<Integer> it) -> it,
+                    o -> {
+                        if (o.rank() == 0 && o.store() != null) {
+                            throw new IllegalStateException("rank 0 gives up in the rendezvous");
+                        }
+                        return o;
+                    }).collect());
+            assertTrue(String.valueOf(e).contains("barrier"), String.valueOf(e));
+            // a stage that needs every slot at once
+            return JcclSpark.mapPartitions(sc.parallelize(List.of(0, 1, 2, 3), SLOTS),
+                    (comm, it) -> List.of("rank " + comm.rank()).iterator()).collect();
+        });
+        assertEquals(List.of("rank 0", "rank 1", "rank 2", "rank 3"), jobs.get(60, java.util.concurrent.TimeUnit.SECONDS),
+                "the next stage of all " + SLOTS + " slots ran");
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        assertTrue(seconds < 30, "both stages took " + seconds + " s");
+    }
+
     @Test
     void tuneMayNotChangeWhatTheStageDecides() {
         SparkException e = assertThrows(SparkException.class, () -> JcclSpark.mapPartitions(

@@ -39,7 +39,10 @@ class TorchNcclTest {
     /** Prime: no NCCL chunking divides it; i * 10 stays exact in FLOAT32. */
     private static final int N = 1_000_003;
 
-    /** The Python side: rank {@code argv[3]}, which also hosts the store when it is rank 0. */
+    /**
+     * The Python side: rank {@code argv[3]} on GPU {@code argv[3]}, which also hosts the store when
+     * it is rank 0 (else a Java process hosts it: jccl's TorchStoreServer).
+     */
     private static final String PYTHON_RANK = """
             import sys, datetime, torch, torch.distributed as dist
             host, port, rank, world, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -65,28 +68,39 @@ class TorchNcclTest {
             b = torch.full((n,), rank + 1, dtype=torch.bfloat16, device=dev)
             dist.all_reduce(b)
             ok3 = bool((b == total).all())
-            # 4: the last rank (a Java one) broadcasts
-            z = torch.zeros(n, dtype=torch.float32, device=dev)
+            # 4: the last rank broadcasts
+            z = (torch.remainder(i, 777) - 300) if rank == world - 1 else torch.zeros(n, dtype=torch.float32, device=dev)
             dist.broadcast(z, src=world - 1)
             ok4 = torch.equal(z, torch.remainder(i, 777) - 300)
             torch.cuda.synchronize()
-            print(f"RESULT rank {rank} allreduce={ok1} broadcast={ok2} bf16={ok3} javaroot={ok4}", flush=True)
+            print(f"RESULT rank {rank} allreduce={ok1} broadcast={ok2} bf16={ok3} lastroot={ok4}", flush=True)
             dist.destroy_process_group()
             """;
 
-    @ParameterizedTest(name = "{0} Python + {1} Java ranks")
-    @CsvSource({"1, 1", "2, 2"})
-    void pythonAndJavaRanksRunTheSameCollectives(int pythonRanks, int javaRanks, @TempDir Path dir) throws Exception {
+    /**
+     * {@code first} names the side with rank 0 (which makes the unique id and broadcasts first):
+     * {@code python} (the trainer; its TCPStore hosts the store) or {@code java} (jccl's
+     * TorchStoreServer hosts it, and torch's clients connect to it).
+     */
+    @ParameterizedTest(name = "{0} Python + {1} Java ranks, {2} ranks first")
+    @CsvSource({"1, 1, python", "1, 1, java", "2, 2, python"})
+    void pythonAndJavaRanksRunTheSameCollectives(int pythonRanks, int javaRanks, String first, @TempDir Path dir)
+            throws Exception {
         int world = pythonRanks + javaRanks;
         Gpu.assume(world);
         Require.require("torch-cuda", PythonTorch.cudaUnavailable(world));
         System.out.println("torch " + PythonTorch.version() + " (" + PythonTorch.PYTHON + "), NCCL " + Nccl.versionString()
                 + " from " + Nccl.libraryPath());
+        boolean pythonFirst = first.equals("python");
+        int pyBase = pythonFirst ? 0 : javaRanks;
+        int javaBase = pythonFirst ? pythonRanks : 0;
         int port = PythonTorch.freePort();
         List<PythonTorch.Script> py = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(javaRanks);
+        org.jccl.bootstrap.TorchStoreServer server = pythonFirst ? null
+                : org.jccl.bootstrap.TorchStoreServer.start(new java.net.InetSocketAddress("127.0.0.1", port));
         try {
-            for (int r = 0; r < pythonRanks; r++) {
+            for (int r = pyBase; r < pyBase + pythonRanks; r++) {
                 py.add(PythonTorch.Script.start(dir, "rank" + r + ".py", PYTHON_RANK, "127.0.0.1", Integer.toString(port),
                         Integer.toString(r), Integer.toString(world), Integer.toString(N)));
                 if (r == 0) {
@@ -94,7 +108,7 @@ class TorchNcclTest {
                 }
             }
             List<Future<String>> java = new ArrayList<>();
-            for (int r = pythonRanks; r < world; r++) {
+            for (int r = javaBase; r < javaBase + javaRanks; r++) {
                 int rank = r;
                 java.add(pool.submit(() -> javaRank(port, rank, world)));
             }
@@ -104,23 +118,27 @@ class TorchNcclTest {
                     got = f.get(300, TimeUnit.SECONDS);
                 } catch (java.util.concurrent.ExecutionException e) {
                     StringBuilder out = new StringBuilder();
-                    for (int r = 0; r < py.size(); r++) {
-                        out.append("python rank ").append(r).append(":\n").append(py.get(r).drain());
+                    for (int i = 0; i < py.size(); i++) {
+                        out.append("python rank ").append(pyBase + i).append(":\n").append(py.get(i).drain());
                     }
                     throw new AssertionError("a Java rank failed: " + e.getCause() + "\n" + out, e.getCause());
                 }
                 System.out.println(got);
                 assertEquals("ok", got.substring(got.lastIndexOf(' ') + 1), got);
             }
-            for (int r = 0; r < pythonRanks; r++) {
-                String out = py.get(r).finish();
+            for (int i = 0; i < pythonRanks; i++) {
+                String out = py.get(i).finish();
                 System.out.print("python " + out);
-                assertTrue(out.contains("RESULT rank " + r + " allreduce=True broadcast=True bf16=True javaroot=True"), out);
+                assertTrue(out.contains("RESULT rank " + (pyBase + i) + " allreduce=True broadcast=True bf16=True lastroot=True"),
+                        out);
             }
         } finally {
             pool.shutdownNow();
             for (PythonTorch.Script s : py) {
                 s.close();
+            }
+            if (server != null) {
+                server.close();
             }
         }
     }
@@ -150,11 +168,13 @@ class TorchNcclTest {
                 x.copyTo(HostBuffer.of(h));
                 check(bad, "allReduce", h, i -> (float) i * total);
 
-                java.util.Arrays.fill(h, 0);
+                for (int i = 0; i < N; i++) {
+                    h[i] = rank == 0 ? (i % 1000) * 0.25f - 100 : 0;
+                }
                 x.copyFrom(HostBuffer.of(h));
                 comm.broadcast(x, 0);
                 x.copyTo(HostBuffer.of(h));
-                check(bad, "broadcast from the Python trainer", h, i -> (i % 1000) * 0.25f - 100);
+                check(bad, "broadcast from rank 0", h, i -> (i % 1000) * 0.25f - 100);
 
                 short[] bits = new short[N];
                 java.util.Arrays.fill(bits, LowPrecision.floatToBf16(rank + 1));
@@ -173,7 +193,7 @@ class TorchNcclTest {
                 x.copyFrom(HostBuffer.of(h));
                 comm.broadcast(x, world - 1);
                 x.copyTo(HostBuffer.of(h));
-                check(bad, "broadcast from the last (Java) rank", h, i -> (i % 777) - 300);
+                check(bad, "broadcast from the last rank", h, i -> (i % 777) - 300);
             }
             return "java rank " + rank + " of " + world + ": " + (bad.isEmpty() ? "ok" : String.join("; ", bad) + " FAILED");
         }

@@ -40,14 +40,7 @@ class TorchStoreConformanceTest {
     void tcpThreadsOverTorchsOwnStore(@TempDir Path dir) throws Exception {
         Require.require("torch", PythonTorch.unavailable());
         int port = PythonTorch.freePort();
-        try (PythonTorch.Script py = PythonTorch.Script.start(dir, "server.py", """
-                import sys, datetime, time
-                import torch.distributed as d
-                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
-                print("READY", flush=True)
-                sys.stdin.read()  # serve until the test closes stdin
-                """, Integer.toString(port))) {
-            py.awaitLine("READY");
+        try (PythonTorch.Script py = PythonTorch.startTorchServer(dir, port, 1)) {
             runKit("tcp 2 threads, torch store (torch's own server)", HostWorlds.oneHost(2), "tcp",
                     rank -> TorchStore.connect("127.0.0.1", port, null, TIMEOUT));
         }

@@ -91,6 +91,23 @@ public final class PythonTorch {
         }
     }
 
+    /**
+     * Starts torch's own TCPStore server on 127.0.0.1:{@code port} (made with {@code worldSize}, not
+     * waiting for workers) and returns once it listens; it serves until the script is closed.
+     */
+    public static Script startTorchServer(Path dir, int port, int worldSize) throws IOException {
+        Script s = Script.start(dir, "torch-server.py", """
+                import sys, datetime
+                import torch.distributed as d
+                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), int(sys.argv[2]), True, datetime.timedelta(seconds=120),
+                               wait_for_workers=False)
+                print("READY", flush=True)
+                sys.stdin.read()  # serve until the test closes stdin
+                """, Integer.toString(port), Integer.toString(worldSize));
+        s.awaitLine("READY");
+        return s;
+    }
+
     /** A free TCP port on this machine (for a torch server a test starts). */
     public static int freePort() throws IOException {
         try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {

@@ -220,14 +220,7 @@ class TorchNcclTest {
         Require.require("torch", PythonTorch.unavailable());
         int port = PythonTorch.freePort();
         long seed = Kit.seed();
-        try (PythonTorch.Script server = PythonTorch.Script.start(dir, "server.py", """
-                import sys, datetime
-                import torch.distributed as d
-                s = d.TCPStore("127.0.0.1", int(sys.argv[1]), 2, True, datetime.timedelta(seconds=120), wait_for_workers=False)
-                print("READY", flush=True)
-                sys.stdin.read()  # serve until the test closes stdin
-                """, Integer.toString(port))) {
-            server.awaitLine("READY");
+        try (PythonTorch.Script server = PythonTorch.startTorchServer(dir, port, 2)) {
             ExecutorService pool = Executors.newFixedThreadPool(2);
             try {
                 List<Future<Kit.Report>> fs = new ArrayList<>();

@@ -17,6 +17,7 @@ public final class PythonTorch {
 
     private static volatile String cached;
     private static volatile String cachedCuda;
+    private static volatile String cachedVersion;
 
     private static String interpreter() {
         String v = System.getProperty("jccl.test.python");
@@ -62,13 +63,17 @@ public final class PythonTorch {
         return n >= gpus ? null : "torch sees " + n + " GPUs, the test needs " + gpus;
     }
 
-    /** torch.__version__ of {@link #PYTHON}, or null when torch is unavailable. */
+    /** torch.__version__ of {@link #PYTHON}, or null when torch is unavailable (asked once). */
     public static String version() {
         if (unavailable() != null) {
             return null;
         }
-        String v = run("import torch; print(torch.__version__)");
-        return v.startsWith("OK ") ? v.substring(3).strip() : null;
+        String v = cachedVersion;
+        if (v == null) {
+            v = run("import torch; print(torch.__version__)");
+            cachedVersion = v;
+        }
+        return v.startsWith("OK ") ? v.substring(3) : null;
     }
 
     /** Runs a one-line program: "OK " and the last line it printed, or why it failed. */
@@ -76,18 +81,18 @@ public final class PythonTorch {
         try {
             Process p = new ProcessBuilder(PYTHON, "-c", program).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            String[] lines = out.strip().split("\n");
+            String last = lines[lines.length - 1].strip(); // torch may log before it
             if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
                 p.destroyForcibly();
-                String[] lines = out.strip().split("\n");
-                return "failed: " + lines[lines.length - 1];
+                return "failed: " + last;
             }
-            String[] lines = out.strip().split("\n");
-            return "OK " + lines[lines.length - 1].strip(); // the last line: torch may log before it
+            return "OK " + last;
         } catch (IOException e) {
             return "failed: " + e;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return "interrupted";
+            return "interrupted while running " + PYTHON;
         }
     }
 
@@ -175,11 +180,7 @@ public final class PythonTorch {
         public String drain() {
             StringBuilder rest = new StringBuilder();
             try {
-                try {
-                    process.getOutputStream().close();
-                } catch (IOException ignored) {
-                    // it ended already
-                }
+                closeStdin();
                 long end = System.nanoTime() + 10_000_000_000L;
                 while (System.nanoTime() < end) {
                     while (out.ready()) {
@@ -202,14 +203,19 @@ public final class PythonTorch {
             return rest.toString();
         }
 
-        /** Closes its stdin (a script serving until then ends) and kills it if it does not end soon. */
-        @Override
-        public void close() throws IOException, InterruptedException {
+        /** Closes its stdin: a script serving until then ends. */
+        private void closeStdin() {
             try {
                 process.getOutputStream().close();
             } catch (IOException ignored) {
                 // it ended already
             }
+        }
+
+        /** Closes its stdin (a script serving until then ends) and kills it if it does not end soon. */
+        @Override
+        public void close() throws IOException, InterruptedException {
+            closeStdin();
             if (!process.waitFor(10, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
             }
@@ -220,20 +226,8 @@ public final class PythonTorch {
         if (PYTHON.contains("/") && !Files.isExecutable(Path.of(PYTHON))) {
             return "no " + PYTHON + " (apt-get install python3-torch)";
         }
-        try {
-            Process p = new ProcessBuilder(PYTHON, "-c", "import torch.distributed as d; assert d.is_available(); print(d.TCPStore)")
-                    .redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                p.destroyForcibly();
-                return PYTHON + " cannot import torch.distributed (apt-get install python3-torch): " + out.strip();
-            }
-            return null;
-        } catch (IOException e) {
-            return PYTHON + " failed: " + e;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return "interrupted while probing " + PYTHON;
-        }
+        String r = run("import torch.distributed as d; assert d.is_available(); print(d.TCPStore)");
+        return r.startsWith("OK ") ? null
+                : PYTHON + " cannot import torch.distributed (apt-get install python3-torch): " + r;
     }
 }

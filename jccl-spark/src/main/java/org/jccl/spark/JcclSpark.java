@@ -290,6 +290,8 @@ public final class JcclSpark {
         volatile TcpStore store;
         volatile Communicator comm;
         private boolean killed;
+        /** The task ended: no more interrupts of its (pooled) thread. */
+        private boolean ended;
 
         TaskBinding(BarrierTaskContext ctx, int rank) {
             this.ctx = ctx;
@@ -307,7 +309,7 @@ public final class JcclSpark {
         }
 
         private synchronized void checkKilled() {
-            if (!ctx.isInterrupted()) {
+            if (ended || !ctx.isInterrupted()) {
                 return;
             }
             String reason = ctx.getKillReason().getOrElse(() -> "no reason given");
@@ -333,6 +335,12 @@ public final class JcclSpark {
 
         private void close() {
             watch.cancel(false);
+            synchronized (this) {
+                ended = true;
+                if (killed && Thread.currentThread() == taskThread) {
+                    Thread.interrupted(); // the executor's next task on this thread starts clean
+                }
+            }
             try {
                 Communicator cm = comm;
                 if (cm != null) {

@@ -303,6 +303,12 @@ __device__ __forceinline__ unsigned int others(const Args& a) {
     return ((1u << a.nranks) - 1u) & ~(1u << a.rank);
 }
 
+// The k-th peer after this rank (1 <= k < nranks). Pushing to rank+1, rank+2, ... spreads the ranks' first stores
+// over every peer instead of all ranks writing to rank 0 first (Lamport one-shot at 256 KiB on 4 H200: ~0.3 us less).
+__device__ __forceinline__ int peer_after(const Args& a, int k) {
+    return a.rank + k < a.nranks ? a.rank + k : a.rank + k - a.nranks;
+}
+
 // Waits until line l of every other rank's LL area (area + p * LL_SLOT) carries flag f in both halves, loading the
 // missing ones together each spin (one round trip for all peers, not one per peer); false after an abort or the spin
 // limit.
@@ -482,10 +488,9 @@ __device__ void lamport_all_reduce(const Args& a, const T* in, T* out, long long
     // push: this rank's lines into its area of every other rank
     for (long long l = gid; l < lines; l += stride) {
         uint4 d = lamport_line(load_vec<T, uint4>(in, l, count, aligned));
-        for (int p = 0; p < a.nranks; p++) {
-            if (p != a.rank) {
-                st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[p], lp_off, par, a.rank)) + l, d);
-            }
+        for (int k = 1; k < a.nranks; k++) {
+            const int p = peer_after(a, k);
+            st_volatile(reinterpret_cast<uint4*>(lamport_area(a.peers[p], lp_off, par, a.rank)) + l, d);
         }
     }
     // reduce each line once every rank's copy of it has arrived here (this rank's own, changed as the others see it,
@@ -532,10 +537,9 @@ __device__ void lamport_two_shot_all_reduce(const Args& a, const T* in, T* out, 
             return;
         }
         uint4 r = lamport_line(sum_in_rank_order<T>(v, a.nranks));
-        for (int p = 0; p < a.nranks; p++) {
-            if (p != a.rank) {
-                st_volatile(reinterpret_cast<uint4*>(a.peers[p] + ag_off + (long long)par * LAMPORT_SLOT) + l, r);
-            }
+        for (int k = 1; k < a.nranks; k++) {
+            const int p = peer_after(a, k);
+            st_volatile(reinterpret_cast<uint4*>(a.peers[p] + ag_off + (long long)par * LAMPORT_SLOT) + l, r);
         }
         store_vec<T, uint4>(out, l, r, count, aligned);
     }

@@ -62,6 +62,13 @@ public final class ShmTransport implements Transport {
 
     /** Reused by the algorithms: one entry per rank, no allocation per call. */
     public final MemorySegment[] srcs;
+    /**
+     * Every rank's segment, never written after construction: the sources of a reduction over the
+     * ring's slots. Storing the segments into {@link #srcs} at every call made C2 speculate on the
+     * stored classes and deoptimize the call path again and again (array_check traps) whenever
+     * another algorithm had stored a segment of another class there.
+     */
+    public final MemorySegment[] slotSrcs;
     /** Reused by the algorithms: one offset per rank. */
     public final long[] srcOffsets;
     /** The zero-copy path's view of every rank's send buffer (peers' registered regions), after the exchange. */
@@ -134,6 +141,7 @@ public final class ShmTransport implements Transport {
         this.file = file;
         this.regions = new ShmRegions(name, rank, size, pids);
         this.srcs = new MemorySegment[size];
+        this.slotSrcs = segs.clone();
         this.srcOffsets = new long[size];
         this.peerSend = new MemorySegment[size];
         this.peerSendOffsets = new long[size];

@@ -35,24 +35,15 @@ final class Chunks {
         return Math.min(elems, part * r);
     }
 
-    /** Points the transport's reduction sources at every rank's segment, at {@code offset} in each. */
-    static void sourcesAtSlots(ShmTransport t, long offset) {
-        int n = t.size();
-        for (int p = 0; p < n; p++) {
-            t.srcs[p] = t.segment(p);
-            t.srcOffsets[p] = offset;
-        }
-    }
-
     /**
      * Reduces {@code elems} elements at {@code slotOffset} of every rank's segment, in rank order,
      * into {@code dst} at {@code dstOffset}.
      */
     static void reduceSlots(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment dst,
                             long dstOffset, long elems) {
-        sourcesAtSlots(t, slotOffset);
         int n = t.size();
-        Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, n, elems, n);
+        java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
+        Reductions.reduce(type, op, dst, dstOffset, t.slotSrcs, t.srcOffsets, n, elems, n);
     }
 
     /**
@@ -61,12 +52,19 @@ final class Chunks {
      */
     static void reduceSlotsAndOwn(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment own,
                                   long ownOffset, MemorySegment dst, long dstOffset, long elems) {
-        sourcesAtSlots(t, slotOffset);
-        int r = t.rank();
-        t.srcs[r] = own;
-        t.srcOffsets[r] = ownOffset;
         int n = t.size();
-        Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, n, elems, n);
+        int r = t.rank();
+        MemorySegment[] srcs = t.srcs;
+        // Stores only what changed (usually nothing from one call to the next): see ShmTransport#slotSrcs
+        for (int p = 0; p < n; p++) {
+            MemorySegment s = p == r ? own : t.slotSrcs[p];
+            if (srcs[p] != s) {
+                srcs[p] = s;
+            }
+        }
+        java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
+        t.srcOffsets[r] = ownOffset;
+        Reductions.reduce(type, op, dst, dstOffset, srcs, t.srcOffsets, n, elems, n);
     }
 
     /**

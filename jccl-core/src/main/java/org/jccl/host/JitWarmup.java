@@ -20,8 +20,9 @@ import org.jccl.internal.WarmupSetting;
  * first quiet stretch.
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
- * the algorithm the tuner gives it; out of place and in place), plus a small broadcast, reduce,
- * all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and send/recv ring steps; blocks alternate between buffers of a
+ * the algorithm the tuner gives it; out of place and in place), plus a small broadcast and reduce
+ * (both placements), all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and
+ * send/recv ring steps; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
  * shared ones add a few asynchronous calls, and every {@value #RESTART_EVERY} blocks the numbering
  * restarts. What a caller's first calls do that the warm-up never did (a branch never taken, a
@@ -177,7 +178,7 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet(async ? 46 : 43); // with the vote that follows each block
+            CALLS.addAndGet(async ? 48 : 45); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);
@@ -188,6 +189,11 @@ final class JitWarmup {
             c.allReduce(largeOut, largeSame, ReduceOp.SUM);
             c.broadcast(smallIn, smallOut, 0);
             c.reduce(smallIn, smallOut, ReduceOp.SUM, 0);
+            // In place too: a small reduce's root reads its own input where its output goes, a
+            // branch of the kernels' overlap check that no other call takes (without it the
+            // caller's first in-place reduce threw the compiled reduction away)
+            c.reduce(smallOut, ReduceOp.SUM, 0);
+            c.broadcast(smallOut, 0);
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);

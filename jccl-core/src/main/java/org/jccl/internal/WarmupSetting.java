@@ -10,8 +10,12 @@ import java.util.Locale;
  * JVM's compilation clock and the rule both use to tell when the JIT has gone quiet ({@link #busy}).
  */
 public final class WarmupSetting {
-    /** The default bound, in seconds. */
-    public static final double DEFAULT_SECONDS = 3.0;
+    /**
+     * The default bound, in seconds: a bound, not a length (the warm-up ends once the JIT is
+     * quiet). 3 s stopped cold JVMs on 2 cores and 16 ranks on 16 cores before the JIT was done
+     * (it went quiet after 3.7-7.8 s there), and their first calls ran up to 3x slower.
+     */
+    public static final double DEFAULT_SECONDS = 8.0;
 
 
     private WarmupSetting() {

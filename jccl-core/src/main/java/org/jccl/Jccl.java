@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.ServiceLoader;
+import org.jccl.bootstrap.EnvDiscovery;
 import org.jccl.bootstrap.GuardedStore;
 import org.jccl.bootstrap.Heartbeat;
 import org.jccl.bootstrap.PrefixStore;
@@ -134,17 +135,7 @@ public final class Jccl {
      * handshake), {@code torch1} or {@code torch2} (that generation).
      */
     private static String storeProtocol() {
-        String v = org.jccl.internal.Settings.get("JCCL_STORE_PROTOCOL");
-        if (v == null || v.isBlank()) {
-            return "jccl";
-        }
-        String p = v.strip().toLowerCase(java.util.Locale.ROOT);
-        return switch (p) {
-            case "jccl", "torch", "torch1", "torch2" -> p;
-            default -> throw new IllegalArgumentException("JCCL_STORE_PROTOCOL=" + v + " is not a store protocol: use jccl "
-                    + "(the default), torch (PyTorch's TCPStore, to share a store with torch processes; torch1 or torch2 "
-                    + "name the generation of torch's server)");
-        };
+        return EnvDiscovery.storeProtocol(org.jccl.internal.Settings.get("JCCL_STORE_PROTOCOL"));
     }
 
     /** JCCL_STORE_SERVED: whether a launcher serves the store at the store address (1/true/yes/on). */

@@ -200,6 +200,24 @@ public final class EnvDiscovery {
         return f;
     }
 
+    /**
+     * A JCCL_STORE_PROTOCOL value (null or blank: unset) as {@code jccl} (the default: jccl's own
+     * store), {@code torch}, {@code torch1} or {@code torch2} (PyTorch's TCPStore protocol, either
+     * generation or the one named); anything else fails, naming the choices.
+     */
+    public static String storeProtocol(String v) {
+        if (v == null || v.isBlank()) {
+            return "jccl";
+        }
+        String p = v.strip().toLowerCase(java.util.Locale.ROOT);
+        return switch (p) {
+            case "jccl", "torch", "torch1", "torch2" -> p;
+            default -> throw new IllegalArgumentException("JCCL_STORE_PROTOCOL=" + v + " is not a store protocol: use jccl "
+                    + "(the default), torch (PyTorch's TCPStore, to share a store with torch processes; torch1 or torch2 "
+                    + "name the generation of torch's server)");
+        };
+    }
+
     private static Found torchrun(Env e) {
         String runId = e.get("TORCHELASTIC_RUN_ID");
         String jobId = runId != null && !runId.equalsIgnoreCase("none") ? sanitizeJobId("torch-" + runId) : "jccl";
@@ -208,8 +226,7 @@ public final class EnvDiscovery {
         if (e.get("JCCL_STORE") == null) {
             // torchrun's agent serves its own TCPStore on MASTER_PORT: jccl's store goes on MASTER_PORT + 1,
             // unless the ranks speak torch's protocol (JCCL_STORE_PROTOCOL=torch*) and share the agent's
-            String proto = e.get("JCCL_STORE_PROTOCOL");
-            boolean torchProtocol = proto != null && proto.strip().toLowerCase(java.util.Locale.ROOT).startsWith("torch");
+            boolean torchProtocol = !storeProtocol(e.get("JCCL_STORE_PROTOCOL")).equals("jccl");
             boolean agentStore = "true".equalsIgnoreCase(e.get("TORCHELASTIC_USE_AGENT_STORE")) && !torchProtocol;
             if (e.get("MASTER_ADDR") != null || e.get("MASTER_PORT") != null || f.size > 1) {
                 masterStore(e, f, agentStore, "JCCL_STORE");

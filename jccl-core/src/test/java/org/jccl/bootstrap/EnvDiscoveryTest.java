@@ -182,6 +182,8 @@ class EnvDiscoveryTest {
                 "TORCHELASTIC_RUN_ID", "none", "JCCL_STORE_PROTOCOL", "torch");
         assertEquals(29500, t.storePort());
         // errors
+        fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "1", "JCCL_STORE_PROTOCOL", "pytorch"),
+                "JCCL_STORE_PROTOCOL=pytorch", "torch");
         fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_PORT", "1"), "MASTER_ADDR");
         fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h"), "MASTER_PORT");
         fails(env("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "abc"), "MASTER_PORT");

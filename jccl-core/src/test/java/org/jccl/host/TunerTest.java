@@ -56,8 +56,12 @@ class TunerTest {
         assertEquals(false, t.reduceOneShot(256 + 4, 16));
         assertTrue(t.reduceOneShot(1 << 10, 4));
         assertEquals(false, t.reduceOneShot(4 << 10, 4), "4 KiB at 4 ranks: the reduce-scatter step (measured faster)");
-        assertTrue(t.reduceOneShot(32 << 10, 2));
-        assertEquals(false, t.reduceOneShot(1 << 20, 2));
+        assertTrue(t.reduceOneShot(64 << 10, 2));
+        assertEquals(false, t.reduceOneShot((64 << 10) + 4, 2), "2 ranks, 64 KiB-1 MiB: the reduce-scatter step");
+        assertEquals(false, t.reduceOneShot(256 << 10, 2));
+        assertTrue(t.reduceOneShot(1 << 20, 2), "2 ranks from 1 MiB: one-shot, pipelined over the ring");
+        assertTrue(t.reduceOneShot(16 << 20, 2));
+        assertEquals(false, t.reduceOneShot(1 << 20, 3), "3 ranks keep the reduce-scatter step");
         assertEquals(false, new Tuner("rsag", -1).reduceOneShot(8, 2), "JCCL_ALGO=rsag forces the reduce-scatter step");
         assertTrue(new Tuner("oneshot", -1).reduceOneShot(1 << 20, 8));
     }

@@ -129,7 +129,16 @@ public final class Tuner {
     public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES = 4 << 10;
 
     /** {@link #REDUCE_ONESHOT_MAX_TOTAL_BYTES} for 2 ranks. */
-    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES_2 = 64 << 10;
+    public static final long REDUCE_ONESHOT_MAX_TOTAL_BYTES_2 = 128 << 10;
+
+    /**
+     * From this many bytes a rank, a 2-rank shared-memory reduce goes one-shot again: its chunks
+     * pipeline (the other rank copies chunk c + 1 into the ring while the root reduces chunk c), and
+     * the root reads the other's input once. Measured (docs/BENCHMARKS.md, "reduce on 2 ranks"):
+     * 1.3-1.5x faster than the reduce-scatter step from 1 MiB on a 16-core host and on a 2-core VM,
+     * slower at 256 KiB (one ring entry: nothing to pipeline).
+     */
+    public static final long REDUCE_ONESHOT_MIN_BYTES_2 = 1 << 20;
 
     /**
      * Whether a shared-memory reduce of {@code bytes} per rank over {@code ranks} goes one-shot
@@ -139,12 +148,17 @@ public final class Tuner {
      * 32-core host at 4, 8 and 16 ranks (docs/BENCHMARKS.md, "reduce: one-shot or the
      * reduce-scatter step"): one-shot wins at 256 B a rank, ties at 1 KiB, and from 4 KiB the root
      * alone reading every rank's input (lines the other cores just wrote) takes 1.3-2x the
-     * reduce-scatter step, where every rank reduces a part. 2 ranks keep the earlier limit
-     * (unmeasured there). JCCL_ALGO=oneshot or rsag forces either.
+     * reduce-scatter step, where every rank reduces a part. 2 ranks: one-shot up to 64 KiB a rank
+     * and from {@value #REDUCE_ONESHOT_MIN_BYTES_2} bytes (measured on a 16-core host and a 2-core
+     * VM: 64 KiB 1.4x faster, 256 KiB 0.85x, 1-16 MiB 1.3-1.5x). JCCL_ALGO=oneshot or rsag forces
+     * either.
      */
     public boolean reduceOneShot(long bytes, int ranks) {
         if (forced == AllReduceAlgo.ONESHOT || forced == AllReduceAlgo.RSAG) {
             return forced == AllReduceAlgo.ONESHOT;
+        }
+        if (ranks == 2 && bytes >= REDUCE_ONESHOT_MIN_BYTES_2) {
+            return true;
         }
         long max = ranks <= 2 ? REDUCE_ONESHOT_MAX_TOTAL_BYTES_2 : REDUCE_ONESHOT_MAX_TOTAL_BYTES;
         return bytes <= max / Math.max(1, ranks);

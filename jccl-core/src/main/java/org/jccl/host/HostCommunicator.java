@@ -142,6 +142,11 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         return bytes >= zeroCopyBytes;
     }
 
+    /** The largest all-reduce this communicator's tuner sends one-shot (the JIT warm-up warms both sides of it). */
+    long oneShotMaxBytes() {
+        return tuner.oneShotMaxBytes(size());
+    }
+
     /** Forces an all-reduce algorithm on this communicator (null: back to JCCL_ALGO / the tuner). For tests and tools. */
     public void forceAllReduceAlgorithm(Tuner.AllReduceAlgo algo) {
         tuner = algo == null ? Tuner.fromEnv() : new Tuner(algo.name(), 0);

@@ -20,7 +20,8 @@ import org.jccl.internal.WarmupSetting;
  * first quiet stretch.
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
- * the algorithm the tuner gives it; out of place and in place), plus a small broadcast and reduce
+ * the algorithm the tuner gives it, and one-shot's largest size where the mid one is past it; out
+ * of place and in place), plus a small broadcast and reduce
  * (both placements), all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and
  * send/recv ring steps; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
@@ -78,7 +79,11 @@ final class JitWarmup {
             // one's do not, and code profiled on one kind only traps and recompiles on the other.
             // And both orders of a call's buffers in memory (output below or above the input), so
             // that no branch of the argument checks (overlap tests) is left unprofiled.
-            Buffers[] sets = {new Buffers(confined, n, false), new Buffers(shared, n, true)};
+            // The largest one-shot all-reduce the tuner gives: where that is below MID, one more size
+            // warms one-shot near its top (its kernels' vector loop, not only the small size's tail)
+            long oneShotMax = comm instanceof HostCommunicator h ? h.oneShotMaxBytes() : Long.MAX_VALUE;
+            int top = oneShotMax >= (long) MID * Float.BYTES ? 0 : (int) Math.max(SMALL, (oneShotMax / Float.BYTES - 1) | 1);
+            Buffers[] sets = {new Buffers(confined, n, false, top), new Buffers(shared, n, true, top)};
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);
             // the quiet stretch counts from the start, so it also is the shortest warm-up
@@ -135,9 +140,24 @@ final class JitWarmup {
          */
         final HostBuffer smallSame, midSame, largeSame;
         final HostBuffer blockIn, gathered, exchanged;
+        /** The one-shot top size's buffers (null when MID is one-shot already). */
+        final HostBuffer topIn, topOut, topSame;
 
-        /** {@code outFirst}: each output lies below its input in memory, else above. */
-        Buffers(Arena arena, int n, boolean outFirst) {
+        /**
+         * {@code outFirst}: each output lies below its input in memory, else above; {@code top}: floats
+         * of the one-shot top size, 0 for none.
+         */
+        Buffers(Arena arena, int n, boolean outFirst, int top) {
+            if (top > 0) {
+                HostBuffer[] t = pair(arena, top, outFirst);
+                topIn = fill(t[0]);
+                topOut = t[1];
+                topSame = outFirst ? topOut.slice(0, top) : topOut;
+            } else {
+                topIn = null;
+                topOut = null;
+                topSame = null;
+            }
             HostBuffer[] small = pair(arena, SMALL, outFirst);
             HostBuffer[] mid = pair(arena, MID, outFirst);
             HostBuffer[] large = pair(arena, LARGE, outFirst);
@@ -178,10 +198,14 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet(async ? 48 : 45); // with the vote that follows each block
+            CALLS.addAndGet((async ? 48 : 45) + (topIn != null ? 16 : 0)); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);
+                if (topIn != null) {
+                    c.allReduce(topIn, topOut, ReduceOp.SUM);
+                    c.allReduce(topOut, topSame, ReduceOp.SUM);
+                }
                 c.allReduce(midIn, midOut, ReduceOp.SUM);
                 c.allReduce(midOut, midSame, ReduceOp.SUM);
             }

@@ -13,10 +13,11 @@ class TunerTest {
         Tuner t = new Tuner(null, -1, 32);
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(8, 4));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(512, 16));
-        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(32 << 10, 16), "one-shot to 32 KiB: fast from the first call");
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((32 << 10) + 4, 4));
-        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(4 << 10, 3));
-        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(64 << 10, 3));
+        assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(1 << 10, 16));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((1 << 10) + 4, 16), "3+ ranks: the reduce-scatter step from 1 KiB");
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(32 << 10, 16));
+        assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce(4 << 10, 3));
+        assertEquals(1 << 10, t.oneShotMaxBytes(4));
         assertEquals(Tuner.AllReduceAlgo.ONESHOT, t.allReduce(32 << 10, 2));
         assertEquals(Tuner.AllReduceAlgo.RSAG, t.allReduce((32 << 10) + 4, 2), "2 ranks with cores to spare");
         Tuner twoCores = new Tuner(null, -1, 2);

@@ -9,14 +9,15 @@ import java.util.Locale;
  * times the data but synchronises once; reduce-scatter + all-gather reads about twice the data
  * and synchronises twice. At steady state reduce-scatter + all-gather wins from 1 KiB wherever the
  * ranks have cores to spare (on a 32-core host at 4 KiB: 2.0 / 4.2 / 4.9 / 6.2 us on 2 / 4 / 8 /
- * 16 ranks against one-shot's 2.4 / 7.6 / 9.4 / 16 us), but with it from 1 KiB the first calls of
- * every larger size ran 10-30x slower than steady state (docs/BENCHMARKS.md, "The one-shot limit
- * and the first calls"): the chunked path, profiled by the JIT at a few chunks, traps and runs
- * in the interpreter when a larger message comes. So one-shot keeps {@value #ONESHOT_MAX_BYTES}
- * bytes and less, where the first calls run as fast as steady state. Two ranks with fewer than
- * two CPUs each keep it to {@value #ONESHOT_MAX_BYTES_FEW_CPUS} bytes: on a 2-core machine the
- * second synchronisation costs more than the reading saves (64 KiB: 12 us against 26). {@code
- * JCCL_ONESHOT_MAX_BYTES} replaces these limits with one for every rank count.
+ * 16 ranks against one-shot's 2.4 / 7.6 / 9.4 / 16 us). With 3 or more ranks one-shot keeps
+ * {@value #ONESHOT_MAX_BYTES_MANY} bytes and less; the JIT warm-up at creation runs one-shot at
+ * that top size as well as the reduce-scatter step's sizes, so that the first calls of each run
+ * compiled code (with a 32 KiB limit and the warm-up's mid size one-shot, lowering the limit alone
+ * made one-shot's first calls 10-1000x slower: docs/BENCHMARKS.md, "a lower one-shot limit").
+ * Two ranks keep one-shot to {@value #ONESHOT_MAX_BYTES} bytes, {@value #ONESHOT_MAX_BYTES_FEW_CPUS}
+ * with fewer than two CPUs each: on a 2-core machine the second synchronisation costs more than
+ * the reading saves (64 KiB: 12 us against 26). {@code JCCL_ONESHOT_MAX_BYTES} replaces these
+ * limits with one for every rank count.
  *
  * <p>Over TCP ({@link #tcpAllReduce}): one-shot up to {@value #TCP_ONESHOT_MAX_BYTES} bytes ({@value
  * #TCP_ONESHOT_MAX_BYTES_2} with 2 ranks: it sends no more than the others then), recursive halving-doubling up
@@ -40,8 +41,14 @@ public final class Tuner {
 
     /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks on fewer than 4 CPUs. */
     public static final long ONESHOT_MAX_BYTES_FEW_CPUS = 64 << 10;
-    /** Largest shared-memory all-reduce the tuner gives one-shot otherwise. */
+    /** Largest shared-memory all-reduce the tuner gives one-shot with 2 ranks. */
     public static final long ONESHOT_MAX_BYTES = 32 << 10;
+    /**
+     * Largest shared-memory all-reduce the tuner gives one-shot with 3 or more ranks: from 2 KiB
+     * the reduce-scatter step took 0.24-0.68x one-shot's time at 4-16 ranks (32 KiB at 16 ranks: 20
+     * us against 84), provided the JIT warm-up runs both algorithms at the sizes each gets.
+     */
+    public static final long ONESHOT_MAX_BYTES_MANY = 1 << 10;
 
     /** Largest TCP all-reduce the tuner sends one-shot (more than 2 ranks). */
     public static final long TCP_ONESHOT_MAX_BYTES = 16 << 10;
@@ -117,9 +124,13 @@ public final class Tuner {
         if (forced != null) {
             return forced;
         }
-        long max = oneShotMaxBytes >= 0 ? oneShotMaxBytes
-                : ranks <= 2 && cpus < 2 * ranks ? ONESHOT_MAX_BYTES_FEW_CPUS : ONESHOT_MAX_BYTES;
-        return bytes <= max ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
+        return bytes <= oneShotMaxBytes(ranks) ? AllReduceAlgo.ONESHOT : AllReduceAlgo.RSAG;
+    }
+
+    /** The largest shared-memory all-reduce (bytes) that goes one-shot over {@code ranks} unless JCCL_ALGO forces one. */
+    public long oneShotMaxBytes(int ranks) {
+        return oneShotMaxBytes >= 0 ? oneShotMaxBytes
+                : ranks <= 2 ? (cpus < 2 * ranks ? ONESHOT_MAX_BYTES_FEW_CPUS : ONESHOT_MAX_BYTES) : ONESHOT_MAX_BYTES_MANY;
     }
 
     /**

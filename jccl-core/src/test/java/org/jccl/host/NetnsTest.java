@@ -91,7 +91,8 @@ class NetnsTest {
     @Test
     void cuttingAHostOffMidCollectiveFailsEveryRankWithinTheDeadline() throws Exception {
         try (Netns net = Netns.create(2)) {
-            List<ProcessRanksTest.Rank> ranks = start(net, new int[] {0, 0, 1, 1}, "loop", Map.of("JCCL_TIMEOUT", "4s"));
+            List<ProcessRanksTest.Rank> ranks = start(net, new int[] {0, 0, 1, 1}, "loop", Map.of("JCCL_TIMEOUT", "4s",
+                    "JCCL_WARMUP", ProcessRanksTest.FAILURE_WARMUP));
             try {
                 ProcessRanksTest.awaitReady(ranks);
                 Thread.sleep(500); // all-reducing across the link now

@@ -73,9 +73,16 @@ class ProcessRanksTest {
     /**
      * The suite's settings (pom.xml) for ranks whose test is not about warm-up or pinning (the
      * every-collective checks): no JIT warm-up at creation, no pinning of the rank threads. The
-     * failure tests keep the defaults, as a launched job has them.
+     * failure tests keep the defaults, as a launched job has them, but for a 1 s warm-up bound
+     * ({@link #FAILURE_WARMUP}).
      */
     static final Map<String, String> NO_WARMUP_NO_PINNING = Map.of("JCCL_WARMUP", "0", "JCCL_AFFINITY", "off");
+
+    /**
+     * The failure tests' warm-up bound: a warm-up runs, as in a launched job, but not for the
+     * default 8 s bound, which 3-4 rank JVMs on 2 CPUs reach (about 4 s more per test).
+     */
+    static final String FAILURE_WARMUP = "1";
 
     static List<Rank> start(int n, int port, String token, String job, String mode, Map<String, String> extraEnv)
             throws IOException {
@@ -229,7 +236,8 @@ class ProcessRanksTest {
                                                     java.util.function.Consumer<List<Rank>> whenReady) throws Exception {
         String job = jobPrefix + ProcessHandle.current().pid();
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), jobPrefix)) {
-            List<Rank> ranks = start(3, server.port(), jobPrefix, job, mode, Map.of("JCCL_TIMEOUT", "120s"));
+            List<Rank> ranks = start(3, server.port(), jobPrefix, job, mode, Map.of("JCCL_TIMEOUT", "120s",
+                    "JCCL_WARMUP", FAILURE_WARMUP));
             try {
                 awaitReady(ranks);
                 whenReady.accept(ranks);
@@ -259,7 +267,7 @@ class ProcessRanksTest {
         String job = "shrink" + transport + ProcessHandle.current().pid();
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "s")) {
             List<Rank> ranks = start(4, server.port(), "s", job, "shrink", Map.of("JCCL_TIMEOUT", "60s",
-                    "JCCL_TRANSPORT", transport.equals("tcp") ? "tcp" : "auto"));
+                    "JCCL_TRANSPORT", transport.equals("tcp") ? "tcp" : "auto", "JCCL_WARMUP", FAILURE_WARMUP));
             try {
                 awaitReady(ranks);
                 Thread.sleep(300);
@@ -288,7 +296,7 @@ class ProcessRanksTest {
         String job = "stop" + ProcessHandle.current().pid();
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "t")) {
             List<Rank> ranks = start(3, server.port(), "t", job, "loop",
-                    Map.of("JCCL_TIMEOUT", "3s", "JCCL_TRACE_DIR", traces.toString()));
+                    Map.of("JCCL_TIMEOUT", "3s", "JCCL_TRACE_DIR", traces.toString(), "JCCL_WARMUP", FAILURE_WARMUP));
             try {
                 awaitReady(ranks);
                 Thread.sleep(300);
@@ -329,7 +337,7 @@ class ProcessRanksTest {
         try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
             port = probe.getLocalPort(); // nothing listens there: rank 0 will host the store itself
         }
-        List<Rank> ranks = start(3, port, "h", job, "loop", Map.of("JCCL_TIMEOUT", "60s"));
+        List<Rank> ranks = start(3, port, "h", job, "loop", Map.of("JCCL_TIMEOUT", "60s", "JCCL_WARMUP", FAILURE_WARMUP));
         try {
             awaitReady(ranks);
             Thread.sleep(300);

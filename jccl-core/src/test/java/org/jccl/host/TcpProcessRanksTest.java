@@ -82,7 +82,7 @@ class TcpProcessRanksTest {
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "k")) {
             // A long deadline: the survivors must notice the closed connections, not time out.
             List<ProcessRanksTest.Rank> ranks = ProcessRanksTest.start(3, server.port(), "k", job, "loop",
-                    Map.of("JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp"));
+                    Map.of("JCCL_TIMEOUT", "120s", "JCCL_TRANSPORT", "tcp", "JCCL_WARMUP", ProcessRanksTest.FAILURE_WARMUP));
             try {
                 for (ProcessRanksTest.Rank r : ranks) {
                     assertTrue(r.ready().await(90, TimeUnit.SECONDS), "rank never got ready:\n" + r.output());

@@ -80,8 +80,10 @@ final class JitWarmup {
             // And both orders of a call's buffers in memory (output below or above the input), so
             // that no branch of the argument checks (overlap tests) is left unprofiled.
             // The largest one-shot all-reduce the tuner gives: where that is below MID, one more size
-            // warms one-shot near its top (its kernels' vector loop, not only the small size's tail)
-            long oneShotMax = comm instanceof HostCommunicator h ? h.oneShotMaxBytes() : Long.MAX_VALUE;
+            // warms one-shot near its top (its kernels' vector loop, not only the small size's tail).
+            // Other communicators (hierarchical: shared memory inside each host) warm the limit of 3+ ranks.
+            long oneShotMax = comm instanceof HostCommunicator h ? h.oneShotMaxBytes()
+                    : org.jccl.host.tune.Tuner.ONESHOT_MAX_BYTES_MANY;
             int top = oneShotMax >= (long) MID * Float.BYTES ? 0 : (int) Math.max(SMALL, (oneShotMax / Float.BYTES - 1) | 1);
             Buffers[] sets = {new Buffers(confined, n, false, top), new Buffers(shared, n, true, top)};
             int[] vote = new int[2];

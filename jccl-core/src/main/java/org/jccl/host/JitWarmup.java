@@ -84,7 +84,9 @@ final class JitWarmup {
             // Other communicators (hierarchical: shared memory inside each host) warm the limit of 3+ ranks.
             long oneShotMax = comm instanceof HostCommunicator h ? h.oneShotMaxBytes()
                     : org.jccl.host.tune.Tuner.ONESHOT_MAX_BYTES_MANY;
-            int top = oneShotMax >= (long) MID * Float.BYTES ? 0 : (int) Math.max(SMALL, (oneShotMax / Float.BYTES - 1) | 1);
+            // (none where MID is one-shot already, nor where not even SMALL is: JCCL_ONESHOT_MAX_BYTES=0)
+            int top = oneShotMax >= (long) MID * Float.BYTES || oneShotMax <= (long) SMALL * Float.BYTES ? 0
+                    : (int) ((oneShotMax / Float.BYTES - 1) | 1);
             Buffers[] sets = {new Buffers(confined, n, false, top), new Buffers(shared, n, true, top)};
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);

@@ -124,7 +124,9 @@ final class JitWarmup {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         int r = comm.rank();
         int k = blocks;
-        LOG.info(r, () -> "JIT warm-up: " + k + " blocks in " + ms + " ms (JCCL_WARMUP=0 turns it off)");
+        long up = java.lang.management.ManagementFactory.getRuntimeMXBean().getUptime();
+        LOG.info(r, () -> "JIT warm-up: " + k + " blocks in " + ms + " ms, ending " + up
+                + " ms after the JVM started (JCCL_WARMUP=0 turns it off)");
         return blocks;
     }
 

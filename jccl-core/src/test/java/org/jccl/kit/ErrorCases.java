@@ -33,6 +33,9 @@ final class ErrorCases {
                 KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
                 KitCase.of("errors.mismatch.reduceRoot", c -> mismatch(c, Traits.Mismatch.REDUCE_ROOT, ErrorCases::reduceRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.collective", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::collectiveMismatch, "broadcast", "allReduce")),
+                // a small broadcast on rank 0 against a large one elsewhere (over shared memory the two take
+                // different rings, so neither ever sees the other's post where it waits)
+                KitCase.of("errors.mismatch.broadcastSize", c -> mismatch(c, Traits.Mismatch.COLLECTIVE, ErrorCases::broadcastSizeMismatch, "x 8", "x 2003")),
                 KitCase.of("errors.mismatch.sendRecvSize", c -> mismatch(c, Traits.Mismatch.SEND_RECV_SIZE, ErrorCases::p2pMismatch, "44", "40")),
                 KitCase.of("errors.timeoutNamesTheMissingRank", ErrorCases::timeout));
     }
@@ -192,7 +195,12 @@ final class ErrorCases {
         }
     }
 
-    /** Rank 0 sends 10 ints to rank 1, which receives 11. */
+    /** Rank 0 broadcasts 8 floats from itself, the others receive 2003 from it. */
+    private static void broadcastSizeMismatch(Ctx ctx, Communicator c) {
+        c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 3, ctx.rank(), ctx.rank() == 0 ? 8 : 2003), 0);
+    }
+
+        /** Rank 0 sends 10 ints to rank 1, which receives 11. */
     private static void p2pMismatch(Ctx ctx, Communicator c) {
         if (ctx.rank() == 0) {
             c.send(ctx.buffer(DataType.INT32, ReduceOp.SUM, 4, 0, 10), 1);

@@ -35,12 +35,18 @@ package org.jccl.host.shm;
  *           |   single copy: dtype has bit 32 set, the data is the         |
  *           |   sender's buffer address u64; the receiver reads the whole  |
  *           |   message from there and acks this one entry                 |
+ *  small    | SMALL_SLOTS x ( 40-byte chunk header | SMALL_SLOT_BYTES data |  SMALL ring
+ *           |   | 24 pad ), 4096 bytes an entry: the IN ring of small rooted |
+ *           |   calls (gather, scatter, broadcast, one-shot reduce of one  |
+ *           |   chunk that fits), whose ranks may run ahead of each other  |
  *  total    +--------------------------------------------------------------+
  * </pre>
  *
  * <p>Chunk ids are global per communicator and identical on every rank: every collective
- * consumes the same number of chunk ids everywhere. Chunk {@code g} uses ring entry {@code g % k}.
- * A rank overwrites entry {@code g % k} only after every peer's doneSeq reached {@code g - k}.
+ * consumes the same number of chunk ids everywhere, and takes the same ring for each. Chunk
+ * {@code g} uses entry {@code g % k} of the IN ring, or entry {@code g % SMALL_SLOTS} of the
+ * small ring. A rank overwrites an entry only after every peer's doneSeq reached the id of the
+ * chunk that used that entry last (doneSeq covers both rings: chunks finish in id order).
  */
 public final class ShmSegmentDescriptor {
     private ShmSegmentDescriptor() {
@@ -50,13 +56,23 @@ public final class ShmSegmentDescriptor {
     public static final long MAGIC = 0x314d4853_4c43434aL;
     /**
      * Layout version (2: a mailbox entry's chunk number is its own header's first word; 3: the self
-     * address, canRead words and single-copy entries).
+     * address, canRead words and single-copy entries; 4: the small ring).
      */
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
+
     /** Cache line. */
     public static final int LINE = 64;
     /** Page alignment of the data areas. */
     public static final int PAGE = 4096;
+    /**
+     * Entries of the small ring. Small rooted calls let ranks run ahead (a reduce's or gather's
+     * non-roots, a broadcast's or scatter's root post and return), at most as many calls as the
+     * ring has entries: 4 entries of the IN ring held them back (docs/BENCHMARKS.md, the slot
+     * ring's shape), and a deeper IN ring cost large calls their chunk size.
+     */
+    public static final int SMALL_SLOTS = 32;
+    /** Data bytes of a small ring entry (the entry with its header and pad: 4096 bytes). */
+    public static final long SMALL_SLOT_BYTES = 4096 - LINE;
 
     public static final long MAGIC_OFFSET = 0;
     public static final long VERSION_OFFSET = 8;
@@ -149,9 +165,19 @@ public final class ShmSegmentDescriptor {
             return mailboxes() + ((long) dest * p2pSlots + e) * (CHUNK_HEADER + p2pSlotBytes);
         }
 
+        /** Start of the small ring. */
+        public long smallRing() {
+            return align(mailboxes() + (long) size * p2pSlots * (CHUNK_HEADER + p2pSlotBytes), PAGE);
+        }
+
+        /** Start of small ring entry {@code e}'s header. */
+        public long smallEntry(int e) {
+            return smallRing() + e * (CHUNK_HEADER + SMALL_SLOT_BYTES);
+        }
+
         /** Total segment size. */
         public long totalBytes() {
-            return align(mailboxes() + (long) size * p2pSlots * (CHUNK_HEADER + p2pSlotBytes), PAGE);
+            return align(smallRing() + SMALL_SLOTS * (CHUNK_HEADER + SMALL_SLOT_BYTES), PAGE);
         }
     }
 

@@ -83,6 +83,18 @@ public final class ShmTransport implements Transport {
     public final long[] peerRecvOffsets;
 
     private long chunkIds;
+    /**
+     * Per ring entry (the IN ring's k, then the small ring's), the id of the chunk that used it last:
+     * what every peer's done word must reach before the entry is written again. The same on every
+     * rank (every rank runs the same calls through the same rings).
+     */
+    private final long[] lastUse;
+    /** A chunk id's tag: the chunk lives in the small ring (see {@link #beginSmallChunk}). */
+    private static final long SMALL_RING = 1L << 62;
+    /** The chunk whose input a wait in progress expects (tagged), for the other ring's check; 0: none. */
+    private long postWait;
+    /** The call that {@link #postWait}'s chunk belongs to on this rank (its header words). */
+    private long waitSeq, waitPacked, waitCount;
     /** The smallest done word seen at the last check (done words only grow). */
     private long minPeerDone;
     private final long[] sendChunks;
@@ -143,6 +155,7 @@ public final class ShmTransport implements Transport {
         this.srcs = new MemorySegment[size];
         this.slotSrcs = segs.clone();
         this.srcOffsets = new long[size];
+        this.lastUse = new long[geo.k() + SMALL_SLOTS];
         this.peerSend = new MemorySegment[size];
         this.peerSendOffsets = new long[size];
         this.peerSendAddress = new long[size];
@@ -382,15 +395,31 @@ public final class ShmTransport implements Transport {
     // ------------------------------------------------------------------ chunk protocol
 
     /**
-     * Starts the next chunk: waits until every peer finished the chunk that last used this ring
-     * entry. Returns the chunk id.
+     * Starts the next chunk in the IN ring: waits until every peer finished the chunk that last
+     * used this ring entry. Returns the chunk id.
      */
     public long beginChunk() {
+        return begin(false);
+    }
+
+    /**
+     * Starts the next chunk in the small ring ({@link ShmSegmentDescriptor#SMALL_SLOTS} entries of
+     * {@link ShmSegmentDescriptor#SMALL_SLOT_BYTES}), for a small rooted call of one chunk whose
+     * ranks may run ahead of each other. Every rank must take the same ring for the same call.
+     * Returns the chunk id (tagged: pass it as it is to this transport's other chunk methods).
+     */
+    public long beginSmallChunk() {
+        return begin(true);
+    }
+
+    private long begin(boolean small) {
         if (deferredChunk != 0) {
             settleDeferred();
         }
-        long g = ++chunkIds;
-        long need = g - geo.k();
+        long id = ++chunkIds;
+        int e = small ? geo.k() + (int) (id % SMALL_SLOTS) : (int) (id % geo.k());
+        long need = lastUse[e];
+        lastUse[e] = id;
         if (need > 0 && minPeerDone < need) {
             // Peers' done words change every chunk (their lines live in the peers' caches): read
             // them only when the last values seen are not enough.
@@ -403,33 +432,47 @@ public final class ShmTransport implements Transport {
             }
             minPeerDone = min;
         }
-        return g;
+        return small ? id | SMALL_RING : id;
     }
 
-    /** Ring entry of chunk {@code g}. */
-    public int entry(long g) {
-        return (int) (g % geo.k());
+    /** The id of chunk {@code g} (without its ring's tag): what headers and done words hold. */
+    private static long id(long g) {
+        return g & ~SMALL_RING;
+    }
+
+    /** Offset of the header of chunk {@code g}'s ring entry (in any rank's segment). */
+    private long header(long g) {
+        long id = id(g);
+        return (g & SMALL_RING) != 0 ? geo.smallEntry((int) (id % SMALL_SLOTS)) : geo.inEntry((int) (id % geo.k()));
+    }
+
+    /** Bytes of the data of one entry of chunk {@code g}'s ring. */
+    public long slotBytes(long g) {
+        return (g & SMALL_RING) != 0 ? SMALL_SLOT_BYTES : geo.slotBytes();
     }
 
     /** Offset of the IN data of chunk {@code g} (in any rank's segment). */
     public long inData(long g) {
-        return geo.inData(entry(g));
+        return header(g) + HDR_DATA;
     }
 
     /** Offset of the RES data of chunk {@code g}. */
     public long resData(long g) {
-        return geo.resData(entry(g));
+        if ((g & SMALL_RING) != 0) {
+            throw new IllegalStateException("chunk " + id(g) + " of the small ring has no RES entry");
+        }
+        return geo.resData((int) (g % geo.k()));
     }
 
     /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */
     public void postIn(long g, long chunkOffset) {
-        long h = geo.inEntry(entry(g));
+        long h = header(g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_OFFSET, chunkOffset);
         // Last, with release: a reader that sees the id sees the header and the data.
-        LONG.setRelease(mine, h + HDR_CHUNK_ID, g);
+        LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
     }
 
     /** Sink of {@link #touchIn}'s loads (so that the JIT keeps them). */
@@ -444,7 +487,7 @@ public final class ShmTransport implements Transport {
      * for a broadcast's and a scatter's receivers).
      */
     public void touchIn(long g) {
-        long h = geo.inEntry(entry(g)) + HDR_CHUNK_ID;
+        long h = header(g) + HDR_CHUNK_ID;
         long sum = 0;
         for (int p = 0; p < size; p++) {
             if (p != rank) {
@@ -454,15 +497,60 @@ public final class ShmTransport implements Transport {
         touched = sum;
     }
 
+    /** Notes that the waits that follow expect the peers' input of chunk {@code g} of the call in progress. */
+    private void expect(long g) {
+        postWait = g;
+        waitSeq = call.seq;
+        waitPacked = call.packed();
+        waitCount = call.count;
+    }
+
+    /**
+     * A wait for {@code peer}'s input of chunk {@link #postWait} that lasts: has the peer posted
+     * that chunk in the other ring? Then it runs another call (every rank takes the same ring for
+     * the same call), which would never post here: a mismatch, failed now rather than at the
+     * deadline.
+     */
+    private void probeOtherRing(int peer) {
+        long pw = postWait;
+        long id = id(pw);
+        long h = (pw & SMALL_RING) != 0 ? geo.inEntry((int) (id % geo.k())) : geo.smallEntry((int) (id % SMALL_SLOTS));
+        MemorySegment s = segs[peer];
+        if ((long) LONG.getAcquire(s, h + HDR_CHUNK_ID) != id) {
+            return;
+        }
+        long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
+        long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
+        long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
+        if (seq == waitSeq && packed == waitPacked && count == waitCount) {
+            return; // the same call in the other ring: cannot happen, and no mismatch to report
+        }
+        String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(waitPacked, waitCount, waitSeq)
+                + " but rank " + peer + " called " + OpCode.describe(packed, count, seq) + " at the same step: every rank "
+                + "must call the same collectives with the same type, count, op and root in the same order";
+        fail(ABORT_MISMATCH, msg);
+        throw new CollectiveMismatchException(msg);
+    }
+
     /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
     public void awaitIn(int peer, long g) {
-        await(peer, geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
+        expect(g);
+        try {
+            await(peer, header(g) + HDR_CHUNK_ID, id(g), "post its input");
+        } finally {
+            postWait = 0;
+        }
         checkHeader(peer, g);
     }
 
     /** Waits for every rank's input of chunk {@code g}, checking each. */
     public void awaitAllIn(long g) {
-        awaitAll(geo.inEntry(entry(g)) + HDR_CHUNK_ID, g, "post its input");
+        expect(g);
+        try {
+            awaitAll(header(g) + HDR_CHUNK_ID, id(g), "post its input");
+        } finally {
+            postWait = 0;
+        }
         for (int p = 0; p < size; p++) {
             if (p != rank) {
                 checkHeader(p, g);
@@ -472,22 +560,22 @@ public final class ShmTransport implements Transport {
 
     /** Publishes this rank's reduced slice of chunk {@code g}. */
     public void postReduced(long g) {
-        LONG.setRelease(mine, RED_SEQ_OFFSET, g);
+        LONG.setRelease(mine, RED_SEQ_OFFSET, id(g));
     }
 
     /** Waits for every rank's reduced slice of chunk {@code g}. */
     public void awaitAllReduced(long g) {
-        awaitAll(RED_SEQ_OFFSET, g, "publish its reduced slice");
+        awaitAll(RED_SEQ_OFFSET, id(g), "publish its reduced slice");
     }
 
     /** Waits for {@code peer}'s reduced slice of chunk {@code g}. */
     public void awaitReduced(int peer, long g) {
-        await(peer, RED_SEQ_OFFSET, g, "publish its reduced slice");
+        await(peer, RED_SEQ_OFFSET, id(g), "publish its reduced slice");
     }
 
     /** This rank finished reading everything of chunk {@code g}. */
     public void endChunk(long g) {
-        LONG.setRelease(mine, DONE_SEQ_OFFSET, g);
+        LONG.setRelease(mine, DONE_SEQ_OFFSET, id(g));
     }
 
     private boolean eager = true;
@@ -538,13 +626,18 @@ public final class ShmTransport implements Transport {
         if (g == 0) {
             return;
         }
-        long h = geo.inEntry(entry(g));
+        long h = header(g);
         long deadline = call.deadline;
         call.deadline = 0; // this wait has a deadline of its own
+        postWait = g;
+        waitSeq = deferredSeq;
+        waitPacked = deferredPacked;
+        waitCount = deferredCount;
         try {
-            awaitAll(h + HDR_CHUNK_ID, g, "post its input");
+            awaitAll(h + HDR_CHUNK_ID, id(g), "post its input");
         } finally {
             call.deadline = deadline;
+            postWait = 0;
         }
         for (int p = 0; p < size; p++) {
             if (p == rank) {
@@ -570,17 +663,21 @@ public final class ShmTransport implements Transport {
             }
         }
         deferredChunk = 0;
-        LONG.setRelease(mine, DONE_SEQ_OFFSET, g);
+        LONG.setRelease(mine, DONE_SEQ_OFFSET, id(g));
     }
 
     /** Blocks until every rank finished chunk {@code g} (used before a root returns data it read). */
     public void awaitAllDone(long g) {
-        awaitAll(DONE_SEQ_OFFSET, g, "finish the chunk");
+        awaitAll(DONE_SEQ_OFFSET, id(g), "finish the chunk");
     }
 
     private void checkHeader(int peer, long g) {
+        checkHeaderAt(peer, header(g), id(g));
+    }
+
+    /** {@link #checkHeader} of the entry at {@code h} (either ring) for chunk id {@code g}. */
+    private void checkHeaderAt(int peer, long h, long g) {
         MemorySegment s = segs[peer];
-        long h = geo.inEntry(entry(g));
         long id = s.get(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID);
         long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
         long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
@@ -919,6 +1016,9 @@ public final class ShmTransport implements Transport {
                 }
             }
         }
+        if (postWait != 0 && offset >= 0 && peer != rank) {
+            probeOtherRing(peer);
+        }
         long now = System.nanoTime();
         if (call.deadline == 0) {
             // The hot path takes no clock reading: the deadline starts at the first slow wait.
@@ -1034,7 +1134,7 @@ public final class ShmTransport implements Transport {
         }
         if (deferredChunk != 0) {
             // Not checked any more: release the ring entry for peers still finishing.
-            LONG.setRelease(mine, DONE_SEQ_OFFSET, deferredChunk);
+            LONG.setRelease(mine, DONE_SEQ_OFFSET, id(deferredChunk));
             deferredChunk = 0;
         }
         if ((long) LONG.getAcquire(mine, ABORT_OFFSET) == ABORT_NONE) {

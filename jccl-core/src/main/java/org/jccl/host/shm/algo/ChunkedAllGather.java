@@ -25,7 +25,7 @@ public final class ChunkedAllGather {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, count - first) * es;
-            long g = t.beginChunk();
+            long g = root >= 0 ? Chunks.beginRooted(t, chunks, bytes) : t.beginChunk();
             long slot = t.inData(g);
             if (root == r) {
                 // a gather's root: the others post and return, so their lines are there to fetch

@@ -32,7 +32,7 @@ public final class ChunkedAllToAll {
         if (root >= 0 && chunks == 1 && t.eager()) {
             // A small scatter is eager, as a small broadcast (ChunkedBroadcast): the root posts
             // every block and returns; the others' calls are checked at its next collective.
-            long g = t.beginChunk();
+            long g = Chunks.beginRooted(t, chunks, n * blockBytes);
             long slot = t.inData(g);
             if (root == r) {
                 for (int j = 0; j < n; j++) {
@@ -52,7 +52,7 @@ public final class ChunkedAllToAll {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, blockCount - first) * es;
-            long g = t.beginChunk();
+            long g = root >= 0 ? Chunks.beginRooted(t, chunks, n * bytes) : t.beginChunk();
             long slot = t.inData(g);
             if (sends) {
                 for (int j = 0; j < n; j++) {

@@ -32,7 +32,7 @@ public final class ChunkedBroadcast {
         MemorySegment rootSeg = t.segment(root);
         if (chunks == 1 && t.eager()) {
             long bytes = count * es;
-            long g = t.beginChunk();
+            long g = Chunks.beginRooted(t, chunks, bytes);
             long slot = t.inData(g);
             if (isRoot) {
                 MemorySegment.copy(send.segment(), 0, rootSeg, slot, bytes);
@@ -52,7 +52,7 @@ public final class ChunkedBroadcast {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, count - first) * es;
-            long g = t.beginChunk();
+            long g = Chunks.beginRooted(t, chunks, bytes);
             long slot = t.inData(g);
             if (isRoot) {
                 MemorySegment.copy(send.segment(), first * es, rootSeg, slot, bytes);

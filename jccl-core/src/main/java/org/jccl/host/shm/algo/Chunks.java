@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
+import org.jccl.host.shm.ShmSegmentDescriptor;
 import org.jccl.host.shm.ShmTransport;
 
 /**
@@ -18,6 +19,16 @@ final class Chunks {
     /** Elements per chunk when each chunk carries {@code blocks} blocks in one slot. */
     static long elementsPerChunk(long slotBytes, int blocks, int elementBytes) {
         return Math.max(1, slotBytes / blocks / elementBytes);
+    }
+
+    /**
+     * Starts the next chunk of a small rooted call (gather, scatter, broadcast, reduce; ranks that
+     * post and return run ahead) in the small ring when the call is one chunk of at most {@link
+     * ShmSegmentDescriptor#SMALL_SLOT_BYTES} in a slot, else in the IN ring. {@code slotBytes}: what
+     * the call puts into one rank's slot (the same on every rank: every rank takes the same ring).
+     */
+    static long beginRooted(ShmTransport t, long chunks, long slotBytes) {
+        return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunk() : t.beginChunk();
     }
 
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */

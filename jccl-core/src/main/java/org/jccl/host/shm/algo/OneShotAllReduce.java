@@ -46,7 +46,7 @@ public final class OneShotAllReduce {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long elems = Math.min(per, count - first);
-            long g = t.beginChunk();
+            long g = root >= 0 ? Chunks.beginRooted(t, chunks, elems * es) : t.beginChunk();
             long slot = t.inData(g);
             if (root != r) {
                 MemorySegment.copy(in, first * es, mine, slot, elems * es);

@@ -36,7 +36,7 @@ package org.jccl.host.shm;
  *           |   sender's buffer address u64; the receiver reads the whole  |
  *           |   message from there and acks this one entry                 |
  *  small    | SMALL_SLOTS x ( 40-byte chunk header | SMALL_SLOT_BYTES data |  SMALL ring
- *           |   | 24 pad ), 4096 bytes an entry: the IN ring of small rooted |
+ *           |   | 24 pad | 64 pad ), 4160 bytes an entry: the IN ring of small rooted |
  *           |   calls (gather, scatter, broadcast, one-shot reduce of one  |
  *           |   chunk that fits), whose ranks may run ahead of each other  |
  *  total    +--------------------------------------------------------------+
@@ -71,8 +71,15 @@ public final class ShmSegmentDescriptor {
      * ring's shape), and a deeper IN ring cost large calls their chunk size.
      */
     public static final int SMALL_SLOTS = 32;
-    /** Data bytes of a small ring entry (the entry with its header and pad: 4096 bytes). */
+    /** Data bytes of a small ring entry. */
     public static final long SMALL_SLOT_BYTES = 4096 - LINE;
+    /**
+     * Bytes from one small ring entry to the next: a page and a line, so that consecutive entries'
+     * headers fall into different cache sets (a page apart, every header of the ring would share
+     * one set of the L1 cache, and the header lines of the peers' entries that a root reads every
+     * call would evict each other).
+     */
+    public static final long SMALL_ENTRY_BYTES = 4096 + LINE;
 
     public static final long MAGIC_OFFSET = 0;
     public static final long VERSION_OFFSET = 8;
@@ -172,12 +179,12 @@ public final class ShmSegmentDescriptor {
 
         /** Start of small ring entry {@code e}'s header. */
         public long smallEntry(int e) {
-            return smallRing() + e * (CHUNK_HEADER + SMALL_SLOT_BYTES);
+            return smallRing() + e * SMALL_ENTRY_BYTES;
         }
 
         /** Total segment size. */
         public long totalBytes() {
-            return align(smallRing() + SMALL_SLOTS * (CHUNK_HEADER + SMALL_SLOT_BYTES), PAGE);
+            return align(smallRing() + SMALL_SLOTS * SMALL_ENTRY_BYTES, PAGE);
         }
     }
 

@@ -22,8 +22,8 @@ final class Chunks {
     }
 
     /**
-     * Starts the next chunk of a small rooted call (gather, scatter, broadcast, reduce; ranks that
-     * post and return run ahead) in the small ring when the call is one chunk of at most {@link
+     * Starts the next chunk of a small rooted call (gather, scatter, broadcast: ranks that post and
+     * return run ahead) in the small ring when the call is one chunk of at most {@link
      * ShmSegmentDescriptor#SMALL_SLOT_BYTES} in a slot, else in the IN ring. {@code slotBytes}: what
      * the call puts into one rank's slot (the same on every rank: every rank takes the same ring).
      */

@@ -46,7 +46,9 @@ public final class OneShotAllReduce {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long elems = Math.min(per, count - first);
-            long g = root >= 0 ? Chunks.beginRooted(t, chunks, elems * es) : t.beginChunk();
+            // (a reduce stays in the IN ring: in the small ring, 32 calls of run-ahead made its root no
+            // faster, and slower at 4 ranks, docs/BENCHMARKS.md, the small ring)
+            long g = t.beginChunk();
             long slot = t.inData(g);
             if (root != r) {
                 MemorySegment.copy(in, first * es, mine, slot, elems * es);

@@ -253,6 +253,68 @@ final class CollectiveCases {
         });
     }
 
+    /**
+     * Streams of 40 small rooted calls of one kind and root (gather, broadcast, scatter, reduce),
+     * each stream followed by an all-reduce too large for a small slot; every result is checked.
+     * The ranks that post and return (a gather's and a reduce's non-roots, a broadcast's and a
+     * scatter's root) may run ahead, up to as many calls as the transport lets them: over shared
+     * memory the small gathers, broadcasts and scatters take a ring of 32 slots of their own, which
+     * a stream wraps, and the root reads every call's slots before they are written again.
+     */
+    static void rootedRunAhead(Ctx ctx) {
+        Communicator c = ctx.comm();
+        int size = ctx.size();
+        int r = ctx.rank();
+        DataType t = DataType.FLOAT32;
+        long n = 7;
+        long seed = ctx.seed();
+        for (int i = 0; i < 160; i++) {
+            int kind = i / 40;
+            int rt = (size - 1 + kind) % size;
+            long s1 = seed + 31L * i;
+            String what = "call " + i + " of streams of small rooted calls: ";
+            switch (kind) {
+                case 0 -> {
+                    Buffer recv = ctx.poisoned(t, n * size);
+                    c.gather(ctx.buffer(t, ReduceOp.SUM, s1, r, n), recv, rt);
+                    if (r == rt) {
+                        for (int p = 0; p < size; p++) {
+                            int pp = p;
+                            ctx.checkBytes(() -> what + "gather root " + rt + ", block of rank " + pp, recv, p * n,
+                                    ctx.input(t, ReduceOp.SUM, s1, p, n));
+                        }
+                    }
+                }
+                case 1 -> {
+                    Buffer b = r == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n) : ctx.poisoned(t, n);
+                    c.broadcast(b, rt);
+                    ctx.checkBytes(() -> what + "broadcast root " + rt, b, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n));
+                }
+                case 2 -> {
+                    Buffer send = r == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : ctx.poisoned(t, n * size);
+                    Buffer recv = ctx.poisoned(t, n);
+                    c.scatter(send, recv, rt);
+                    long bs = n * t.byteSize();
+                    ctx.checkBytes(() -> what + "scatter root " + rt, recv, 0,
+                            ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(r * bs, bs));
+                }
+                default -> {
+                    Buffer recv = ctx.poisoned(t, n);
+                    c.reduce(ctx.buffer(t, ReduceOp.SUM, s1, r, n), recv, ReduceOp.SUM, rt);
+                    if (r == rt) {
+                        ctx.checkReduced(() -> what + "reduce root " + rt, recv, 0, t, ReduceOp.SUM, s1, 0, n);
+                    }
+                }
+            }
+            if (i % 40 == 39) {
+                long big = 2003; // 8012 bytes: more than a small slot
+                Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, r, big);
+                c.allReduce(b, ReduceOp.SUM);
+                ctx.checkReduced(() -> what + "the all-reduce after it", b, 0, t, ReduceOp.SUM, s1, 0, big);
+            }
+        }
+    }
+
     /** A barrier returns only once every rank entered it: the last rank enters 300 ms late. */
     static void barrier(Ctx ctx) throws Exception {
         Communicator c = ctx.comm();

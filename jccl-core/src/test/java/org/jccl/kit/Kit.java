@@ -31,6 +31,7 @@ public final class Kit {
                 KitCase.of("allToAll", CollectiveCases::allToAll),
                 KitCase.of("gather", CollectiveCases::gather),
                 KitCase.of("scatter", CollectiveCases::scatter),
+                KitCase.of("rootedRunAhead", CollectiveCases::rootedRunAhead),
                 KitCase.of("barrier", CollectiveCases::barrier),
                 KitCase.of("bitwiseIdentity", CollectiveCases::bitwiseIdentity),
                 // the variable-size collectives (VarSizeCases)

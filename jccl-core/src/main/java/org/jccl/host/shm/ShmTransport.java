@@ -446,11 +446,6 @@ public final class ShmTransport implements Transport {
         return (g & SMALL_RING) != 0 ? geo.smallEntry((int) (id % SMALL_SLOTS)) : geo.inEntry((int) (id % geo.k()));
     }
 
-    /** Bytes of the data of one entry of chunk {@code g}'s ring. */
-    public long slotBytes(long g) {
-        return (g & SMALL_RING) != 0 ? SMALL_SLOT_BYTES : geo.slotBytes();
-    }
-
     /** Offset of the IN data of chunk {@code g} (in any rank's segment). */
     public long inData(long g) {
         return header(g) + HDR_DATA;

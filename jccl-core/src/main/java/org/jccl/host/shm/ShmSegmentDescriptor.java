@@ -35,10 +35,10 @@ package org.jccl.host.shm;
  *           |   single copy: dtype has bit 32 set, the data is the         |
  *           |   sender's buffer address u64; the receiver reads the whole  |
  *           |   message from there and acks this one entry                 |
- *  small    | SMALL_SLOTS x ( 40-byte chunk header | SMALL_SLOT_BYTES data |  SMALL ring
- *           |   | 24 pad | 64 pad ), 4160 bytes an entry: the IN ring of small rooted |
- *           |   calls (gather, scatter, broadcast of one chunk that fits), |
- *           |   whose ranks may run ahead of each other                    |
+ *  small    | SMALL_SLOTS x ( 40-byte chunk header | SMALL_SLOT_BYTES     |  SMALL ring
+ *           |   data | 24 pad | 64 pad ): 4160 bytes an entry, the IN     |
+ *           |   ring of small rooted calls (gather, scatter, broadcast of  |
+ *           |   one chunk that fits), whose ranks may run ahead            |
  *  total    +--------------------------------------------------------------+
  * </pre>
  *

@@ -492,12 +492,12 @@ public final class ShmTransport implements Transport {
         touched = sum;
     }
 
-    /** Notes that the waits that follow expect the peers' input of chunk {@code g} of the call in progress. */
-    private void expect(long g) {
+    /** Notes that the waits that follow expect the peers' input of chunk {@code g} of the call (seq, packed, count). */
+    private void expect(long g, long seq, long packed, long count) {
         postWait = g;
-        waitSeq = call.seq;
-        waitPacked = call.packed();
-        waitCount = call.count;
+        waitSeq = seq;
+        waitPacked = packed;
+        waitCount = count;
     }
 
     /**
@@ -507,29 +507,16 @@ public final class ShmTransport implements Transport {
      * deadline.
      */
     private void probeOtherRing(int peer) {
-        long pw = postWait;
-        long id = id(pw);
-        long h = (pw & SMALL_RING) != 0 ? geo.inEntry((int) (id % geo.k())) : geo.smallEntry((int) (id % SMALL_SLOTS));
-        MemorySegment s = segs[peer];
-        if ((long) LONG.getAcquire(s, h + HDR_CHUNK_ID) != id) {
-            return;
+        long other = header(postWait ^ SMALL_RING); // the same chunk id's entry in the other ring
+        long id = id(postWait);
+        if ((long) LONG.getAcquire(segs[peer], other + HDR_CHUNK_ID) == id) {
+            checkHeaderAt(peer, other, id, waitSeq, waitPacked, waitCount, false);
         }
-        long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
-        long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
-        long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
-        if (seq == waitSeq && packed == waitPacked && count == waitCount) {
-            return; // the same call in the other ring: cannot happen, and no mismatch to report
-        }
-        String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(waitPacked, waitCount, waitSeq)
-                + " but rank " + peer + " called " + OpCode.describe(packed, count, seq) + " at the same step: every rank "
-                + "must call the same collectives with the same type, count, op and root in the same order";
-        fail(ABORT_MISMATCH, msg);
-        throw new CollectiveMismatchException(msg);
     }
 
     /** Waits for {@code peer}'s input of chunk {@code g} and checks it belongs to the same call. */
     public void awaitIn(int peer, long g) {
-        expect(g);
+        expect(g, call.seq, call.packed(), call.count);
         try {
             await(peer, header(g) + HDR_CHUNK_ID, id(g), "post its input");
         } finally {
@@ -540,7 +527,7 @@ public final class ShmTransport implements Transport {
 
     /** Waits for every rank's input of chunk {@code g}, checking each. */
     public void awaitAllIn(long g) {
-        expect(g);
+        expect(g, call.seq, call.packed(), call.count);
         try {
             awaitAll(header(g) + HDR_CHUNK_ID, id(g), "post its input");
         } finally {
@@ -624,40 +611,22 @@ public final class ShmTransport implements Transport {
         long h = header(g);
         long deadline = call.deadline;
         call.deadline = 0; // this wait has a deadline of its own
-        postWait = g;
-        waitSeq = deferredSeq;
-        waitPacked = deferredPacked;
-        waitCount = deferredCount;
+        expect(g, deferredSeq, deferredPacked, deferredCount);
         try {
             awaitAll(h + HDR_CHUNK_ID, id(g), "post its input");
         } finally {
             call.deadline = deadline;
             postWait = 0;
         }
-        for (int p = 0; p < size; p++) {
-            if (p == rank) {
-                continue;
-            }
-            MemorySegment s = segs[p];
-            long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
-            long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
-            long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
-            if (seq != deferredSeq || packed != deferredPacked || count != deferredCount) {
-                deferredChunk = 0;
-                long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
-                if (code != ABORT_NONE) {
-                    throw peerAbort(p, code);
+        try {
+            for (int p = 0; p < size; p++) {
+                if (p != rank) {
+                    checkHeaderAt(p, h, id(g), deferredSeq, deferredPacked, deferredCount, true);
                 }
-                String msg = "collective mismatch: rank " + rank + " called "
-                        + OpCode.describe(deferredPacked, deferredCount, deferredSeq) + " but rank " + p + " called "
-                        + OpCode.describe(packed, count, seq) + " at the same step (found at rank " + rank
-                        + "'s next collective: it had returned without waiting): every rank must call the same "
-                        + "collectives with the same type, count, op and root in the same order";
-                fail(ABORT_MISMATCH, msg);
-                throw new CollectiveMismatchException(msg);
             }
+        } finally {
+            deferredChunk = 0;
         }
-        deferredChunk = 0;
         LONG.setRelease(mine, DONE_SEQ_OFFSET, id(g));
     }
 
@@ -667,26 +636,32 @@ public final class ShmTransport implements Transport {
     }
 
     private void checkHeader(int peer, long g) {
-        checkHeaderAt(peer, header(g), id(g));
+        checkHeaderAt(peer, header(g), id(g), call.seq, call.packed(), call.count, false);
     }
 
-    /** {@link #checkHeader} of the entry at {@code h} (either ring) for chunk id {@code g}. */
-    private void checkHeaderAt(int peer, long h, long g) {
+    /**
+     * Fails the call unless {@code peer}'s header at {@code h} (either ring) is chunk id {@code g}
+     * of this rank's call ({@code seq}, {@code packed}, {@code count}): with the peer's failure when
+     * it aborted after posting, else as a mismatch naming both calls ({@code deferred}: found at
+     * this rank's next collective, an eager call's check).
+     */
+    private void checkHeaderAt(int peer, long h, long g, long seq, long packed, long count, boolean deferred) {
         MemorySegment s = segs[peer];
         long id = s.get(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID);
-        long seq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
-        long packed = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
-        long count = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
-        if (id != g || seq != call.seq || packed != call.packed() || count != call.count) {
+        long theirSeq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
+        long theirPacked = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
+        long theirCount = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
+        if (id != g || theirSeq != seq || theirPacked != packed || theirCount != count) {
             long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
             if (code != ABORT_NONE) {
                 // The peer failed or aborted after posting; that, not the mismatch, is the news.
                 throw peerAbort(peer, code);
             }
-            String theirs = OpCode.describe(packed, count, seq);
-            String msg = "collective mismatch: rank " + rank + " called " + call.describe() + " but rank " + peer
-                    + " called " + theirs + " at the same step: every rank must call the same collectives "
-                    + "with the same type, count, op and root in the same order";
+            String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(packed, count, seq)
+                    + " but rank " + peer + " called " + OpCode.describe(theirPacked, theirCount, theirSeq)
+                    + " at the same step" + (deferred ? " (found at rank " + rank + "'s next collective: it had "
+                    + "returned without waiting)" : "") + ": every rank must call the same collectives with the same "
+                    + "type, count, op and root in the same order";
             fail(ABORT_MISMATCH, msg);
             throw new CollectiveMismatchException(msg);
         }

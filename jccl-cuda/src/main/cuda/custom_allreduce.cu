@@ -1,6 +1,6 @@
 // jccl's own all-reduce for small messages over NVLink (org.jccl.cuda.CustomAllReduce).
 //
-// Built by gen-custom-allreduce.sh into custom_allreduce.fatbin (sm_80 + sm_90 SASS, compute_80 PTX), which is
+// Built by gen-custom-allreduce.sh into custom_allreduce.fatbin (sm_80 + sm_90 SASS, compute_90 PTX), which is
 // checked in beside the SHA-256 of this file; CustomAllReduceSourceTest fails when the two drift apart.
 // Do not edit the fatbin by hand: edit this file and run jccl-cuda/src/main/cuda/gen-custom-allreduce.sh.
 //
@@ -52,6 +52,14 @@
 // The epoch lives in device memory and is advanced by the last block of each call, so the kernel is the same in
 // every call: a CUDA graph that captured it can be replayed any number of times.
 //
+// Programmatic dependent launch (sm_90 and later): the host may launch these kernels with the attribute
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, so that a call's blocks are already resident when the
+// kernel before it in the stream ends, instead of being launched only then. Each thread first waits
+// (griddepcontrol.wait) until that kernel has completed and its writes are visible, so everything above holds
+// as it does without the attribute (where the wait returns at once); then the call lets the next kernel launch
+// early in turn (griddepcontrol.launch_dependents; it too waits before it starts). The host launches this way only
+// when the loaded code says it waits: jccl_car_grid_wait is 1 in the code built for sm_90 and later.
+//
 // Reduction: sum, accumulated in fp32 in rank order 0, 1, ..., n-1 (acc = x0; acc = acc + x1; ...; each addition
 // rounded to nearest even, no FMA), then rounded once to the element type (round to nearest even). Every rank
 // computes every element this way, so the result is bitwise the same on every rank and in every run.
@@ -65,6 +73,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define JCCL_GRID_WAIT 1
+#else
+#define JCCL_GRID_WAIT 0
+#endif
+
+extern "C" __device__ int jccl_car_grid_wait = JCCL_GRID_WAIT;
 
 namespace {
 
@@ -569,6 +585,10 @@ template <typename T>
 __device__ void all_reduce(char* self, const T* in, T* out, long long count, int rank, int nranks, int algo,
                            long long slot_bytes, const volatile int* abort_word, volatile int* status,
                            unsigned long long spin_limit_ns) {
+#if JCCL_GRID_WAIT
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     constexpr int N = Pack<T>::N;
     Args a{self, reinterpret_cast<char* const*>(self + PEERS_OFF), rank, nranks, abort_word, status, spin_limit_ns};
     Ctl* ctl = reinterpret_cast<Ctl*>(self + CTL_OFF);

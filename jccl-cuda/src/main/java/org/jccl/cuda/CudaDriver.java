@@ -28,6 +28,8 @@ final class CudaDriver {
     static final int SUCCESS = 0;
     /** CUDA_ERROR_NOT_READY: an event or stream query that is still pending. */
     static final int NOT_READY = 600;
+    /** CUDA_ERROR_NOT_FOUND (e.g. a module without the named symbol). */
+    static final int NOT_FOUND = 500;
     /** CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED. */
     static final int PEER_ACCESS_ALREADY_ENABLED = 704;
 
@@ -196,11 +198,16 @@ final class CudaDriver {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), "cuModuleLoadData");
     private static final MethodHandle cuModuleGetFunction = LIB.required(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS), "cuModuleGetFunction");
+    private static final MethodHandle cuModuleGetGlobal = LIB.required(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), "cuModuleGetGlobal_v2");
     private static final MethodHandle cuModuleUnload = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG), "cuModuleUnload");
     private static final MethodHandle cuLaunchKernel = LIB.required(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
                     JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS), "cuLaunchKernel");
+    // A launch with attributes (CUDA 12.0+; programmatic dependent launch). Optional: without it, cuLaunchKernel.
+    private static final MethodHandle cuLaunchKernelEx = LIB.optional(
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS), "cuLaunchKernelEx");
 
     // Stream capture and graphs (CUDA 11.4+). Optional: a driver without them keeps everything else.
     private static final MethodHandle cuStreamBeginCapture = LIB.optional(
@@ -958,6 +965,21 @@ final class CudaDriver {
         }
     }
 
+    /** The device address of global {@code name} of {@code module}, or 0 when the module has none of that name. */
+    static long moduleGetGlobal(long module, MemorySegment name) {
+        try {
+            MemorySegment s = Scratch.get();
+            int r = (int) cuModuleGetGlobal.invokeExact(s, s.asSlice(8), module, name);
+            if (r == NOT_FOUND) {
+                return 0;
+            }
+            check(r, "cuModuleGetGlobal");
+            return s.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     static void moduleUnload(long module) {
         try {
             check((int) cuModuleUnload.invokeExact(module), "cuModuleUnload");
@@ -971,6 +993,20 @@ final class CudaDriver {
         try {
             check((int) cuLaunchKernel.invokeExact(function, gx, gy, gz, bx, by, bz, sharedBytes, stream, params,
                     MemorySegment.NULL), "cuLaunchKernel");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Whether the driver has cuLaunchKernelEx (CUDA 12.0+). */
+    static boolean hasLaunchKernelEx() {
+        return cuLaunchKernelEx != null;
+    }
+
+    /** cuLaunchKernelEx: {@code config} is laid out as {@link LaunchConfigDescriptor} says. */
+    static void launchKernelEx(MemorySegment config, long function, MemorySegment params) {
+        try {
+            check((int) cuLaunchKernelEx.invokeExact(config, function, params, MemorySegment.NULL), "cuLaunchKernelEx");
         } catch (Throwable t) {
             throw rethrow(t);
         }

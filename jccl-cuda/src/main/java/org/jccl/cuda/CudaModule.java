@@ -67,6 +67,25 @@ public final class CudaModule implements AutoCloseable {
     }
 
     /**
+     * The value of the module's {@code int} global {@code name} (a {@code __device__ int} with C
+     * linkage), or {@code absent} when the module has no global of that name.
+     */
+    public synchronized int globalInt(String name, int absent) {
+        Objects.requireNonNull(name, "name");
+        ensureOpen();
+        device.makeCurrent();
+        try (Arena a = Arena.ofConfined()) {
+            long p = CudaDriver.moduleGetGlobal(module, a.allocateFrom(name));
+            if (p == 0) {
+                return absent;
+            }
+            MemorySegment v = a.allocate(JAVA_INT);
+            CudaDriver.memcpyDtoH(v, p, 4);
+            return v.get(JAVA_INT, 0);
+        }
+    }
+
+    /**
      * Launches kernel {@code name} on a 1-D grid. Arguments map to the kernel's parameters in
      * order: a {@link DeviceBuffer} passes its pointer, Long/Double 8 bytes, Integer/Float 4,
      * Short 2, Byte 1.

@@ -69,6 +69,11 @@ final class CustomAllReduce {
     static final int BLOCK_THREADS = property("jccl.car.threads", 0, 32, THREADS),
             GRID_MAX = property("jccl.car.maxBlocks", 32, 1, MAX_BLOCKS),
             LL_GRID_MAX = property("jccl.car.llMaxBlocks", MAX_BLOCKS, 1, MAX_BLOCKS);
+    /**
+     * Whether the kernels go out with programmatic dependent launch where they can (see {@link
+     * #launchConfig}); {@code -Djccl.car.pdl=0} launches them plainly, for benchmarks that compare the two.
+     */
+    static final boolean PDL = property("jccl.car.pdl", 1, 0, 1) == 1;
     /** One sender's LL lines of one parity (LL_SLOT in custom_allreduce.cu): half of it is payload. */
     static final long LL_SLOT = 512L << 10;
     /** Largest all-reduce (bytes) the LL kernel takes. */
@@ -109,6 +114,14 @@ final class CustomAllReduce {
     private final long fnF32, fnF16, fnBf16;
     private final MemorySegment args;
     private final MemorySegment params;
+    /**
+     * The launch configuration of cuLaunchKernelEx with programmatic stream serialization (laid out as
+     * {@link LaunchConfigDescriptor} says), or null for plain cuLaunchKernel. With it a call's blocks are
+     * resident before the kernel ahead of it in the stream ends (each waits for that kernel's completion
+     * before it reads anything), which takes the launch gap out of back-to-back calls. Only where the driver
+     * has cuLaunchKernelEx (CUDA 12.0+) and the loaded kernels wait (jccl_car_grid_wait: built for sm_90+).
+     */
+    private final MemorySegment launchConfig;
     private final long spinLimitNanos;
     /** One process holds every rank: the buffers go when the last of them closes (see {@link Local}). */
     private Local local;
@@ -135,8 +148,30 @@ final class CustomAllReduce {
         for (int i = 0; i < ARGS; i++) {
             params.setAtIndex(ADDRESS, i, args.asSlice(8L * i, 8));
         }
+        this.launchConfig = PDL && CudaDriver.hasLaunchKernelEx() && module.globalInt("jccl_car_grid_wait", 0) == 1
+                ? serializedLaunch(comm.arena) : null;
         long t = comm.timeout().toNanos();
         this.spinLimitNanos = t > Long.MAX_VALUE / 4 ? Long.MAX_VALUE / 2 : 2 * t + 10_000_000_000L;
+    }
+
+    /** A launch configuration with programmatic stream serialization; grid, block and stream set per launch. */
+    private static MemorySegment serializedLaunch(Arena arena) {
+        MemorySegment c = arena.allocate(LaunchConfigDescriptor.BYTES, 8);
+        c.set(JAVA_INT, LaunchConfigDescriptor.GRID_Y, 1);
+        c.set(JAVA_INT, LaunchConfigDescriptor.GRID_Z, 1);
+        c.set(JAVA_INT, LaunchConfigDescriptor.BLOCK_Y, 1);
+        c.set(JAVA_INT, LaunchConfigDescriptor.BLOCK_Z, 1);
+        c.set(JAVA_INT, LaunchConfigDescriptor.SHARED_BYTES, 0);
+        c.set(JAVA_LONG, LaunchConfigDescriptor.ATTRS, c.address() + LaunchConfigDescriptor.ATTR);
+        c.set(JAVA_INT, LaunchConfigDescriptor.NUM_ATTRS, 1);
+        c.set(JAVA_INT, LaunchConfigDescriptor.ATTR_ID, LaunchConfigDescriptor.PROGRAMMATIC_STREAM_SERIALIZATION);
+        c.set(JAVA_INT, LaunchConfigDescriptor.ATTR_VALUE, 1);
+        return c;
+    }
+
+    /** Whether this rank's kernels go out with programmatic dependent launch (read by tests and the log). */
+    boolean serializedLaunch() {
+        return launchConfig != null;
     }
 
     /**
@@ -381,7 +416,15 @@ final class CustomAllReduce {
         a.set(JAVA_LONG, 64, hostWords);
         a.set(JAVA_LONG, 72, hostWords + 4);
         a.set(JAVA_LONG, 80, spinLimitNanos);
-        CudaDriver.launchKernel(fn, grid, 1, 1, threads(algo), 1, 1, 0, stream, params);
+        MemorySegment c = launchConfig;
+        if (c != null) {
+            c.set(JAVA_INT, LaunchConfigDescriptor.GRID_X, grid);
+            c.set(JAVA_INT, LaunchConfigDescriptor.BLOCK_X, threads(algo));
+            c.set(JAVA_LONG, LaunchConfigDescriptor.STREAM, stream);
+            CudaDriver.launchKernelEx(c, fn, params);
+        } else {
+            CudaDriver.launchKernel(fn, grid, 1, 1, threads(algo), 1, 1, 0, stream, params);
+        }
     }
 
     /** A kernel that gave up (spin limit) or was aborted leaves its mark in the status word: the communicator fails. */
@@ -559,7 +602,8 @@ final class CustomAllReduce {
         c.car = car;
         String how = otherPid ? "CUDA IPC" : "peer access";
         LOG.info(c.rank(), () -> "jccl's all-reduce kernels are on for " + c.describe() + " ("
-                + how + ", JCCL_ALGO " + (mode == AUTO ? "auto" : algoSetting(c)) + ")");
+                + how + ", JCCL_ALGO " + (mode == AUTO ? "auto" : algoSetting(c)) + ", "
+                + (car.serializedLaunch() ? "programmatic dependent launch" : "plain launches") + ")");
     }
 
     /**
@@ -613,7 +657,9 @@ final class CustomAllReduce {
             car.writePeers(ptrs);
             c.car = car;
         }
-        LOG.info(0, () -> "jccl's all-reduce kernels are on for " + n + " GPUs of this process (peer access)");
+        boolean pdl = comms.getFirst().car.serializedLaunch();
+        LOG.info(0, () -> "jccl's all-reduce kernels are on for " + n + " GPUs of this process (peer access, "
+                + (pdl ? "programmatic dependent launch" : "plain launches") + ")");
     }
 
     private void writePeers(long[] ptrs) {

@@ -56,6 +56,35 @@ class BindingLayoutTest {
         assertEquals(off("commName"), NcclLibrary.CFG_COMM_NAME);
     }
 
+    /** CUlaunchConfig and CUlaunchAttribute as cuda.h declares them, laid out by FFM's alignment rules. */
+    private static final StructLayout C_LAUNCH_CONFIG = MemoryLayout.structLayout(
+            JAVA_INT.withName("gridDimX"), JAVA_INT.withName("gridDimY"), JAVA_INT.withName("gridDimZ"),
+            JAVA_INT.withName("blockDimX"), JAVA_INT.withName("blockDimY"), JAVA_INT.withName("blockDimZ"),
+            JAVA_INT.withName("sharedMemBytes"), MemoryLayout.paddingLayout(4), ADDRESS.withName("hStream"),
+            ADDRESS.withName("attrs"), JAVA_INT.withName("numAttrs"), MemoryLayout.paddingLayout(4));
+    private static final StructLayout C_LAUNCH_ATTRIBUTE = MemoryLayout.structLayout(
+            JAVA_INT.withName("id"), MemoryLayout.paddingLayout(4), MemoryLayout.sequenceLayout(64, java.lang.foreign.ValueLayout.JAVA_BYTE).withName("value"));
+
+    @Test
+    void launchConfigMatchesTheCLayout() {
+        java.util.function.ToLongFunction<String> cfg = f -> C_LAUNCH_CONFIG.byteOffset(MemoryLayout.PathElement.groupElement(f));
+        assertEquals(cfg.applyAsLong("gridDimX"), LaunchConfigDescriptor.GRID_X);
+        assertEquals(cfg.applyAsLong("gridDimY"), LaunchConfigDescriptor.GRID_Y);
+        assertEquals(cfg.applyAsLong("gridDimZ"), LaunchConfigDescriptor.GRID_Z);
+        assertEquals(cfg.applyAsLong("blockDimX"), LaunchConfigDescriptor.BLOCK_X);
+        assertEquals(cfg.applyAsLong("blockDimY"), LaunchConfigDescriptor.BLOCK_Y);
+        assertEquals(cfg.applyAsLong("blockDimZ"), LaunchConfigDescriptor.BLOCK_Z);
+        assertEquals(cfg.applyAsLong("sharedMemBytes"), LaunchConfigDescriptor.SHARED_BYTES);
+        assertEquals(cfg.applyAsLong("hStream"), LaunchConfigDescriptor.STREAM);
+        assertEquals(cfg.applyAsLong("attrs"), LaunchConfigDescriptor.ATTRS);
+        assertEquals(cfg.applyAsLong("numAttrs"), LaunchConfigDescriptor.NUM_ATTRS);
+        assertEquals(C_LAUNCH_CONFIG.byteSize(), LaunchConfigDescriptor.ATTR, "the attribute follows the config");
+        long attr = LaunchConfigDescriptor.ATTR;
+        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteOffset(MemoryLayout.PathElement.groupElement("id")), LaunchConfigDescriptor.ATTR_ID);
+        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteOffset(MemoryLayout.PathElement.groupElement("value")), LaunchConfigDescriptor.ATTR_VALUE);
+        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteSize(), LaunchConfigDescriptor.BYTES);
+    }
+
     @Test
     void fillConfigWritesNonblockingWithMagicAndName() {
         try (Arena a = Arena.ofConfined()) {

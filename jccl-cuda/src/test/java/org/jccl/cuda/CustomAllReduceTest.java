@@ -320,6 +320,83 @@ class CustomAllReduceTest {
         }
     }
 
+    /**
+     * Programmatic dependent launch (on sm_90 and later the kernels go out with it): a call still sees
+     * everything the kernel before it in the stream wrote. Each algorithm right after a kernel that
+     * writes its input only after 200 us on the GPU's timer (the input held zeros before), then a
+     * chain of in-place calls of every algorithm, each reading what the one before wrote; every result
+     * against the rank-order reference, bitwise.
+     */
+    @Test
+    void aCallSeesWhatTheKernelBeforeItWroteAsItsLaunchOverlapsThatKernel() throws Exception {
+        int n = gpus();
+        String ptx;
+        try (java.io.InputStream in = CustomAllReduceTest.class.getResourceAsStream("/slow_fill.ptx")) {
+            ptx = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII);
+        }
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, "auto", Duration.ofSeconds(60));
+            Gpu.assertEachOk(comms, LIMIT, c -> {
+                boolean expected = CustomAllReduce.PDL && CudaDriver.hasLaunchKernelEx()
+                        && c.device().computeCapabilityMajor() >= 9;
+                if (c.car.serializedLaunch() != expected) {
+                    return "rank " + c.rank() + " launches with programmatic dependent launch: "
+                            + c.car.serializedLaunch() + ", expected " + expected;
+                }
+                int cnt = 30011;
+                int[] algos = {CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT, CustomAllReduce.LL,
+                        CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT};
+                try (CudaModule m = CudaModule.loadPtx(c.device(), ptx); CudaStream s = c.device().createStream();
+                     DeviceBuffer send = c.device().allocate(DataType.FLOAT32, cnt);
+                     DeviceBuffer recv = c.device().allocate(DataType.FLOAT32, cnt)) {
+                    for (int step = 0; step < algos.length + 1; step++) {
+                        boolean chain = step == algos.length;
+                        float[][] x = new float[c.size()][cnt];
+                        for (int r = 0; r < c.size(); r++) {
+                            for (int i = 0; i < cnt; i++) {
+                                x[r][i] = (r + 1) * 0.25f + step + (i % 1024);
+                            }
+                        }
+                        send.copyFrom(HostBuffer.of(new float[cnt]));
+                        c.device().makeCurrent();
+                        m.launch("slow_fill", 16, 256, 0, s, send, (c.rank() + 1) * 0.25f + step, cnt, 200_000L);
+                        float[] want = sumF32(x);
+                        if (!chain) {
+                            c.car.launchForTest(send, recv, algos[step], s);
+                        } else {
+                            for (int k = 0; k < 3 * algos.length; k++) {
+                                c.car.launchForTest(send, send, algos[k % algos.length], s);
+                                if (k > 0) {
+                                    float[][] same = new float[c.size()][];
+                                    java.util.Arrays.fill(same, want);
+                                    want = sumF32(same);
+                                }
+                            }
+                        }
+                        s.synchronize(Duration.ofSeconds(30));
+                        JcclException quit = c.car.quitEarly();
+                        if (quit != null) {
+                            return "step " + step + ": " + quit.getMessage();
+                        }
+                        float[] got = new float[cnt];
+                        (chain ? send : recv).copyTo(HostBuffer.of(got));
+                        String d = firstDiff(want, got);
+                        if (d != null) {
+                            return (chain ? "the chain of in-place calls: " : "algo " + algos[step] + ": ") + d;
+                        }
+                    }
+                    return "ok";
+                } catch (Throwable t) {
+                    return "failed: " + t;
+                }
+            });
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"oneshot", "ll", "lamport", "lamport2"})
     void aPeerThatNeverCallsFailsTheCallByTheDeadlineAndTheSpinningKernelReturns(String algo) throws Exception {

@@ -23,7 +23,8 @@ import org.jccl.internal.Log;
 /**
  * jccl's own all-reduce for small messages between GPUs of one host (NVLink): the kernels of
  * {@code src/main/cuda/custom_allreduce.cu}, prebuilt by nvcc into the fatbin resource
- * {@code custom_allreduce.fatbin} (sm_80 and sm_90 SASS, compute_80 PTX for newer GPUs).
+ * {@code custom_allreduce.fatbin} (sm_80 and sm_90 SASS, compute_90 PTX for newer GPUs), launched
+ * with programmatic dependent launch on sm_90 and later.
  *
  * <p>Each rank owns one device buffer (flags, two data slots of {@link #SLOT_BYTES}) that every
  * other rank maps once per communicator: with CUDA IPC ({@code cuIpcGetMemHandle}, the handles

@@ -63,11 +63,15 @@ class BindingLayoutTest {
             JAVA_INT.withName("sharedMemBytes"), MemoryLayout.paddingLayout(4), ADDRESS.withName("hStream"),
             ADDRESS.withName("attrs"), JAVA_INT.withName("numAttrs"), MemoryLayout.paddingLayout(4));
     private static final StructLayout C_LAUNCH_ATTRIBUTE = MemoryLayout.structLayout(
-            JAVA_INT.withName("id"), MemoryLayout.paddingLayout(4), MemoryLayout.sequenceLayout(64, java.lang.foreign.ValueLayout.JAVA_BYTE).withName("value"));
+            JAVA_INT.withName("id"), MemoryLayout.paddingLayout(4),
+            MemoryLayout.sequenceLayout(64, java.lang.foreign.ValueLayout.JAVA_BYTE).withName("value"));
 
     @Test
     void launchConfigMatchesTheCLayout() {
-        java.util.function.ToLongFunction<String> cfg = f -> C_LAUNCH_CONFIG.byteOffset(MemoryLayout.PathElement.groupElement(f));
+        java.util.function.ToLongFunction<String> cfg =
+                f -> C_LAUNCH_CONFIG.byteOffset(MemoryLayout.PathElement.groupElement(f));
+        java.util.function.ToLongFunction<String> attr =
+                f -> LaunchConfigDescriptor.ATTR + C_LAUNCH_ATTRIBUTE.byteOffset(MemoryLayout.PathElement.groupElement(f));
         assertEquals(cfg.applyAsLong("gridDimX"), LaunchConfigDescriptor.GRID_X);
         assertEquals(cfg.applyAsLong("gridDimY"), LaunchConfigDescriptor.GRID_Y);
         assertEquals(cfg.applyAsLong("gridDimZ"), LaunchConfigDescriptor.GRID_Z);
@@ -79,10 +83,9 @@ class BindingLayoutTest {
         assertEquals(cfg.applyAsLong("attrs"), LaunchConfigDescriptor.ATTRS);
         assertEquals(cfg.applyAsLong("numAttrs"), LaunchConfigDescriptor.NUM_ATTRS);
         assertEquals(C_LAUNCH_CONFIG.byteSize(), LaunchConfigDescriptor.ATTR, "the attribute follows the config");
-        long attr = LaunchConfigDescriptor.ATTR;
-        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteOffset(MemoryLayout.PathElement.groupElement("id")), LaunchConfigDescriptor.ATTR_ID);
-        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteOffset(MemoryLayout.PathElement.groupElement("value")), LaunchConfigDescriptor.ATTR_VALUE);
-        assertEquals(attr + C_LAUNCH_ATTRIBUTE.byteSize(), LaunchConfigDescriptor.BYTES);
+        assertEquals(attr.applyAsLong("id"), LaunchConfigDescriptor.ATTR_ID);
+        assertEquals(attr.applyAsLong("value"), LaunchConfigDescriptor.ATTR_VALUE);
+        assertEquals(LaunchConfigDescriptor.ATTR + C_LAUNCH_ATTRIBUTE.byteSize(), LaunchConfigDescriptor.BYTES);
     }
 
     @Test

@@ -244,12 +244,14 @@ public final class NcclWork implements Work {
             fail(comm.failureFor(this, abortCause));
             return;
         }
-        if (STATE.compareAndSet(this, PENDING, DONE)) {
-            comm.traceEnd(this, true); // the event stays with its ring slot, free for the slot's next work
-        }
+        // The works sharing this one's event (armShared) first: whoever sees this work done (e.g. a
+        // caller's await, while another thread completes it) must see them done too.
         NcclWork s = sharer;
         if (s != null) {
-            s.completeInOrder(); // it shares this work's event (armShared)
+            s.completeInOrder();
+        }
+        if (STATE.compareAndSet(this, PENDING, DONE)) {
+            comm.traceEnd(this, true); // the event stays with its ring slot, free for the slot's next work
         }
     }
 

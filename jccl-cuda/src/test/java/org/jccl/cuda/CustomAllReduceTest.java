@@ -44,6 +44,23 @@ class CustomAllReduceTest {
         return Math.min(CudaDevice.count(), 8);
     }
 
+    /**
+     * Runs {@code task} once per rank, each on its own thread, on communicators over every GPU with
+     * {@code JCCL_ALGO=algo}; every rank must return "ok".
+     */
+    private static void onEachRank(String algo, java.util.function.Function<NcclCommunicator, String> task)
+            throws Exception {
+        int n = gpus();
+        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
+        List<NcclCommunicator> comms = null;
+        try {
+            comms = comms(devs, algo, Duration.ofSeconds(60));
+            Gpu.assertEachOk(comms, LIMIT, task);
+        } finally {
+            Gpu.closeAll(comms, devs);
+        }
+    }
+
     private static List<NcclCommunicator> comms(List<CudaDevice> devs, String algo, Duration timeout) {
         return org.jccl.internal.Settings.with(Map.of("JCCL_ALGO", algo),
                 () -> NcclCommunicator.initAll(devs, timeout));
@@ -103,44 +120,36 @@ class CustomAllReduceTest {
      */
     @Test
     void lamportCallsStayCorrectWhateverRunsBetweenThemAndForEveryBitPattern() throws Exception {
-        int n = gpus();
-        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
-        List<NcclCommunicator> comms = null;
-        try {
-            comms = comms(devs, "auto", Duration.ofSeconds(60));
-            Gpu.assertEachOk(comms, LIMIT, c -> {
-                int[] algos = {CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT,
-                        CustomAllReduce.LAMPORT_TWO_SHOT, CustomAllReduce.LL, CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT};
-                long[] counts = {1, 5, 4099, 30011, CustomAllReduce.LAMPORT_MAX / 4, CustomAllReduce.LAMPORT_MAX / 2 - 3};
-                SplittableRandom pick = new SplittableRandom(77); // the same sequence on every rank
-                try (CudaStream s = c.device().createStream()) {
-                    for (int step = 0; step < 60; step++) {
-                        int algo = algos[pick.nextInt(algos.length)];
-                        DataType t = TYPES[pick.nextInt(TYPES.length)];
-                        long count = counts[pick.nextInt(counts.length)];
-                        if (t == DataType.FLOAT32 && count > CustomAllReduce.LAMPORT_MAX / 4) {
-                            count = CustomAllReduce.LAMPORT_MAX / 4;
-                        }
-                        if (algo == CustomAllReduce.LL && count * t.byteSize() > CustomAllReduce.LL_MAX) {
-                            algo = CustomAllReduce.LAMPORT;
-                        }
-                        int cnt = (int) count;
-                        String r;
-                        try (DeviceBuffer send = c.device().allocate(t, cnt); DeviceBuffer recv = c.device().allocate(t, cnt)) {
-                            r = special(c, t, cnt, send, recv, algo, s, 5000 + step);
-                        }
-                        if (!r.equals("ok")) {
-                            return "step " + step + " (algo " + algo + ", " + t + " x " + cnt + "): " + r;
-                        }
+        onEachRank("auto", c -> {
+            int[] algos = {CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT,
+                    CustomAllReduce.LAMPORT_TWO_SHOT, CustomAllReduce.LL, CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT};
+            long[] counts = {1, 5, 4099, 30011, CustomAllReduce.LAMPORT_MAX / 4, CustomAllReduce.LAMPORT_MAX / 2 - 3};
+            SplittableRandom pick = new SplittableRandom(77); // the same sequence on every rank
+            try (CudaStream s = c.device().createStream()) {
+                for (int step = 0; step < 60; step++) {
+                    int algo = algos[pick.nextInt(algos.length)];
+                    DataType t = TYPES[pick.nextInt(TYPES.length)];
+                    long count = counts[pick.nextInt(counts.length)];
+                    if (t == DataType.FLOAT32 && count > CustomAllReduce.LAMPORT_MAX / 4) {
+                        count = CustomAllReduce.LAMPORT_MAX / 4;
                     }
-                    return "ok";
-                } catch (Throwable e) {
-                    return "failed: " + e;
+                    if (algo == CustomAllReduce.LL && count * t.byteSize() > CustomAllReduce.LL_MAX) {
+                        algo = CustomAllReduce.LAMPORT;
+                    }
+                    int cnt = (int) count;
+                    String r;
+                    try (DeviceBuffer send = c.device().allocate(t, cnt); DeviceBuffer recv = c.device().allocate(t, cnt)) {
+                        r = special(c, t, cnt, send, recv, algo, s, 5000 + step);
+                    }
+                    if (!r.equals("ok")) {
+                        return "step " + step + " (algo " + algo + ", " + t + " x " + cnt + "): " + r;
+                    }
                 }
-            });
-        } finally {
-            Gpu.closeAll(comms, devs);
-        }
+                return "ok";
+            } catch (Throwable e) {
+                return "failed: " + e;
+            }
+        });
     }
 
     /** One launchForTest call of {@code algo} with inputs holding special values, checked against the reference. */
@@ -213,111 +222,95 @@ class CustomAllReduceTest {
 
     @Test
     void pipelinedCallsOfChangingSizesAndNcclFallbacksStayCorrect() throws Exception {
-        int n = gpus();
-        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
-        List<NcclCommunicator> comms = null;
-        try {
-            comms = comms(devs, "auto", Duration.ofSeconds(60));
-            Gpu.assertEachOk(comms, LIMIT, c -> {
-                SplittableRandom sizes = new SplittableRandom(42);
-                int calls = 96;
-                List<DeviceBuffer> bufs = new ArrayList<>();
-                List<float[]> expect = new ArrayList<>();
-                List<NcclWork> works = new ArrayList<>();
-                List<float[]> bound = new ArrayList<>(); // NCCL's calls: its own summation order (null: bitwise)
-                try {
-                    for (int i = 0; i < calls; i++) {
-                        long count = i % 16 == 5 ? 0 : 1 + sizes.nextInt(i % 3 == 0 ? 200_000 : 3000);
-                        ReduceOp op = i % 11 == 3 ? ReduceOp.MAX : ReduceOp.SUM;
-                        float[][] in = inputs(c.size(), (int) count, 1000 + i);
-                        DeviceBuffer b = c.device().allocate(DataType.FLOAT32, count);
-                        b.copyFrom(HostBuffer.of(in[c.rank()]));
-                        bufs.add(b);
-                        expect.add(op == ReduceOp.SUM ? sumF32(in) : maxF32(in));
-                        long before = c.car.launches;
-                        works.add(c.allReduceAsync(b, op));
-                        // jccl's kernels sum in rank order (bitwise); a call NCCL runs sums in NCCL's
-                        // order (a ring from rank to rank on 4 GPUs), which may round differently
-                        bound.add(op == ReduceOp.SUM && c.car.launches == before ? orderBound(in) : null);
-                    }
-                    for (NcclWork w : works) {
-                        w.await();
-                    }
-                    for (int i = 0; i < calls; i++) {
-                        float[] got = new float[(int) bufs.get(i).count()];
-                        bufs.get(i).copyTo(HostBuffer.of(got));
-                        String d = bound.get(i) == null ? firstDiff(expect.get(i), got)
-                                : firstBeyond(expect.get(i), got, bound.get(i));
-                        if (d != null) {
-                            return "call " + i + " (" + got.length + " floats): " + d;
-                        }
-                    }
-                    return c.car.launches > calls / 2 ? "ok" : "only " + c.car.launches + " calls ran the kernels";
-                } finally {
-                    bufs.forEach(DeviceBuffer::close);
+        onEachRank("auto", c -> {
+            SplittableRandom sizes = new SplittableRandom(42);
+            int calls = 96;
+            List<DeviceBuffer> bufs = new ArrayList<>();
+            List<float[]> expect = new ArrayList<>();
+            List<NcclWork> works = new ArrayList<>();
+            List<float[]> bound = new ArrayList<>(); // NCCL's calls: its own summation order (null: bitwise)
+            try {
+                for (int i = 0; i < calls; i++) {
+                    long count = i % 16 == 5 ? 0 : 1 + sizes.nextInt(i % 3 == 0 ? 200_000 : 3000);
+                    ReduceOp op = i % 11 == 3 ? ReduceOp.MAX : ReduceOp.SUM;
+                    float[][] in = inputs(c.size(), (int) count, 1000 + i);
+                    DeviceBuffer b = c.device().allocate(DataType.FLOAT32, count);
+                    b.copyFrom(HostBuffer.of(in[c.rank()]));
+                    bufs.add(b);
+                    expect.add(op == ReduceOp.SUM ? sumF32(in) : maxF32(in));
+                    long before = c.car.launches;
+                    works.add(c.allReduceAsync(b, op));
+                    // jccl's kernels sum in rank order (bitwise); a call NCCL runs sums in NCCL's
+                    // order (a ring from rank to rank on 4 GPUs), which may round differently
+                    bound.add(op == ReduceOp.SUM && c.car.launches == before ? orderBound(in) : null);
                 }
-            });
-        } finally {
-            Gpu.closeAll(comms, devs);
-        }
+                for (NcclWork w : works) {
+                    w.await();
+                }
+                for (int i = 0; i < calls; i++) {
+                    float[] got = new float[(int) bufs.get(i).count()];
+                    bufs.get(i).copyTo(HostBuffer.of(got));
+                    String d = bound.get(i) == null ? firstDiff(expect.get(i), got)
+                            : firstBeyond(expect.get(i), got, bound.get(i));
+                    if (d != null) {
+                        return "call " + i + " (" + got.length + " floats): " + d;
+                    }
+                }
+                return c.car.launches > calls / 2 ? "ok" : "only " + c.car.launches + " calls ran the kernels";
+            } finally {
+                bufs.forEach(DeviceBuffer::close);
+            }
+        });
     }
 
     @Test
     void aCapturedGraphReplaysCorrectlyBetweenOrdinaryCalls() throws Exception {
-        int n = gpus();
-        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
-        List<NcclCommunicator> comms = null;
-        try {
-            comms = comms(devs, "auto", Duration.ofSeconds(60));
-            Gpu.assertEachOk(comms, LIMIT, c -> {
-                int count = 4099;
-                try (DeviceBuffer in = c.device().allocate(DataType.FLOAT32, count);
-                     DeviceBuffer out = c.device().allocate(DataType.FLOAT32, count);
-                     CudaStream s = c.device().createStream();
-                     Arena a = Arena.ofConfined()) {
-                    MemorySegment slot = a.allocate(8, 8);
-                    c.device().makeCurrent();
-                    Graphs.check((int) Graphs.BEGIN.invokeExact(s.handle(), 2 /* relaxed */), "cuStreamBeginCapture");
-                    for (int algo : new int[] {CustomAllReduce.ONE_SHOT, CustomAllReduce.LAMPORT, CustomAllReduce.TWO_SHOT,
-                            CustomAllReduce.LL, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT}) {
-                        c.car.launchForTest(in, out, algo, s);
-                    }
-                    Graphs.check((int) Graphs.END.invokeExact(s.handle(), slot), "cuStreamEndCapture");
-                    long graph = slot.get(JAVA_LONG, 0);
-                    Graphs.check((int) Graphs.INSTANTIATE.invokeExact(slot, graph, 0L), "cuGraphInstantiateWithFlags");
-                    long exec = slot.get(JAVA_LONG, 0);
-                    try {
-                        for (int replay = 0; replay < 4; replay++) {
-                            float[][] x = inputs(c.size(), count, 500 + replay);
-                            in.copyFrom(HostBuffer.of(x[c.rank()]));
-                            c.device().makeCurrent();
-                            Graphs.check((int) Graphs.LAUNCH.invokeExact(exec, s.handle()), "cuGraphLaunch");
-                            s.synchronize(Duration.ofSeconds(30));
-                            float[] got = new float[count];
-                            out.copyTo(HostBuffer.of(got));
-                            String d = firstDiff(sumF32(x), got);
-                            if (d != null) {
-                                return "replay " + replay + ": " + d;
-                            }
-                            // an ordinary call between replays: the epoch on the device carries over
-                            String r = check(c, DataType.FLOAT32, 333, 0, 900 + replay);
-                            if (!r.equals("ok")) {
-                                return "call after replay " + replay + ": " + r;
-                            }
-                        }
-                    } finally {
-                        c.device().makeCurrent();
-                        Graphs.check((int) Graphs.EXEC_DESTROY.invokeExact(exec), "cuGraphExecDestroy");
-                        Graphs.check((int) Graphs.DESTROY.invokeExact(graph), "cuGraphDestroy");
-                    }
-                    return "ok";
-                } catch (Throwable t) {
-                    return "failed: " + t;
+        onEachRank("auto", c -> {
+            int count = 4099;
+            try (DeviceBuffer in = c.device().allocate(DataType.FLOAT32, count);
+                 DeviceBuffer out = c.device().allocate(DataType.FLOAT32, count);
+                 CudaStream s = c.device().createStream();
+                 Arena a = Arena.ofConfined()) {
+                MemorySegment slot = a.allocate(8, 8);
+                c.device().makeCurrent();
+                Graphs.check((int) Graphs.BEGIN.invokeExact(s.handle(), 2 /* relaxed */), "cuStreamBeginCapture");
+                for (int algo : new int[] {CustomAllReduce.ONE_SHOT, CustomAllReduce.LAMPORT, CustomAllReduce.TWO_SHOT,
+                        CustomAllReduce.LL, CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT}) {
+                    c.car.launchForTest(in, out, algo, s);
                 }
-            });
-        } finally {
-            Gpu.closeAll(comms, devs);
-        }
+                Graphs.check((int) Graphs.END.invokeExact(s.handle(), slot), "cuStreamEndCapture");
+                long graph = slot.get(JAVA_LONG, 0);
+                Graphs.check((int) Graphs.INSTANTIATE.invokeExact(slot, graph, 0L), "cuGraphInstantiateWithFlags");
+                long exec = slot.get(JAVA_LONG, 0);
+                try {
+                    for (int replay = 0; replay < 4; replay++) {
+                        float[][] x = inputs(c.size(), count, 500 + replay);
+                        in.copyFrom(HostBuffer.of(x[c.rank()]));
+                        c.device().makeCurrent();
+                        Graphs.check((int) Graphs.LAUNCH.invokeExact(exec, s.handle()), "cuGraphLaunch");
+                        s.synchronize(Duration.ofSeconds(30));
+                        float[] got = new float[count];
+                        out.copyTo(HostBuffer.of(got));
+                        String d = firstDiff(sumF32(x), got);
+                        if (d != null) {
+                            return "replay " + replay + ": " + d;
+                        }
+                        // an ordinary call between replays: the epoch on the device carries over
+                        String r = check(c, DataType.FLOAT32, 333, 0, 900 + replay);
+                        if (!r.equals("ok")) {
+                            return "call after replay " + replay + ": " + r;
+                        }
+                    }
+                } finally {
+                    c.device().makeCurrent();
+                    Graphs.check((int) Graphs.EXEC_DESTROY.invokeExact(exec), "cuGraphExecDestroy");
+                    Graphs.check((int) Graphs.DESTROY.invokeExact(graph), "cuGraphDestroy");
+                }
+                return "ok";
+            } catch (Throwable t) {
+                return "failed: " + t;
+            }
+        });
     }
 
     /**
@@ -329,72 +322,64 @@ class CustomAllReduceTest {
      */
     @Test
     void aCallSeesWhatTheKernelBeforeItWroteAsItsLaunchOverlapsThatKernel() throws Exception {
-        int n = gpus();
         String ptx;
         try (java.io.InputStream in = CustomAllReduceTest.class.getResourceAsStream("/slow_fill.ptx")) {
             ptx = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII);
         }
-        List<CudaDevice> devs = Gpu.openAll().subList(0, n);
-        List<NcclCommunicator> comms = null;
-        try {
-            comms = comms(devs, "auto", Duration.ofSeconds(60));
-            Gpu.assertEachOk(comms, LIMIT, c -> {
-                boolean expected = CustomAllReduce.PDL && CudaDriver.hasLaunchKernelEx()
-                        && c.device().computeCapabilityMajor() >= 9;
-                if (c.car.serializedLaunch() != expected) {
-                    return "rank " + c.rank() + " launches with programmatic dependent launch: "
-                            + c.car.serializedLaunch() + ", expected " + expected;
-                }
-                int cnt = 30011;
-                int[] algos = {CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT, CustomAllReduce.LL,
-                        CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT};
-                try (CudaModule m = CudaModule.loadPtx(c.device(), ptx); CudaStream s = c.device().createStream();
-                     DeviceBuffer send = c.device().allocate(DataType.FLOAT32, cnt);
-                     DeviceBuffer recv = c.device().allocate(DataType.FLOAT32, cnt)) {
-                    for (int step = 0; step < algos.length + 1; step++) {
-                        boolean chain = step == algos.length;
-                        float[][] x = new float[c.size()][cnt];
-                        for (int r = 0; r < c.size(); r++) {
-                            for (int i = 0; i < cnt; i++) {
-                                x[r][i] = (r + 1) * 0.25f + step + (i % 1024);
-                            }
-                        }
-                        send.copyFrom(HostBuffer.of(new float[cnt]));
-                        c.device().makeCurrent();
-                        m.launch("slow_fill", 16, 256, 0, s, send, (c.rank() + 1) * 0.25f + step, cnt, 200_000L);
-                        float[] want = sumF32(x);
-                        if (!chain) {
-                            c.car.launchForTest(send, recv, algos[step], s);
-                        } else {
-                            for (int k = 0; k < 3 * algos.length; k++) {
-                                c.car.launchForTest(send, send, algos[k % algos.length], s);
-                                if (k > 0) {
-                                    float[][] same = new float[c.size()][];
-                                    java.util.Arrays.fill(same, want);
-                                    want = sumF32(same);
-                                }
-                            }
-                        }
-                        s.synchronize(Duration.ofSeconds(30));
-                        JcclException quit = c.car.quitEarly();
-                        if (quit != null) {
-                            return "step " + step + ": " + quit.getMessage();
-                        }
-                        float[] got = new float[cnt];
-                        (chain ? send : recv).copyTo(HostBuffer.of(got));
-                        String d = firstDiff(want, got);
-                        if (d != null) {
-                            return (chain ? "the chain of in-place calls: " : "algo " + algos[step] + ": ") + d;
+        onEachRank("auto", c -> {
+            boolean expected = CustomAllReduce.PDL && CudaDriver.hasLaunchKernelEx()
+                    && c.device().computeCapabilityMajor() >= 9;
+            if (c.car.serializedLaunch() != expected) {
+                return "rank " + c.rank() + " launches with programmatic dependent launch: "
+                        + c.car.serializedLaunch() + ", expected " + expected;
+            }
+            int cnt = 30011;
+            int[] algos = {CustomAllReduce.ONE_SHOT, CustomAllReduce.TWO_SHOT, CustomAllReduce.LL,
+                    CustomAllReduce.LAMPORT, CustomAllReduce.LAMPORT_TWO_SHOT};
+            try (CudaModule m = CudaModule.loadPtx(c.device(), ptx); CudaStream s = c.device().createStream();
+                 DeviceBuffer send = c.device().allocate(DataType.FLOAT32, cnt);
+                 DeviceBuffer recv = c.device().allocate(DataType.FLOAT32, cnt)) {
+                for (int step = 0; step < algos.length + 1; step++) {
+                    boolean chain = step == algos.length;
+                    float[][] x = new float[c.size()][cnt];
+                    for (int r = 0; r < c.size(); r++) {
+                        for (int i = 0; i < cnt; i++) {
+                            x[r][i] = (r + 1) * 0.25f + step + (i % 1024);
                         }
                     }
-                    return "ok";
-                } catch (Throwable t) {
-                    return "failed: " + t;
+                    send.copyFrom(HostBuffer.of(new float[cnt]));
+                    c.device().makeCurrent();
+                    m.launch("slow_fill", 16, 256, 0, s, send, (c.rank() + 1) * 0.25f + step, cnt, 200_000L);
+                    float[] want = sumF32(x);
+                    if (!chain) {
+                        c.car.launchForTest(send, recv, algos[step], s);
+                    } else {
+                        for (int k = 0; k < 3 * algos.length; k++) {
+                            c.car.launchForTest(send, send, algos[k % algos.length], s);
+                            if (k > 0) {
+                                float[][] same = new float[c.size()][];
+                                java.util.Arrays.fill(same, want);
+                                want = sumF32(same);
+                            }
+                        }
+                    }
+                    s.synchronize(Duration.ofSeconds(30));
+                    JcclException quit = c.car.quitEarly();
+                    if (quit != null) {
+                        return "step " + step + ": " + quit.getMessage();
+                    }
+                    float[] got = new float[cnt];
+                    (chain ? send : recv).copyTo(HostBuffer.of(got));
+                    String d = firstDiff(want, got);
+                    if (d != null) {
+                        return (chain ? "the chain of in-place calls: " : "algo " + algos[step] + ": ") + d;
+                    }
                 }
-            });
-        } finally {
-            Gpu.closeAll(comms, devs);
-        }
+                return "ok";
+            } catch (Throwable t) {
+                return "failed: " + t;
+            }
+        });
     }
 
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")

@@ -153,6 +153,7 @@ if has tests; then
     --select-class org.jccl.cuda.CudaBasicsTest --select-class org.jccl.cuda.NcclFeaturesTest --select-class org.jccl.cuda.NcclStreamLifetimeTest \
     --select-class org.jccl.cuda.CudaGraphTest --select-class org.jccl.cuda.SymmetricMemoryTest \
     --select-class org.jccl.cuda.NcclWarmupPlanTest --select-class org.jccl.cuda.NcclWarmupTest \
+    --select-class org.jccl.cuda.NcclWorldsTest \
     --select-method 'org.jccl.cuda.NcclProcessTest#killedPeerFailsPendingWorkByTheDeadlineAndTheSurvivorRecovers' \
     --select-method 'org.jccl.cuda.NcclProcessTest#jcclCheckFailsMismatchesOnEveryRankAndNamesTheMissingRank' \
     --select-method 'org.jccl.cuda.NcclProcessTest#survivorsShrinkExcludingTheKilledRankAndAllReduceCorrectly' \

@@ -34,6 +34,15 @@ final class Gpu {
         Require.require("gpu", why);
     }
 
+    /**
+     * The options of rank {@code rank} of {@code size} thread ranks of one process on {@code dev},
+     * meeting through the store a test serves on {@code port} (the conformance kit's thread worlds).
+     */
+    static org.jccl.Options threadRank(int rank, int size, CudaDevice dev, int port, String job, Duration timeout) {
+        return org.jccl.Options.of(rank, size).withDevice(dev).withStore("127.0.0.1", port).withJobId(job)
+                .withTimeout(timeout).withSetting("JCCL_STORE_SERVED", "1");
+    }
+
     /** Opens every visible GPU. */
     static List<CudaDevice> openAll() {
         List<CudaDevice> d = new ArrayList<>();

@@ -18,7 +18,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.jccl.Communicator;
 import org.jccl.Jccl;
-import org.jccl.Options;
 import org.jccl.bootstrap.TcpStoreServer;
 import org.jccl.kit.Kit;
 import org.jccl.kit.Traits;
@@ -61,9 +60,7 @@ class NcclConformanceTest {
                 int rank = r;
                 CudaDevice dev = devs.get(r);
                 fs.add(pool.submit(() -> {
-                    try (Communicator comm = Jccl.init(Options.of(rank, gpus).withDevice(dev)
-                            .withStore("127.0.0.1", server.port()).withJobId(job).withTimeout(TIMEOUT)
-                            .withSetting("JCCL_STORE_SERVED", "1"))) {
+                    try (Communicator comm = Jccl.init(Gpu.threadRank(rank, gpus, dev, server.port(), job, TIMEOUT))) {
                         assertEquals("nccl", comm.backend());
                         Traits traits = Traits.nccl(dev.supportsFp8(), false).named(label);
                         java.util.function.Predicate<String> select = Kit.selection();

@@ -13,7 +13,6 @@ import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.Jccl;
-import org.jccl.Options;
 import org.jccl.ReduceOp;
 import org.jccl.bootstrap.TcpStoreServer;
 import org.junit.jupiter.api.Test;
@@ -49,9 +48,7 @@ class NcclWorldsTest {
                     int size = g;
                     CudaDevice dev = devs.get(r);
                     fs.add(pool.submit(() -> {
-                        try (Communicator comm = Jccl.init(Options.of(rank, size).withDevice(dev)
-                                .withStore("127.0.0.1", server.port()).withJobId(job).withTimeout(TIMEOUT)
-                                .withSetting("JCCL_STORE_SERVED", "1"))) {
+                        try (Communicator comm = Jccl.init(Gpu.threadRank(rank, size, dev, server.port(), job, TIMEOUT))) {
                             for (int count : new int[] {1000, 1 << 20}) {
                                 String r1 = sumOfRanks(comm, dev, count, rank, size);
                                 if (!r1.equals("ok")) {

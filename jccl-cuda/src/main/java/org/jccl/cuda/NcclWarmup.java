@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.stream.LongStream;
 import org.jccl.AbortedException;
 import org.jccl.CollectiveTimeoutException;
@@ -40,7 +41,9 @@ import org.jccl.internal.WarmupSetting;
  * to 8 ranks all-to-all, gather and scatter ({@link #pointToPoint}); a send/recv ring step in one
  * {@link NcclGroup} and, with an even rank count, blocking send/recv pairs; out of place (the output above
  * its input in even blocks, below it in odd ones) and in place (through the same object in even blocks, through a second view of the
- * memory in odd ones), the root moving from rank to rank, blocking calls, a burst of asynchronous
+ * memory in odd ones), the root moving from rank to rank, every other block starting with no CUDA context current on the
+ * thread ({@link #withoutContext}), once in {@value #RESTART_EVERY} blocks one rank late so that the
+ * others wait long ({@link #lateRank}), blocking calls, a burst of asynchronous
  * ones (some on the communicator's stream passed as the caller's) awaited before going on, and a
  * call through a {@code withTimeout} view. One block in {@value #RESTART_EVERY} runs with jccl's
  * kernels detached, so that the all-reduce's NCCL branch for communicators without them (split
@@ -182,6 +185,36 @@ final class NcclWarmup {
     /** Whether block {@code number} (1-based) runs with jccl's kernels detached. */
     static boolean withoutKernels(int number) {
         return number % RESTART_EVERY == RESTART_EVERY / 2;
+    }
+
+    /**
+     * How long the late rank of a block ({@link #lateRank}) holds back its first all-reduce: past
+     * {@link CudaDevice#gpuWait}'s spin (50 us) and yield (2 ms) phases and {@link NcclWork}'s
+     * periodic check (1 ms), so the others' wait runs every branch of it.
+     */
+    static final long LATE_NANOS = 3_000_000;
+
+    /**
+     * The rank that starts block {@code block} (0-based) {@link #LATE_NANOS} late, or -1: block 2
+     * of every {@value #RESTART_EVERY}, the rank moving by one each time (every process of a job
+     * of processes waits long in its own JVM). Why: a compiled wait that never waited past its spin
+     * phase has that branch compiled as a trap (C2's {@code unstable_if}); the caller's first long
+     * wait (a slower peer, a large size) would throw that code away and run the call path in the
+     * interpreter until it is compiled again, during the first timed calls.
+     */
+    static int lateRank(int block, int n) {
+        return block % RESTART_EVERY == 2 ? (block / RESTART_EVERY) % n : -1;
+    }
+
+    /**
+     * Whether block {@code block} (0-based) starts with no CUDA context current on the thread: odd
+     * blocks. The caller's thread is often not the one that created the communicator (a thread per
+     * GPU made by someone else, a thread driving several GPUs, CUDA code of the caller between
+     * collectives), and its first collective then finds another context current: that branch of
+     * the context check must be compiled, not a trap (see {@link #lateRank}).
+     */
+    static boolean withoutContext(int block) {
+        return (block & 1) == 1;
     }
 
     /** Whether the numbering restarts after {@code blocks} blocks (when the warm-up goes on). */
@@ -504,6 +537,15 @@ final class NcclWarmup {
             DeviceBuffer[] o = out[s];
             DeviceBuffer[] x = same[s];
             ReduceOp sum = ReduceOp.SUM;
+            if (withoutContext(block)) {
+                CudaDriver.setCurrent(0L); // the first collective makes the device's context current again
+            }
+            if (lateRank(block, n) == c.rank()) {
+                long until = System.nanoTime() + LATE_NANOS; // the others wait long in the first all-reduce
+                for (long left = LATE_NANOS; left > 0; left = until - System.nanoTime()) {
+                    LockSupport.parkNanos(left);
+                }
+            }
             for (int r = 0; r < 8; r++) {
                 c.allReduce(i[0], o[0], sum);
                 c.allReduce(o[0], x[0], sum);

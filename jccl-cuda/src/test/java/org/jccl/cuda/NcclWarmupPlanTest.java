@@ -139,6 +139,32 @@ class NcclWarmupPlanTest {
     }
 
     @Test
+    void everyRankIsOnceLateLongEnoughForTheOthersToWaitThroughEveryPhaseAndOddBlocksStartWithoutAContext() {
+        // the others' wait must pass the GPU wait's spin and yield phases and the work's 1 ms check
+        assertTrue(NcclWarmup.LATE_NANOS > 2_000_000 && NcclWarmup.LATE_NANOS <= 5_000_000, "" + NcclWarmup.LATE_NANOS);
+        for (int n : new int[] {2, 3, 4, 8, 16}) {
+            java.util.Set<Integer> late = new java.util.TreeSet<>();
+            int lateBlocks = 0;
+            for (int b = 0; b < n * NcclWarmup.RESTART_EVERY; b++) {
+                int r = NcclWarmup.lateRank(b, n);
+                if (r >= 0) {
+                    assertTrue(r < n, "block " + b + " of " + n + " ranks: rank " + r);
+                    lateBlocks++;
+                    late.add(r);
+                }
+            }
+            assertEquals(n, lateBlocks, "one late block in " + NcclWarmup.RESTART_EVERY + " at " + n + " ranks");
+            assertEquals(n, late.size(), "each of the " + n + " ranks is late once in its first " + n + " x "
+                    + NcclWarmup.RESTART_EVERY + " blocks: " + late);
+        }
+        assertEquals(0, NcclWarmup.lateRank(2, 4), "within the first blocks, while the wait is still being profiled");
+        assertEquals(-1, NcclWarmup.lateRank(0, 4), "a warm JVM's one block is not held back");
+        assertFalse(NcclWarmup.withoutContext(0), "a warm JVM's one block starts as the caller left it");
+        assertTrue(NcclWarmup.withoutContext(1));
+        assertFalse(NcclWarmup.withoutContext(2));
+    }
+
+    @Test
     void pointToPointCollectivesOnlyUpToAHostsEightGpus() {
         assertTrue(NcclWarmup.pointToPoint(2));
         assertTrue(NcclWarmup.pointToPoint(8));

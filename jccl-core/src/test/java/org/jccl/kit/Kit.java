@@ -57,6 +57,8 @@ public final class Kit {
                 KitCase.of("close.whilePeersFinish", LifecycleCases::closeWhilePeersFinish),
                 KitCase.of("async.outOfOrder", LifecycleCases::asyncOutOfOrder),
                 KitCase.of("async.thenBlocking", LifecycleCases::asyncThenBlocking),
+                KitCase.of("async.progressWithoutAwait", LifecycleCases::asyncProgressWithoutAwait),
+                KitCase.of("async.awaitedByAnotherThread", LifecycleCases::asyncAwaitedByAnotherThread),
                 KitCase.fresh("shrink.excludingTheLast", LifecycleCases::shrinkExcludingTheLast),
                 KitCase.of("flightRecord.dump", LifecycleCases::flightRecordDump),
                 KitCase.fresh("close.callsAfterClose", LifecycleCases::callsAfterClose)));

@@ -259,6 +259,113 @@ final class LifecycleCases {
     }
 
     /**
+     * Async works that nobody awaits complete anyway: every rank issues all-reduces (the host
+     * engine's worker runs them; other backends progress them) and only polls {@code isDone()},
+     * sleeping in between, until each is done; then checks them.
+     */
+    static void asyncProgressWithoutAwait(Ctx ctx) {
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        long sd = ctx.seed();
+        List<Work> works = new ArrayList<>();
+        List<Runnable> checks = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            long n = i == 1 ? 65_537 : 13;
+            long s1 = sd + 40 + i;
+            Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, s1, r, n);
+            works.add(c.allReduceAsync(b, ReduceOp.SUM));
+            int ii = i;
+            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + ", completed without await()", b, 0,
+                    DataType.FLOAT32, ReduceOp.SUM, s1, 0, n));
+        }
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        for (int i = 0; i < works.size(); i++) {
+            Work w = works.get(i);
+            while (!w.isDone()) {
+                if (System.nanoTime() - deadline > 0) {
+                    ctx.fail("async all-reduce #" + i + " was not done 60 s after it was issued, with nobody awaiting it");
+                    return;
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+            }
+            int ii = i;
+            ctx.check(w.exception() == null, () -> "async all-reduce #" + ii + " failed: " + w.exception());
+        }
+        checks.forEach(Runnable::run);
+    }
+
+    /**
+     * Async works awaited by another thread than the one that issued them, in reverse order, while
+     * the issuing thread issues and awaits more (the host engine lets a thread that awaits run the
+     * queued works itself: it must run each once, in posting order); with a send/recv ring step
+     * among them where the backend has point to point.
+     */
+    static void asyncAwaitedByAnotherThread(Ctx ctx) throws InterruptedException {
+        Communicator c = ctx.comm();
+        int r = ctx.rank();
+        int size = ctx.size();
+        long sd = ctx.seed();
+        List<Work> first = new ArrayList<>();
+        List<Runnable> checks = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            DataType t = i % 2 == 0 ? DataType.FLOAT32 : DataType.INT64;
+            long n = i % 3 == 0 ? 70_001 : 31;
+            long s1 = sd + 50 + i;
+            Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, r, n);
+            first.add(c.allReduceAsync(b, ReduceOp.SUM));
+            int ii = i;
+            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + ", awaited by another thread", b, 0, t,
+                    ReduceOp.SUM, s1, 0, n));
+        }
+        boolean ring = size > 1 || ctx.traits().selfP2p();
+        long n = 1009;
+        Buffer out = ctx.buffer(DataType.INT32, ReduceOp.SUM, sd + 60, r, n);
+        Buffer in = ctx.poisoned(DataType.INT32, n);
+        if (ring) {
+            first.add(c.sendRecvAsync(out, (r + 1) % size, in, (r + size - 1) % size));
+        }
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread waiter = Thread.ofPlatform().name("kit-awaiter-r" + r).start(() -> {
+            try {
+                for (int i = first.size() - 1; i >= 0; i--) {
+                    first.get(i).await();
+                }
+            } catch (Throwable e) {
+                failed.set(e);
+            }
+        });
+        // meanwhile this thread goes on with more async calls of its own
+        List<Work> second = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            long s1 = sd + 70 + i;
+            Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.MAX, s1, r, 257);
+            second.add(c.allReduceAsync(b, ReduceOp.MAX));
+            int ii = i;
+            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + " of the issuing thread", b, 0,
+                    DataType.FLOAT32, ReduceOp.MAX, s1, 0, 257));
+        }
+        for (Work w : second) {
+            w.await();
+        }
+        waiter.join(120_000);
+        if (waiter.isAlive()) {
+            ctx.fail("the other thread's await() of the first works did not return within 120 s");
+            return;
+        }
+        ctx.check(failed.get() == null, () -> "the other thread's await() failed: " + failed.get());
+        for (Work w : first) {
+            ctx.check(w.isDone() && w.exception() == null, () -> "a work awaited by another thread is not done, or failed: "
+                    + w.exception());
+        }
+        checks.forEach(Runnable::run);
+        if (ring) {
+            int from = (r + size - 1) % size;
+            ctx.checkBytes(() -> "async send/recv ring step from rank " + from + ", awaited by another thread", in, 0,
+                    ctx.input(DataType.INT32, ReduceOp.SUM, sd + 60, from, n));
+        }
+    }
+
+    /**
      * Every rank but the last shrinks the communicator without it (the leaving rank does not call
      * shrink): ranks keep their order, the new one all-reduces the survivors' ranks, and the
      * parent goes on working.

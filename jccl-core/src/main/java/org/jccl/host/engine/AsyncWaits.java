@@ -1,5 +1,7 @@
 package org.jccl.host.engine;
 
+import java.util.concurrent.locks.LockSupport;
+
 /**
  * How the two threads of a rank's async calls wait for each other: the caller in {@code
  * Work.await} for its work, the worker for the next work on an empty queue. Both poll first and
@@ -10,6 +12,8 @@ package org.jccl.host.engine;
  * while the other is expected back within microseconds, then yields. On a single CPU the two share
  * it: the caller yields, then parks in short timed pauses without registering, so that the worker
  * finishing a work never has to wake it (a woken caller would preempt the worker it waits for).
+ * There, too, the worker leaves fresh works to the caller for a while: a caller that awaits a work
+ * runs the works up to it itself, and the worker runs them only for a caller busy elsewhere.
  */
 final class AsyncWaits {
     /** A caller with a CPU to spare spins this long for its work, then yields. */
@@ -22,9 +26,15 @@ final class AsyncWaits {
     private static final long SHARED_REGISTER_NANOS = 1_000_000;
     /** A worker with a CPU to spare spins this long on an empty queue, then yields. */
     private static final long WORKER_SPIN_NANOS = 50_000;
-    /** ... and parks after this long (with one CPU: yields only, as long). */
+    /** ... and parks after this long. */
     private static final long WORKER_YIELD_NANOS = 1_000_000;
-    private static final long SHARED_WORKER_YIELD_NANOS = 20_000;
+    /**
+     * A worker on one CPU leaves a queued work this long to the caller, who runs it when it awaits
+     * it (EngineWork#await): the worker runs it only for a caller busy elsewhere meanwhile.
+     */
+    static final long SHARED_DEFER_NANOS = 1_000_000;
+    /** ... and on an empty queue parks that long at a time, without being woken, for this long; then until woken. */
+    private static final long SHARED_WORKER_LINGER_NANOS = 50_000_000;
 
     private final boolean spare;
 
@@ -61,17 +71,46 @@ final class AsyncWaits {
         }
     }
 
-    /** Whether a worker whose queue has been empty for {@code idleNanos} parks until an enqueue wakes it. */
-    boolean workerParksAfter(long idleNanos) {
-        return idleNanos >= (spare ? WORKER_YIELD_NANOS : SHARED_WORKER_YIELD_NANOS);
+    /** Whether this rank's threads have a CPU to spare (else they share one). */
+    boolean spare() {
+        return spare;
     }
 
-    /** One poll of a worker's empty queue. */
+    /** Whether a worker whose queue has been empty for {@code idleNanos} parks until an enqueue wakes it. */
+    boolean workerParksAfter(long idleNanos) {
+        return idleNanos >= (spare ? WORKER_YIELD_NANOS : SHARED_WORKER_LINGER_NANOS);
+    }
+
+    /**
+     * One poll of a worker's empty queue. On one CPU a timed park that no enqueue interrupts: the
+     * caller runs what it queues when it awaits it, and the worker looks again after {@value
+     * #SHARED_DEFER_NANOS} ns, for works left to it.
+     */
     void workerIdle(long idleNanos) {
-        if (spare && idleNanos < WORKER_SPIN_NANOS) {
+        if (!spare) {
+            LockSupport.parkNanos(SHARED_DEFER_NANOS);
+        } else if (idleNanos < WORKER_SPIN_NANOS) {
             Thread.onSpinWait();
         } else {
             Thread.yield();
+        }
+    }
+
+    /**
+     * How long the worker leaves the queued works to the caller before running them, the last
+     * one queued {@code ageNanos} ago: 0 with a CPU to spare (at once: the worker has a CPU of
+     * its own), else what remains of {@value #SHARED_DEFER_NANOS} ns.
+     */
+    long workerDefers(long ageNanos) {
+        return spare ? 0 : Math.max(0, SHARED_DEFER_NANOS - ageNanos);
+    }
+
+    /** One poll of a worker whose queue another thread is running ({@code EngineWork#await}). */
+    void workerWaitsForHelper() {
+        if (spare) {
+            Thread.onSpinWait();
+        } else {
+            LockSupport.parkNanos(SHARED_DEFER_NANOS);
         }
     }
 

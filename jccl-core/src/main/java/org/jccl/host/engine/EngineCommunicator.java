@@ -52,6 +52,14 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private final ConcurrentLinkedQueue<EngineWork> queue = new ConcurrentLinkedQueue<>();
     /** True while the worker is parked on an empty queue: an enqueue must wake it. */
     private volatile boolean workerParked;
+    /**
+     * The right to take works off the queue and run them, held by the worker while it runs them,
+     * or by a thread that waits for a work and runs the works up to it itself ({@link #help}):
+     * one runner at a time, so that works run one after the other in posting order.
+     */
+    private final java.util.concurrent.atomic.AtomicBoolean runner = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Set while a thread in {@link #help} waits for the worker to hand the runner over (one CPU only). */
+    private volatile boolean helperWaits;
     /** How the caller and the worker wait for each other; set with the worker. */
     private volatile AsyncWaits waits;
     private final PendingCount pending = new PendingCount();
@@ -391,13 +399,16 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private Work submit(String what, Duration d, Runnable body) {
         checkOpen();
         long tn = d.toNanos();
-        return enqueue(new EngineWork(what, rank(), d, () -> run(body, tn), null, asyncWaits()));
+        return enqueue(new EngineWork(what, rank(), d, () -> run(body, tn), null, asyncWaits(), this::help));
     }
 
     private Work enqueue(EngineWork w) {
         pending.queued();
         lastQueued = w;
         Thread t = workerThread();
+        if (!waits.spare()) {
+            w.queuedNanos = System.nanoTime(); // the worker leaves it to the caller for a while (AsyncWaits#workerDefers)
+        }
         queue.offer(w);
         if (workerParked) {
             LockSupport.unpark(t);
@@ -425,20 +436,32 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         return worker;
     }
 
-    /** The worker's next work, or null once closed: polls, then parks until an enqueue (or close) wakes it. */
-    private EngineWork nextWork() {
-        EngineWork w = queue.poll();
-        if (w != null) {
-            return w;
-        }
+    /**
+     * Waits until the worker is to run the queued works (true: a work is queued, no other thread
+     * runs them, and the waits do not leave it to the caller any longer), or the communicator
+     * closed (false). Polls, then parks until an enqueue (or close) wakes it.
+     */
+    private boolean awaitWork() {
         AsyncWaits aw = waits;
         long start = System.nanoTime();
         while (!closed) {
-            w = queue.poll();
-            if (w != null) {
-                return w;
+            EngineWork head = queue.peek();
+            long now = System.nanoTime();
+            if (head != null) {
+                // Counted from the last enqueue: a caller still queueing will await them soon.
+                EngineWork tail = lastQueued;
+                long defer = aw.workerDefers(now - (tail != null ? tail.queuedNanos : head.queuedNanos));
+                if (defer > 0) {
+                    LockSupport.parkNanos(this, defer); // the caller may run it meanwhile (help)
+                } else if (!runner.get()) {
+                    return true;
+                } else {
+                    aw.workerWaitsForHelper(); // a caller runs the queue now
+                }
+                start = System.nanoTime();
+                continue;
             }
-            long idle = System.nanoTime() - start;
+            long idle = now - start;
             if (!aw.workerParksAfter(idle)) {
                 aw.workerIdle(idle);
                 continue;
@@ -449,15 +472,30 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             }
             workerParked = false;
         }
-        return null;
+        return false;
     }
 
     private void workerLoop() {
-        while (!closed) {
-            EngineWork w = nextWork();
-            if (w == null) {
-                break;
+        while (awaitWork()) {
+            if (runner.compareAndSet(false, true)) {
+                try {
+                    runQueued(null);
+                } finally {
+                    runner.set(false);
+                }
             }
+        }
+        failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
+    }
+
+    /**
+     * Runs the queued works in posting order on this thread, which holds {@link #runner}, until
+     * {@code until} is done (null: until the queue is empty).
+     */
+    private void runQueued(EngineWork until) {
+        EngineWork w;
+        // The worker (until == null) stops between works for a waiting helper (help, one CPU).
+        while (!closed && (until == null ? !helperWaits : !until.isDone()) && (w = queue.poll()) != null) {
             if (w.p2p != null) {
                 runP2pBatch(w);
                 continue;
@@ -479,7 +517,45 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                 w.fail(failure);
             }
         }
-        failPending(new AbortedException("communicator " + id + " closed on rank " + rank() + " with this operation pending"));
+    }
+
+    /**
+     * A thread that waits for {@code until} ({@code Work.await()}, or a blocking call behind async
+     * works) runs the queued works up to it on its own, unless another thread runs them: what the
+     * worker would have run, in the same order, without a hand-over. Where the rank's threads
+     * outnumber its CPUs, the worker leaves fresh works to the caller for a while ({@link
+     * AsyncWaits#workerDefers}), so that a stream of async calls awaited soon after runs on the
+     * caller's thread alone instead of two threads taking turns on one CPU.
+     */
+    private void help(EngineWork until) {
+        if (until.isDone() || queue.isEmpty()) {
+            return;
+        }
+        if (!runner.compareAndSet(false, true)) {
+            AsyncWaits aw = waits;
+            if (aw.spare()) {
+                return; // the worker has a CPU of its own: let it go on
+            }
+            // One CPU: the worker hands the runner over after the work it runs now, and this
+            // thread runs the rest, rather than the two taking turns on the CPU work after work.
+            helperWaits = true;
+            try {
+                long start = System.nanoTime();
+                for (int i = 0; !runner.compareAndSet(false, true); i++) {
+                    if (until.isDone()) {
+                        return;
+                    }
+                    aw.callerIdle(i, System.nanoTime() - start);
+                }
+            } finally {
+                helperWaits = false;
+            }
+        }
+        try {
+            runQueued(until);
+        } finally {
+            runner.set(false);
+        }
     }
 
     /**
@@ -688,6 +764,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
                         List.of());
             }
             if (w != null && !w.isDone()) {
+                help(w);
                 try {
                     w.await(Duration.ofNanos(left));
                 } catch (JcclException e) {
@@ -820,7 +897,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             return null;
         }
         checkOpen();
-        Work w = enqueue(new EngineWork(null, rank(), t, null, newP2p(isSend, b, peer), asyncWaits()));
+        Work w = enqueue(new EngineWork(null, rank(), t, null, newP2p(isSend, b, peer), asyncWaits(), this::help));
         if (!async) {
             w.await();
         }

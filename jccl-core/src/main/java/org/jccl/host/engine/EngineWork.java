@@ -9,7 +9,9 @@ import org.jccl.JcclException;
 import org.jccl.Work;
 
 /**
- * Work of the host engine (every transport): completed by the communicator's worker thread.
+ * Work of the host engine (every transport): completed by the communicator's worker thread, or by
+ * the thread that awaits it ({@link #await()} runs the works queued up to it when no other thread
+ * runs them).
  *
  * <p>A waiter polls first ({@link AsyncWaits}: spinning where the rank has a CPU to spare for it,
  * else yielding and short timed parks) and registers to be woken only when the wait turns long, so
@@ -32,12 +34,17 @@ final class EngineWork implements Work {
     private volatile boolean done;
     /** The thread parked in {@link #await(Duration)} for a long wait, to be woken on completion. */
     private volatile Thread waiter;
+    /** Runs the queued works up to this one on the thread that awaits it, when no other thread runs them. */
+    private final java.util.function.Consumer<EngineWork> helper;
+    /** When it was queued (System.nanoTime), where the worker leaves fresh works to the caller; else 0. */
+    long queuedNanos;
 
     /**
      * A collective {@code what} ({@code body}) or a send or receive ({@code p2p}, {@code what}
      * null) of rank {@code rank}; its description is built only when a message needs it.
      */
-    EngineWork(String what, int rank, Duration defaultTimeout, Runnable body, P2p p2p, AsyncWaits waits) {
+    EngineWork(String what, int rank, Duration defaultTimeout, Runnable body, P2p p2p, AsyncWaits waits,
+               java.util.function.Consumer<EngineWork> helper) {
         this.what = what;
         this.rank = rank;
         this.defaultTimeout = defaultTimeout;
@@ -45,6 +52,7 @@ final class EngineWork implements Work {
         this.body = body;
         this.p2p = p2p;
         this.waits = waits;
+        this.helper = helper;
     }
 
     /** E.g. "allReduce on rank 0", "send to rank 1 (FLOAT32 x 2) on rank 0". */
@@ -81,6 +89,11 @@ final class EngineWork implements Work {
 
     @Override
     public void await() {
+        // With no deadline of its own, the wait may run the works up to this one itself (each has
+        // the communicator's deadline); await(Duration) only waits, so that it returns in time.
+        if (!done) {
+            helper.accept(this);
+        }
         if (!await(defaultTimeout.plusSeconds(1))) {
             throw new CollectiveTimeoutException(description() + " did not complete within " + defaultTimeout
                     + " (the communicator's timeout)", List.of());

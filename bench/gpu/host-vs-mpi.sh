@@ -40,6 +40,9 @@
 #              HOSTCMP_ASYNC_RANKS (default "2 16")
 #   asyncab    async all-reduce (-z 0) 16 B..64 KiB, steady and cold, .gpu/cli-base against .gpu/cli (HOSTCMP_ASYNC_BUILDS), interleaved, twice
 #              (HOSTCMP_ASYNC_RANKS), and this build's blocking calls once
+#   asynctwocore  every process on 2 cores (taskset -c 0,1), all-reduce 8 B..1 MiB (x8) cold: async (-z 0, jccl perf's
+#              default) with .gpu/cli-base against .gpu/cli interleaved, this build blocking (-z 1), Open MPI (blocking);
+#              HOSTCMP_A2C_RANKS (default "2 4"), HOSTCMP_TWOCORE_REPS rounds (default 3)
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -237,6 +240,21 @@ if [[ $PHASES == *,asyncab,* ]]; then # async calls (-z 0): the build in .gpu/cl
       [ "$rep" = 1 ] && jccl "$n" "asyncab-z1" allreduce -b 16 -e 64K -f 4 -n 2000 -w 500
     done
   done
+fi
+if [[ $PHASES == *,asynctwocore,* ]]; then # jccl perf's default async calls (-z 0) with every process on 2 cores:
+  # .gpu/cli-base against .gpu/cli (HOSTCMP_ASYNC_BUILDS), interleaved, this build's blocking calls (-z 1) and Open MPI
+  # (blocking, nccl-tests' counts) in the same round; 2 and 4 ranks (HOSTCMP_A2C_RANKS), HOSTCMP_TWOCORE_REPS rounds
+  PIN="taskset -c 0,1"
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    for n in ${HOSTCMP_A2C_RANKS:-2 4}; do
+      for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
+        ZMODE=0 CLI=$v jccl "$n" "a2c-$v-$rep" allreduce -b 8 -e 1M -f 8
+      done
+      jccl "$n" "a2c-z1-$rep" allreduce -b 8 -e 1M -f 8
+      mpi "$n" default "a2c-$rep" allreduce -b 8 -e 1M -f 8 -n 20 -w 5 -c 0
+    done
+  done
+  PIN=""
 fi
 if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; the first run trains the cache
   export XDG_CACHE_HOME

@@ -60,6 +60,8 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     private final java.util.concurrent.atomic.AtomicBoolean runner = new java.util.concurrent.atomic.AtomicBoolean();
     /** Set while a thread in {@link #help} waits for the worker to hand the runner over (one CPU only). */
     private volatile boolean helperWaits;
+    /** When a thread last came to {@link #help} (one CPU only): the worker leaves the queue to it meanwhile. */
+    private volatile long lastHelpNanos;
     /** How the caller and the worker wait for each other; set with the worker. */
     private volatile AsyncWaits waits;
     private final PendingCount pending = new PendingCount();
@@ -448,9 +450,11 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
             EngineWork head = queue.peek();
             long now = System.nanoTime();
             if (head != null) {
-                // Counted from the last enqueue: a caller still queueing will await them soon.
+                // Counted from the caller's last enqueue or await: a caller still queueing or awaiting
+                // runs them soon; the worker runs them for a caller busy elsewhere.
                 EngineWork tail = lastQueued;
-                long defer = aw.workerDefers(now - (tail != null ? tail.queuedNanos : head.queuedNanos));
+                long last = Math.max(lastHelpNanos, tail != null ? tail.queuedNanos : head.queuedNanos);
+                long defer = aw.workerDefers(now - last);
                 if (defer > 0) {
                     LockSupport.parkNanos(this, defer); // the caller may run it meanwhile (help)
                 } else if (!runner.get()) {
@@ -531,8 +535,11 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
         if (until.isDone() || queue.isEmpty()) {
             return;
         }
+        AsyncWaits aw = waits;
+        if (!aw.spare()) {
+            lastHelpNanos = System.nanoTime();
+        }
         if (!runner.compareAndSet(false, true)) {
-            AsyncWaits aw = waits;
             if (aw.spare()) {
                 return; // the worker has a CPU of its own: let it go on
             }

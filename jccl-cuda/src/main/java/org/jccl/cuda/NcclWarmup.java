@@ -620,6 +620,7 @@ final class NcclWarmup {
             works.add(c.barrierAsync());
             for (NcclWork w : works) {
                 w.await();
+                w.completeLate(); // the path of a thread that lost the race to complete it (see completeLate)
             }
             works.clear();
         }

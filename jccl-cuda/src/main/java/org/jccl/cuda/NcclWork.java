@@ -255,6 +255,18 @@ public final class NcclWork implements Work {
         }
     }
 
+    /**
+     * For {@link NcclWarmup}: runs the completion of a work that is already done, as a thread that
+     * lost the race to complete it does (the watchdog and the waiter both saw its event fire). A
+     * no-op; without it that path (the lost compare-and-set) would be compiled as a trap that the
+     * first such race in the caller's calls hits, throwing the compiled call path away.
+     */
+    void completeLate() {
+        if (stateField == DONE) {
+            complete();
+        }
+    }
+
     /** Fails this work once; later calls are ignored. */
     void fail(JcclException e) {
         Objects.requireNonNull(e);

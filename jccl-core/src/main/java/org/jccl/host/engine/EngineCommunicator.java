@@ -405,12 +405,13 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
     }
 
     private Work enqueue(EngineWork w) {
-        pending.queued();
-        lastQueued = w;
         Thread t = workerThread();
         if (!waits.spare()) {
-            w.queuedNanos = System.nanoTime(); // the worker leaves it to the caller for a while (AsyncWaits#workerDefers)
+            // before lastQueued publishes it: the worker leaves it to the caller for a while (AsyncWaits#workerDefers)
+            w.queuedNanos = System.nanoTime();
         }
+        pending.queued();
+        lastQueued = w;
         queue.offer(w);
         if (workerParked) {
             LockSupport.unpark(t);

@@ -30,9 +30,11 @@ final class AsyncWaits {
     private static final long WORKER_YIELD_NANOS = 1_000_000;
     /**
      * A worker on one CPU leaves a queued work this long to the caller, who runs it when it awaits
-     * it (EngineWork#await): the worker runs it only for a caller busy elsewhere meanwhile.
+     * it (EngineWork#await): the worker runs it only for a caller busy elsewhere meanwhile. Its
+     * timed parks are as long: with 4 ranks on 2 cores, 1 ms parks (each wake-up preempting a rank
+     * in a collective) made small async all-reduces 2-3x slower than 10 ms ones (docs/BENCHMARKS.md).
      */
-    static final long SHARED_DEFER_NANOS = 1_000_000;
+    static final long SHARED_DEFER_NANOS = 10_000_000;
     /** ... and on an empty queue parks that long at a time, without being woken, for this long; then until woken. */
     private static final long SHARED_WORKER_LINGER_NANOS = 50_000_000;
 

@@ -25,7 +25,8 @@ import org.jccl.internal.WarmupSetting;
  * (both placements), all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and
  * send/recv ring steps; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
- * shared ones add a few asynchronous calls, and every {@value #RESTART_EVERY} blocks the numbering
+ * shared ones add a few asynchronous calls (a burst of four queued, then awaited in order, as jccl perf
+ * issues them), and every {@value #RESTART_EVERY} blocks the numbering
  * restarts. What a caller's first calls do that the warm-up never did (a branch never taken, a
  * type never seen) makes C2 throw away the compiled call path, kernels inlined in it included, and
  * run it in the interpreter until it is compiled again. After each block the ranks
@@ -203,8 +204,12 @@ final class JitWarmup {
          * One block: about a millisecond of calls once compiled; {@code async} adds calls through
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
+        /** Async all-reduces issued back to back in each shared block, then awaited. */
+        private static final int BURST = 4;
+        private final org.jccl.Work[] burst = new org.jccl.Work[BURST];
+
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet((async ? 48 : 45) + (topIn != null ? 16 : 0)); // with the vote that follows each block
+            CALLS.addAndGet((async ? 48 + BURST : 45) + (topIn != null ? 16 : 0)); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);
@@ -233,6 +238,14 @@ final class JitWarmup {
             c.scatter(gathered, smallOut, 0);
             c.barrier();
             if (async) {
+                // A burst, as jccl perf and nccl-tests issue them: several queued, then awaited in
+                // order (the waiting thread runs them while the later ones wait in the queue)
+                for (int i = 0; i < burst.length; i++) {
+                    burst[i] = c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM);
+                }
+                for (org.jccl.Work w : burst) {
+                    w.await();
+                }
                 c.allReduceAsync(smallIn, smallOut, ReduceOp.SUM).await();
                 c.allReduceAsync(midOut, ReduceOp.SUM).await();
                 c.broadcastAsync(smallOut, 0).await();

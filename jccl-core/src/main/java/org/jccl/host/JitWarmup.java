@@ -200,14 +200,14 @@ final class JitWarmup {
             return b;
         }
 
-        /**
-         * One block: about a millisecond of calls once compiled; {@code async} adds calls through
-         * the worker thread (Work-returning calls, which need buffers of a shared arena).
-         */
         /** Async all-reduces issued back to back in each shared block, then awaited. */
         private static final int BURST = 4;
         private final org.jccl.Work[] burst = new org.jccl.Work[BURST];
 
+        /**
+         * One block: about a millisecond of calls once compiled; {@code async} adds calls through
+         * the worker thread (Work-returning calls, which need buffers of a shared arena).
+         */
         void block(Communicator c, boolean async) {
             CALLS.addAndGet((async ? 48 + BURST : 45) + (topIn != null ? 16 : 0)); // with the vote that follows each block
             for (int i = 0; i < 8; i++) {

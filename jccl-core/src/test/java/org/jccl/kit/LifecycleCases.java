@@ -196,6 +196,19 @@ final class LifecycleCases {
         }
     }
 
+    /**
+     * Issues an in-place async all-reduce ({@code op}) of this rank's input of {@code n} elements
+     * of {@code t} from seed {@code sd}, and adds its check against the reference, named {@code
+     * what}, to {@code checks}.
+     */
+    private static Work allReduceAsyncChecked(Ctx ctx, DataType t, ReduceOp op, long sd, long n, String what,
+                                              List<Runnable> checks) {
+        Buffer b = ctx.buffer(t, op, sd, ctx.rank(), n);
+        Work w = ctx.comm().allReduceAsync(b, op);
+        checks.add(() -> ctx.checkReduced(() -> what, b, 0, t, op, sd, 0, n));
+        return w;
+    }
+
     static void asyncOutOfOrder(Ctx ctx) {
         Communicator c = ctx.comm();
         int r = ctx.rank();
@@ -206,11 +219,7 @@ final class LifecycleCases {
         for (int i = 0; i < 8; i++) {
             DataType t = i % 2 == 0 ? DataType.FLOAT32 : DataType.INT32;
             long n = i % 3 == 0 ? 100_003 : 1009;
-            long s1 = sd + i;
-            Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, r, n);
-            works.add(c.allReduceAsync(b, ReduceOp.SUM));
-            int ii = i;
-            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii, b, 0, t, ReduceOp.SUM, s1, 0, n));
+            works.add(allReduceAsyncChecked(ctx, t, ReduceOp.SUM, sd + i, n, "async all-reduce #" + i, checks));
         }
         long n = 517;
         Buffer gIn = ctx.buffer(DataType.FLOAT64, ReduceOp.SUM, sd + 20, r, n);
@@ -264,19 +273,13 @@ final class LifecycleCases {
      * sleeping in between, until each is done; then checks them.
      */
     static void asyncProgressWithoutAwait(Ctx ctx) {
-        Communicator c = ctx.comm();
-        int r = ctx.rank();
         long sd = ctx.seed();
         List<Work> works = new ArrayList<>();
         List<Runnable> checks = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             long n = i == 1 ? 65_537 : 13;
-            long s1 = sd + 40 + i;
-            Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, s1, r, n);
-            works.add(c.allReduceAsync(b, ReduceOp.SUM));
-            int ii = i;
-            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + ", completed without await()", b, 0,
-                    DataType.FLOAT32, ReduceOp.SUM, s1, 0, n));
+            works.add(allReduceAsyncChecked(ctx, DataType.FLOAT32, ReduceOp.SUM, sd + 40 + i, n,
+                    "async all-reduce #" + i + ", completed without await()", checks));
         }
         long deadline = System.nanoTime() + 60_000_000_000L;
         for (int i = 0; i < works.size(); i++) {
@@ -310,12 +313,8 @@ final class LifecycleCases {
         for (int i = 0; i < 6; i++) {
             DataType t = i % 2 == 0 ? DataType.FLOAT32 : DataType.INT64;
             long n = i % 3 == 0 ? 70_001 : 31;
-            long s1 = sd + 50 + i;
-            Buffer b = ctx.buffer(t, ReduceOp.SUM, s1, r, n);
-            first.add(c.allReduceAsync(b, ReduceOp.SUM));
-            int ii = i;
-            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + ", awaited by another thread", b, 0, t,
-                    ReduceOp.SUM, s1, 0, n));
+            first.add(allReduceAsyncChecked(ctx, t, ReduceOp.SUM, sd + 50 + i, n,
+                    "async all-reduce #" + i + ", awaited by another thread", checks));
         }
         boolean ring = size > 1 || ctx.traits().selfP2p();
         long n = 1009;
@@ -337,12 +336,8 @@ final class LifecycleCases {
         // meanwhile this thread goes on with more async calls of its own
         List<Work> second = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            long s1 = sd + 70 + i;
-            Buffer b = ctx.buffer(DataType.FLOAT32, ReduceOp.MAX, s1, r, 257);
-            second.add(c.allReduceAsync(b, ReduceOp.MAX));
-            int ii = i;
-            checks.add(() -> ctx.checkReduced(() -> "async all-reduce #" + ii + " of the issuing thread", b, 0,
-                    DataType.FLOAT32, ReduceOp.MAX, s1, 0, 257));
+            second.add(allReduceAsyncChecked(ctx, DataType.FLOAT32, ReduceOp.MAX, sd + 70 + i, 257,
+                    "async all-reduce #" + i + " of the issuing thread", checks));
         }
         for (Work w : second) {
             w.await();

@@ -92,7 +92,7 @@ final class JitWarmup {
             int[] vote = new int[2];
             HostBuffer voteBuf = HostBuffer.of(vote);
             // the quiet stretch counts from the start, so it also is the shortest warm-up
-            long compiled = WarmupSetting.compilationMillis();
+            long compiled = WarmupSetting.jitActivity();
             boolean watch = compiled >= 0;
             long lastCompile = t0;
             while (true) {
@@ -103,7 +103,7 @@ final class JitWarmup {
                 int bk = blocks;
                 LOG.trace(comm.rank(), () -> "JIT warm-up block " + bk + ": " + (now - b0) / 1000 + " us, "
                         + CALLS.get() + " calls in this JVM");
-                long total = WarmupSetting.compilationMillis();
+                long total = WarmupSetting.jitActivity();
                 if (total != compiled) {
                     compiled = total;
                     lastCompile = now;

@@ -1,7 +1,5 @@
 package org.jccl.internal;
 
-import java.lang.management.CompilationMXBean;
-import java.lang.management.ManagementFactory;
 import java.util.Locale;
 
 /**
@@ -54,9 +52,9 @@ public final class WarmupSetting {
     }
 
     /**
-     * A warm-up ends once no rank's JIT finished a compilation for this long: a C2 compilation
-     * takes tens of milliseconds and is counted when it ends, so only a quiet stretch that long
-     * says the queue is empty.
+     * A warm-up ends once no rank's JIT worked for this long ({@link #jitActivity}). Where only the
+     * compilation time can be read, a compilation counts when it ends and a C2 compilation takes
+     * tens of milliseconds, so only a quiet stretch that long says the queue is empty.
      */
     public static final long QUIET_NANOS = 60_000_000L;
 
@@ -72,8 +70,8 @@ public final class WarmupSetting {
     public static final long MIN_CALLS = 20_000;
 
     /**
-     * A rank's vote after a warm-up block: go on while its JIT is not monitored, a compilation
-     * ended less than {@link #QUIET_NANOS} before {@code now}, or the JVM's warm-ups made fewer than
+     * A rank's vote after a warm-up block: go on while its JIT is not monitored, it worked (a
+     * change of {@link #jitActivity}) less than {@link #QUIET_NANOS} before {@code now}, or the JVM's warm-ups made fewer than
      * {@link #MIN_CALLS} collectives.
      */
     public static boolean busy(boolean monitored, long now, long lastCompile, long jvmCalls) {
@@ -81,17 +79,10 @@ public final class WarmupSetting {
     }
 
     /**
-     * The JIT's accumulated compilation time in milliseconds, or -1 when this JVM does not measure
-     * it. It grows when a compilation ends, so an unchanged value over a stretch of time means no
-     * compilation ended in it.
+     * How much the JIT has worked ({@link JitActivity#reading}): an unchanged value over a stretch
+     * of time means the JIT did nothing in it; -1 when this JVM cannot tell.
      */
-    public static long compilationMillis() {
-        return Jit.TIMED ? Jit.BEAN.getTotalCompilationTime() : -1;
-    }
-
-    /** The JIT's MXBean, looked up at the first warm-up (reading the setting alone does not start JMX). */
-    private static final class Jit {
-        static final CompilationMXBean BEAN = ManagementFactory.getCompilationMXBean();
-        static final boolean TIMED = BEAN != null && BEAN.isCompilationTimeMonitoringSupported();
+    public static long jitActivity() {
+        return JitActivity.reading();
     }
 }

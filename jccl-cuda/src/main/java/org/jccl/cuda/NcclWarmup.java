@@ -331,7 +331,7 @@ final class NcclWarmup {
         }
         long t0 = System.nanoTime();
         long limit = (long) (seconds * 1e9);
-        long compiled = WarmupSetting.compilationMillis();
+        long compiled = WarmupSetting.jitActivity();
         boolean monitored = compiled >= 0;
         long lastCompile = initialLastCompile(t0, CALLS.get());
         int blocks = 0;
@@ -360,7 +360,7 @@ final class NcclWarmup {
                 blocks++;
                 CALLS.addAndGet(c.sequenceNumber() - s0 + 1); // with the vote that follows
                 long now = System.nanoTime();
-                long total = WarmupSetting.compilationMillis();
+                long total = WarmupSetting.jitActivity();
                 if (total != compiled) {
                     compiled = total;
                     lastCompile = now;

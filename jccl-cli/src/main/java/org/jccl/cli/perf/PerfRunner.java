@@ -4,8 +4,6 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.management.CompilationMXBean;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,6 +13,7 @@ import org.jccl.Communicator;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
 import org.jccl.Work;
+import org.jccl.internal.WarmupSetting;
 
 /**
  * Runs the sweep of a {@link PerfConfig} on one rank of a communicator, as nccl-tests does: for
@@ -210,6 +209,7 @@ public final class PerfRunner {
             MemorySegment staging = arena.allocate(Math.max(elems * ts, 8L * STATS * ranks), 64);
             String what = c.cliName() + " " + t.shortName() + (op == null ? "" : " " + op.shortName())
                     + (root >= 0 ? " root " + root : "");
+            warmOwnCode(c, t, op, root, send, recv, staging);
             for (long warmBytes : new long[] {cfg.maxBytes(), cfg.minBytes()}) {
                 Launch[] w = {new Launch(c, c.counts(warmBytes, ts, ranks), false, send, recv, op, root),
                     new Launch(c, c.counts(warmBytes, ts, ranks), true, send, recv, op, root)};
@@ -263,6 +263,118 @@ public final class PerfRunner {
             }
             if (stats != null) {
                 mem.free(stats);
+            }
+        }
+    }
+
+    /** Largest call, in bytes, whose correctness check {@link #warmOwnCode} runs. */
+    static final long OWN_WARM_BYTES = 256 << 10;
+    /** Fewest rounds {@link #warmOwnCode} runs. */
+    static final int OWN_WARM_MIN_ROUNDS = 8;
+    /** Rows {@link #warmOwnCode} formats (and throws away) per round. */
+    static final int OWN_WARM_ROWS = 40;
+    /** A stretch in which the JIT did nothing that counts as a quiet JIT, in milliseconds. */
+    static final long JIT_QUIET_MILLIS = 40;
+    /** Longest {@link #warmOwnCode} of one group (its rounds and the wait for a quiet JIT after them), in milliseconds. */
+    static final long OWN_WARM_MAX_MILLIS = 2000;
+    /**
+     * Longest time all of a run's {@link #warmOwnCode} may take beyond their {@value
+     * #OWN_WARM_MIN_ROUNDS} rounds each, in milliseconds: the first groups compile the tool's code,
+     * and a sweep of hundreds of groups (every type, operator and root) does not wait hundreds of
+     * times for a JIT that is busy with the library's new paths.
+     */
+    static final long OWN_WARM_BUDGET_MILLIS = 3000;
+    /** What is left of {@link #OWN_WARM_BUDGET_MILLIS}, in nanoseconds. */
+    private long ownWarmBudgetNanos = OWN_WARM_BUDGET_MILLIS * 1_000_000;
+
+    /**
+     * Compiles this tool's own code before a group's first collective: rounds of the correctness
+     * check's data and comparison loops of this collective, type and operator (both placements, up
+     * to {@value #OWN_WARM_BYTES} bytes, results half right so that the comparison takes both ways)
+     * and of the table's row format, until the JIT has done nothing for {@value
+     * #JIT_QUIET_MILLIS} ms, then a sleep until it is ({@value #OWN_WARM_MIN_ROUNDS} rounds at
+     * least; beyond them {@value #OWN_WARM_MAX_MILLIS} ms at most, and only what is left of the
+     * run's {@link #OWN_WARM_BUDGET_MILLIS}). Before, the JIT
+     * compiled them while the first sizes were timed, and on a machine with few cores its compiler
+     * threads took the CPU of a rank in the middle of a collective: first calls of 2-10 ms and timed
+     * rows of 150-600 us at 8 B-64 KiB on 2 cores. No collective runs here and the communicator is not
+     * touched: the library is exactly as cold as before.
+     */
+    private void warmOwnCode(Collective c, DataType t, ReduceOp op, int root, Buffer send, Buffer recv,
+                             MemorySegment staging) {
+        Collective.Counts k = c.counts(Math.min(cfg.maxBytes(), OWN_WARM_BYTES), t.byteSize(), ranks);
+        TestData data = cfg.check() ? new TestData(t, c.reduces() ? op : null, ranks, cfg.seed()) : null;
+        String opName = op == null ? "none" : op.shortName();
+        long start = System.nanoTime();
+        long deadline = start + Math.min(OWN_WARM_MAX_MILLIS * 1_000_000, ownWarmBudgetNanos);
+        long compiled = WarmupSetting.jitActivity();
+        long quietSince = start;
+        long chars = 0;
+        for (int round = 1; ; round++) {
+            for (int placement = 0; data != null && placement < 2; placement++) {
+                Launch launch = new Launch(c, k, placement == 1, send, recv, op, root);
+                if (launch.checkable()) {
+                    launch.initialize(data, staging);
+                    launch.writeEveryOtherExpected(data, staging);
+                    launch.verify(data, staging); // half right, half not: the count is not used
+                }
+            }
+            for (int i = 0; i < OWN_WARM_ROWS; i++) {
+                chars += Table.row(warmRow(c, t, opName, root, round * OWN_WARM_ROWS + i)).length();
+            }
+            long now = System.nanoTime();
+            long total = WarmupSetting.jitActivity();
+            if (total != compiled) {
+                compiled = total;
+                quietSince = now;
+            }
+            if (round >= OWN_WARM_MIN_ROUNDS && (now - quietSince >= JIT_QUIET_MILLIS * 1_000_000 || now >= deadline)) {
+                break;
+            }
+        }
+        if (chars == 0) {
+            throw new IllegalStateException("empty table rows");
+        }
+        awaitQuietJit(deadline);
+        ownWarmBudgetNanos = Math.max(0, ownWarmBudgetNanos - (System.nanoTime() - start));
+    }
+
+    /** A made-up row {@code i} whose figures span the magnitudes, checks and first calls of real ones. */
+    private static Row warmRow(Collective c, DataType t, String op, int root, int i) {
+        double us = 0.37 * Math.pow(10, i % 7);
+        long bytes = 1L << (i % 31);
+        Measurement oop = new Measurement(us, bytes / us / 1e3, 2 * bytes / us / 1e3, i % 3 == 0 ? Measurement.NOT_CHECKED
+                : i % 5, i % 4 == 0 ? Double.NaN : us * 3.1);
+        Measurement ip = new Measurement(us * 1.7, bytes / us / 2e3, bytes / us / 1e3, i % 2, us * 11.3);
+        return new Row(c.cliName(), t.shortName(), op, root, bytes, bytes / t.byteSize(), oop, i % 9 == 0 ? null : ip);
+    }
+
+    /**
+     * Sleeps until the JIT has done nothing for {@value #JIT_QUIET_MILLIS} ms (no compiler thread
+     * ran: a compilation still running counts, see {@link WarmupSetting#jitActivity}) or until
+     * {@code deadline} ({@link System#nanoTime}); returns at once where the JVM cannot tell.
+     */
+    private static void awaitQuietJit(long deadline) {
+        long last = WarmupSetting.jitActivity();
+        if (last < 0) {
+            return;
+        }
+        long quietSince = System.nanoTime();
+        while (true) {
+            long now = System.nanoTime();
+            if (now - quietSince >= JIT_QUIET_MILLIS * 1_000_000 || now >= deadline) {
+                return;
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            long total = WarmupSetting.jitActivity();
+            if (total != last) {
+                last = total;
+                quietSince = System.nanoTime();
             }
         }
     }
@@ -373,8 +485,7 @@ public final class PerfRunner {
             return;
         }
         double minSeconds = launch.bytes() >= 1 << 20 ? SETTLE_MIN_LARGE_SECONDS : SETTLE_MIN_SECONDS;
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean watch = jit != null && jit.isCompilationTimeMonitoringSupported();
+        boolean watch = WarmupSetting.jitActivity() >= 0;
         long t0 = System.nanoTime();
         runOnce(launch);
         double[] g = gather(stats((System.nanoTime() - t0) / 1e9, 0), stats, staging);
@@ -383,11 +494,11 @@ public final class PerfRunner {
         int piece = Math.max(1, Math.min(block, cfg.iters()));
         long start = System.nanoTime();
         while (true) {
-            long before = watch ? jit.getTotalCompilationTime() : 0;
+            long before = watch ? WarmupSetting.jitActivity() : 0;
             for (int done = 0; done < block; done += piece) {
                 loop(launch, piece);
             }
-            boolean busy = watch && jit.getTotalCompilationTime() != before;
+            boolean busy = watch && WarmupSetting.jitActivity() != before;
             double[] r = gather(stats((System.nanoTime() - start) / 1e9, busy ? 1 : 0), stats, staging);
             if (r[1] == 0 && r[0] >= Math.min(minSeconds, settleSeconds) || r[0] > settleSeconds) {
                 return;
@@ -597,32 +708,53 @@ public final class PerfRunner {
             }
             mem.download(r, staging);
             DataType t = data.type();
-            long block = k.param();
             long wrong = 0;
             for (long i = 0; i < n; i++) {
-                double expected;
-                double tolerance = 0;
-                switch (c) {
-                    case ALLREDUCE, REDUCE -> {
-                        expected = data.reduced(i);
-                        tolerance = data.tolerance(i);
-                    }
-                    case REDUCESCATTER -> {
-                        expected = data.reduced(rank * block + i);
-                        tolerance = data.tolerance(rank * block + i);
-                    }
-                    case BROADCAST -> expected = data.input(root, i);
-                    case ALLGATHER, GATHER -> expected = data.input((int) (i / block), i % block);
-                    case ALLTOALL -> expected = data.input((int) (i / block), rank * block + i % block);
-                    case SCATTER -> expected = data.input(root, rank * block + i);
-                    case SENDRECV -> expected = data.input(prev, i);
-                    default -> throw new IllegalStateException(c.toString());
-                }
-                if (!TestData.matches(Values.get(staging, t, i), expected, tolerance)) {
+                if (!TestData.matches(Values.get(staging, t, i), expected(data, i), tolerance(data, i))) {
                     wrong++;
                 }
             }
             return wrong;
+        }
+
+        /** The correct value of element {@code i} of this rank's result. */
+        private double expected(TestData data, long i) {
+            long block = k.param();
+            return switch (c) {
+                case ALLREDUCE, REDUCE -> data.reduced(i);
+                case REDUCESCATTER -> data.reduced(rank * block + i);
+                case BROADCAST -> data.input(root, i);
+                case ALLGATHER, GATHER -> data.input((int) (i / block), i % block);
+                case ALLTOALL -> data.input((int) (i / block), rank * block + i % block);
+                case SCATTER -> data.input(root, rank * block + i);
+                case SENDRECV -> data.input(prev, i);
+            };
+        }
+
+        /** How far element {@code i} of a correct result may be from {@link #expected}. */
+        private double tolerance(TestData data, long i) {
+            return switch (c) {
+                case ALLREDUCE, REDUCE -> data.tolerance(i);
+                case REDUCESCATTER -> data.tolerance(rank * k.param() + i);
+                default -> 0;
+            };
+        }
+
+        /**
+         * Writes the correct result into every other element of the result buffer where the type
+         * holds it exactly (the rest keeps what it held), so that a check of it takes both ways of the comparison: the warm-up of
+         * the check compiles both, and the first real check does not throw compiled code away.
+         */
+        void writeEveryOtherExpected(TestData data, MemorySegment staging) {
+            long n = r.count();
+            mem.download(r, staging);
+            for (long i = 0; i < n; i += 2) {
+                double e = expected(data, i);
+                if (Values.holds(data.type(), e)) { // (an average need not be)
+                    Values.put(staging, data.type(), i, e);
+                }
+            }
+            mem.upload(staging, r);
         }
     }
 }

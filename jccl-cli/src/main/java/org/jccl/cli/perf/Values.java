@@ -32,14 +32,14 @@ public final class Values {
         return switch (type) {
             case INT8 -> seg.get(ValueLayout.JAVA_BYTE, index);
             case UINT8 -> Byte.toUnsignedInt(seg.get(ValueLayout.JAVA_BYTE, index));
-            case INT32 -> seg.getAtIndex(I32, index);
-            case UINT32 -> Integer.toUnsignedLong(seg.getAtIndex(I32, index));
-            case INT64 -> seg.getAtIndex(I64, index);
-            case UINT64 -> unsignedToDouble(seg.getAtIndex(I64, index));
-            case FLOAT16 -> Float.float16ToFloat(seg.getAtIndex(I16, index));
-            case BFLOAT16 -> Float.intBitsToFloat((seg.getAtIndex(I16, index) & 0xFFFF) << 16);
-            case FLOAT32 -> seg.getAtIndex(F32, index);
-            case FLOAT64 -> seg.getAtIndex(F64, index);
+            case INT32 -> seg.get(I32, index * 4);
+            case UINT32 -> Integer.toUnsignedLong(seg.get(I32, index * 4));
+            case INT64 -> seg.get(I64, index * 8);
+            case UINT64 -> unsignedToDouble(seg.get(I64, index * 8));
+            case FLOAT16 -> Float.float16ToFloat(seg.get(I16, index * 2));
+            case BFLOAT16 -> Float.intBitsToFloat((seg.get(I16, index * 2) & 0xFFFF) << 16);
+            case FLOAT32 -> seg.get(F32, index * 4);
+            case FLOAT64 -> seg.get(F64, index * 8);
             case FLOAT8_E4M3 -> decodeE4M3(seg.get(ValueLayout.JAVA_BYTE, index));
             case FLOAT8_E5M2 -> decodeE5M2(seg.get(ValueLayout.JAVA_BYTE, index));
         };
@@ -53,23 +53,23 @@ public final class Values {
     public static void put(MemorySegment seg, DataType type, long index, double value) {
         switch (type) {
             case INT8, UINT8 -> seg.set(ValueLayout.JAVA_BYTE, index, (byte) exactLong(type, value));
-            case INT32, UINT32 -> seg.setAtIndex(I32, index, (int) exactLong(type, value));
-            case INT64, UINT64 -> seg.setAtIndex(I64, index, exactLong(type, value));
+            case INT32, UINT32 -> seg.set(I32, index * 4, (int) exactLong(type, value));
+            case INT64, UINT64 -> seg.set(I64, index * 8, exactLong(type, value));
             case FLOAT16 -> {
                 short h = Float.floatToFloat16((float) value);
                 requireExact(type, value, Float.float16ToFloat(h));
-                seg.setAtIndex(I16, index, h);
+                seg.set(I16, index * 2, h);
             }
             case BFLOAT16 -> {
                 int bits = Float.floatToRawIntBits((float) value);
                 requireExact(type, value, Float.intBitsToFloat(bits & 0xFFFF0000));
-                seg.setAtIndex(I16, index, (short) (bits >>> 16));
+                seg.set(I16, index * 2, (short) (bits >>> 16));
             }
             case FLOAT32 -> {
                 requireExact(type, value, (float) value);
-                seg.setAtIndex(F32, index, (float) value);
+                seg.set(F32, index * 4, (float) value);
             }
-            case FLOAT64 -> seg.setAtIndex(F64, index, value);
+            case FLOAT64 -> seg.set(F64, index * 8, value);
             case FLOAT8_E4M3 -> seg.set(ValueLayout.JAVA_BYTE, index, fp8Code(E4M3_CODES, type, value));
             case FLOAT8_E5M2 -> seg.set(ValueLayout.JAVA_BYTE, index, fp8Code(E5M2_CODES, type, value));
         }
@@ -125,9 +125,22 @@ public final class Values {
         return b;
     }
 
-    private static long exactLong(DataType type, double value) {
+    /** Whether {@link #put} can write {@code value} as a {@code type} (it holds it exactly). */
+    public static boolean holds(DataType type, double value) {
+        return switch (type) {
+            case INT8, UINT8, INT32, UINT32, INT64, UINT64 -> fitsLong(type, value);
+            case FLOAT16 -> Float.float16ToFloat(Float.floatToFloat16((float) value)) == value;
+            case BFLOAT16 -> Float.intBitsToFloat(Float.floatToRawIntBits((float) value) & 0xFFFF0000) == value;
+            case FLOAT32 -> (float) value == value;
+            case FLOAT64 -> true;
+            case FLOAT8_E4M3 -> E4M3_CODES.containsKey(value == 0 ? 0.0 : value);
+            case FLOAT8_E5M2 -> E5M2_CODES.containsKey(value == 0 ? 0.0 : value);
+        };
+    }
+
+    private static boolean fitsLong(DataType type, double value) {
         long v = (long) value;
-        boolean fits = v == value && switch (type) {
+        return v == value && switch (type) {
             case INT8 -> v >= Byte.MIN_VALUE && v <= Byte.MAX_VALUE;
             case UINT8 -> v >= 0 && v <= 0xFF;
             case INT32 -> v >= Integer.MIN_VALUE && v <= Integer.MAX_VALUE;
@@ -136,7 +149,11 @@ public final class Values {
             case UINT64 -> v >= 0;
             default -> false;
         };
-        if (!fits) {
+    }
+
+    private static long exactLong(DataType type, double value) {
+        long v = (long) value;
+        if (!fitsLong(type, value)) {
             throw new IllegalArgumentException(value + " is not exactly representable in " + type);
         }
         return v;

@@ -89,4 +89,30 @@ class ValuesTest {
             assertThrows(IllegalArgumentException.class, () -> Values.put(seg, DataType.FLOAT32, 0, 16777217));
         }
     }
+
+    @Test
+    void holdsSaysExactlyWhichValuesPutAccepts() {
+        double[] values = {0, -0.0, 1, -1, 0.5, -34.5, 127, 128, -128, -129, 255, 256, 448, 449, 2048, 2049,
+            57344, 1 << 24, (1 << 24) + 1, 4294967295.0, 4294967296.0, 0.1, Math.scalb(1.0, -9), Math.scalb(1.0, -24),
+            1e300};
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(16, 8);
+            for (DataType t : DataType.values()) {
+                for (double v : values) {
+                    boolean accepted;
+                    try {
+                        Values.put(seg, t, 0, v);
+                        accepted = true;
+                        double got = Values.get(seg, t, 0);
+                        assertTrue(got == v, t + " " + v + " read back as " + got); // (-0.0 == 0.0: integers)
+                    } catch (IllegalArgumentException e) {
+                        accepted = false;
+                    }
+                    assertEquals(accepted, Values.holds(t, v), t + " " + v);
+                }
+            }
+        }
+        assertTrue(Values.holds(DataType.INT8, -34));
+        assertTrue(!Values.holds(DataType.INT8, -34.5), "an average of integers need not be one");
+    }
 }

@@ -69,6 +69,17 @@ public final class ShmTransport implements Transport {
      * another algorithm had stored a segment of another class there.
      */
     public final MemorySegment[] slotSrcs;
+    /**
+     * The sources of a reduction of the slots and this rank's own input: every rank's segment but
+     * entry {@code rank}, which every such reduction sets to the caller's input. No other code
+     * stores into it, so its stores are of the callers' segments only: with one array shared with
+     * the zero-copy algorithms' peer views, the next reduction over the slots stored a segment of a
+     * class C2 had not seen stored there (an array_check trap, 2 ranks: a 32 KiB in-place
+     * all-reduce after an out-of-place one). The store is unconditional: storing only a changed
+     * segment left a branch that the warm-up never took, and the caller's first call with another
+     * buffer threw the compiled call path away (an unstable_if trap).
+     */
+    public final MemorySegment[] slotAndOwnSrcs;
     /** Reused by the algorithms: one offset per rank. */
     public final long[] srcOffsets;
     /** The zero-copy path's view of every rank's send buffer (peers' registered regions), after the exchange. */
@@ -154,6 +165,7 @@ public final class ShmTransport implements Transport {
         this.regions = new ShmRegions(name, rank, size, pids);
         this.srcs = new MemorySegment[size];
         this.slotSrcs = segs.clone();
+        this.slotAndOwnSrcs = segs.clone();
         this.srcOffsets = new long[size];
         this.lastUse = new long[geo.k() + SMALL_SLOTS];
         this.peerSend = new MemorySegment[size];

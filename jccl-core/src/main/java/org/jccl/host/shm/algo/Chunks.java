@@ -65,14 +65,9 @@ final class Chunks {
                                   long ownOffset, MemorySegment dst, long dstOffset, long elems) {
         int n = t.size();
         int r = t.rank();
-        MemorySegment[] srcs = t.srcs;
-        // Stores only what changed (usually nothing from one call to the next): see ShmTransport#slotSrcs
-        for (int p = 0; p < n; p++) {
-            MemorySegment s = p == r ? own : t.slotSrcs[p];
-            if (srcs[p] != s) {
-                srcs[p] = s;
-            }
-        }
+        MemorySegment[] srcs = t.slotAndOwnSrcs;
+        // Every call, unconditionally: see ShmTransport#slotAndOwnSrcs
+        srcs[r] = own;
         java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
         t.srcOffsets[r] = ownOffset;
         Reductions.reduce(type, op, dst, dstOffset, srcs, t.srcOffsets, n, elems, n);

@@ -43,6 +43,9 @@
 #   asynctwocore  every process on 2 cores (taskset -c 0,1), all-reduce 8 B..1 MiB (x8) cold: async (-z 0, jccl perf's
 #              default) with .gpu/cli-base against .gpu/cli interleaved, this build blocking (-z 1), Open MPI (blocking);
 #              HOSTCMP_A2C_RANKS (default "2 4"), HOSTCMP_TWOCORE_REPS rounds (default 3)
+#   coldab     cold all-reduce 8 B..16 MiB (x8) as README's command runs it (-c 1): .gpu/cli-base against .gpu/cli
+#              interleaved, blocking and async, 2 ranks on 2 cores (taskset -c 0,1) and 16 ranks on the host, with the
+#              warm-ups' lengths (JCCL_DEBUG=INFO) and the first calls; Open MPI cold; tables by coldab-summary.py
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -117,7 +120,7 @@ jccl() { # jccl N LABEL COLL ARGS...
   local n=$1 label=$2 coll=$3; shift 3
   # shellcheck disable=SC2086 # JOPTS: extra JVM flags
   timeout 300 $PIN .jre/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector ${JOPTS:-} -cp ".gpu/${CLI:-cli}/*" \
-    org.jccl.cli.Main perf "$coll" --ranks "$n" -z "${ZMODE:-1}" -c 0 "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
+    org.jccl.cli.Main perf "$coll" --ranks "$n" -z "${ZMODE:-1}" -c "${CHECK:-0}" "$@" --json "$R/jccl-$label-r$n.json" > "$R/jccl-$label-r$n.log" 2>&1
   log "jccl $label ranks $n: exit $? $(grep -m1 -o 'JIT warm-up.*ms' "$R/jccl-$label-r$n.log")"
 }
 PIN=""
@@ -255,6 +258,24 @@ if [[ $PHASES == *,asynctwocore,* ]]; then # jccl perf's default async calls (-z
     done
   done
   PIN=""
+fi
+if [[ $PHASES == *,coldab,* ]]; then # cold all-reduce as README's command runs it (the check on, -c 1): .gpu/cli-base
+  # against .gpu/cli interleaved, blocking (-z 1) and async (-z 0), 2 ranks on 2 cores (taskset -c 0,1) and 16 ranks on
+  # the host; Open MPI cold in the same round; HOSTCMP_TWOCORE_REPS rounds (16 ranks: the first two)
+  export JCCL_DEBUG=INFO
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    PIN="taskset -c 0,1"
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
+      for z in 1 0; do CHECK=1 ZMODE=$z CLI=$v jccl 2 "cab2c-$v-z$z-$rep" allreduce -b 8 -e 16M -f 8; done
+    done
+    mpi 2 default "cab2c-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+    PIN=""
+    if [ "$rep" -le 2 ]; then
+      for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do CHECK=1 CLI=$v jccl 16 "cab16-$v-z1-$rep" allreduce -b 8 -e 16M -f 8; done
+      mpi 16 default "cab16-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+    fi
+  done
+  unset JCCL_DEBUG
 fi
 if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; the first run trains the cache
   export XDG_CACHE_HOME

@@ -276,14 +276,14 @@ public final class PerfRunner {
     /** A stretch in which the JIT did nothing that counts as a quiet JIT, in milliseconds. */
     static final long JIT_QUIET_MILLIS = 40;
     /** Longest {@link #warmOwnCode} of one group (its rounds and the wait for a quiet JIT after them), in milliseconds. */
-    static final long OWN_WARM_MAX_MILLIS = 2000;
+    static final long OWN_WARM_MAX_MILLIS = 1000;
     /**
      * Longest time all of a run's {@link #warmOwnCode} may take beyond their {@value
      * #OWN_WARM_MIN_ROUNDS} rounds each, in milliseconds: the first groups compile the tool's code,
      * and a sweep of hundreds of groups (every type, operator and root) does not wait hundreds of
      * times for a JIT that is busy with the library's new paths.
      */
-    static final long OWN_WARM_BUDGET_MILLIS = 3000;
+    static final long OWN_WARM_BUDGET_MILLIS = 1500;
     /** What is left of {@link #OWN_WARM_BUDGET_MILLIS}, in nanoseconds. */
     private long ownWarmBudgetNanos = OWN_WARM_BUDGET_MILLIS * 1_000_000;
 
@@ -294,7 +294,8 @@ public final class PerfRunner {
      * and of the table's row format, until the JIT has done nothing for {@value
      * #JIT_QUIET_MILLIS} ms, then a sleep until it is ({@value #OWN_WARM_MIN_ROUNDS} rounds at
      * least; beyond them {@value #OWN_WARM_MAX_MILLIS} ms at most, and only what is left of the
-     * run's {@link #OWN_WARM_BUDGET_MILLIS}). Before, the JIT
+     * run's {@link #OWN_WARM_BUDGET_MILLIS}; once that is spent, two rounds of the check alone).
+     * Before, the JIT
      * compiled them while the first sizes were timed, and on a machine with few cores its compiler
      * threads took the CPU of a rank in the middle of a collective: first calls of 2-10 ms and timed
      * rows of 150-600 us at 8 B-64 KiB on 2 cores. No collective runs here and the communicator is not
@@ -307,6 +308,10 @@ public final class PerfRunner {
         String opName = op == null ? "none" : op.shortName();
         long start = System.nanoTime();
         long deadline = start + Math.min(OWN_WARM_MAX_MILLIS * 1_000_000, ownWarmBudgetNanos);
+        // Once the budget is spent (a sweep of many groups), two rounds of the check, and no rows
+        boolean spent = ownWarmBudgetNanos == 0;
+        int minRounds = spent ? 2 : OWN_WARM_MIN_ROUNDS;
+        int rows = spent ? 0 : OWN_WARM_ROWS;
         long compiled = WarmupSetting.jitActivity();
         long quietSince = start;
         long chars = 0;
@@ -319,7 +324,7 @@ public final class PerfRunner {
                     launch.verify(data, staging); // half right, half not: the count is not used
                 }
             }
-            for (int i = 0; i < OWN_WARM_ROWS; i++) {
+            for (int i = 0; i < rows; i++) {
                 chars += Table.row(warmRow(c, t, opName, root, round * OWN_WARM_ROWS + i)).length();
             }
             long now = System.nanoTime();
@@ -328,11 +333,11 @@ public final class PerfRunner {
                 compiled = total;
                 quietSince = now;
             }
-            if (round >= OWN_WARM_MIN_ROUNDS && (now - quietSince >= JIT_QUIET_MILLIS * 1_000_000 || now >= deadline)) {
+            if (round >= minRounds && (now - quietSince >= JIT_QUIET_MILLIS * 1_000_000 || now >= deadline)) {
                 break;
             }
         }
-        if (chars == 0) {
+        if (rows > 0 && chars == 0) {
             throw new IllegalStateException("empty table rows");
         }
         awaitQuietJit(deadline);

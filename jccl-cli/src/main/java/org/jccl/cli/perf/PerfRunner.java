@@ -275,17 +275,16 @@ public final class PerfRunner {
     static final int OWN_WARM_ROWS = 40;
     /** A stretch in which the JIT did nothing that counts as a quiet JIT, in milliseconds. */
     static final long JIT_QUIET_MILLIS = 40;
-    /** Longest {@link #warmOwnCode} of one group (its rounds and the wait for a quiet JIT after them), in milliseconds. */
-    static final long OWN_WARM_MAX_MILLIS = 1000;
     /**
      * Longest time all of a run's {@link #warmOwnCode} may take beyond their {@value
-     * #OWN_WARM_MIN_ROUNDS} rounds each, in milliseconds: the first groups compile the tool's code,
-     * and a sweep of hundreds of groups (every type, operator and root) does not wait hundreds of
-     * times for a JIT that is busy with the library's new paths.
+     * #OWN_WARM_MIN_ROUNDS} rounds each, in milliseconds, spent by the first groups (a cold JVM on 2
+     * cores compiles the check and the row format for 1-2 s); a sweep of hundreds of groups (every
+     * type, operator and root) then runs two rounds of the check per group and does not wait. None
+     * with {@code JCCL_WARMUP=0}: no time spent warming anything (the test suites).
      */
-    static final long OWN_WARM_BUDGET_MILLIS = 1500;
+    static final long OWN_WARM_BUDGET_MILLIS = 3000;
     /** What is left of {@link #OWN_WARM_BUDGET_MILLIS}, in nanoseconds. */
-    private long ownWarmBudgetNanos = OWN_WARM_BUDGET_MILLIS * 1_000_000;
+    private long ownWarmBudgetNanos = WarmupSetting.seconds() > 0 ? OWN_WARM_BUDGET_MILLIS * 1_000_000 : 0;
 
     /**
      * Compiles this tool's own code before a group's first collective: rounds of the correctness
@@ -293,8 +292,8 @@ public final class PerfRunner {
      * to {@value #OWN_WARM_BYTES} bytes, results half right so that the comparison takes both ways)
      * and of the table's row format, until the JIT has done nothing for {@value
      * #JIT_QUIET_MILLIS} ms, then a sleep until it is ({@value #OWN_WARM_MIN_ROUNDS} rounds at
-     * least; beyond them {@value #OWN_WARM_MAX_MILLIS} ms at most, and only what is left of the
-     * run's {@link #OWN_WARM_BUDGET_MILLIS}; once that is spent, two rounds of the check alone).
+     * least; beyond them only what is left of the run's {@link #OWN_WARM_BUDGET_MILLIS}; once that
+     * is spent, two rounds of the check alone).
      * Before, the JIT
      * compiled them while the first sizes were timed, and on a machine with few cores its compiler
      * threads took the CPU of a rank in the middle of a collective: first calls of 2-10 ms and timed
@@ -307,7 +306,7 @@ public final class PerfRunner {
         TestData data = cfg.check() ? new TestData(t, c.reduces() ? op : null, ranks, cfg.seed()) : null;
         String opName = op == null ? "none" : op.shortName();
         long start = System.nanoTime();
-        long deadline = start + Math.min(OWN_WARM_MAX_MILLIS * 1_000_000, ownWarmBudgetNanos);
+        long deadline = start + ownWarmBudgetNanos;
         // Once the budget is spent (a sweep of many groups), two rounds of the check, and no rows
         boolean spent = ownWarmBudgetNanos == 0;
         int minRounds = spent ? 2 : OWN_WARM_MIN_ROUNDS;

@@ -312,9 +312,17 @@ public final class TcpStore implements Store {
                 } catch (IOException e) {
                     result = -1;
                 }
-                if (result != AUTH_OK) {
+                if (result == AUTH_REJECTED) {
                     throw new JcclException("store at " + where + " rejected the job token: this process's token "
                             + "(JCCL_TOKEN or Options.withToken) differs from the store's; give every rank the same token");
+                }
+                if (result != AUTH_OK) {
+                    // Not a verdict on the token: a store cuts off a handshake that takes longer than it allows
+                    // (10 s by default), e.g. a process stalled by a debugger or a heavy profiler, or it is closing
+                    throw new JcclException("store at " + where + " closed the connection before answering the token "
+                            + "proof (answer " + result + "): it allows a few seconds for the whole handshake, so this "
+                            + "process may have stalled (a debugger, a profiler, an overloaded machine), or the store is "
+                            + "shutting down; retry once the process runs freely");
                 }
             } else if (token != null) {
                 LOG.info(-1, () -> "store at " + where + " does not require a token; connected without proving one");

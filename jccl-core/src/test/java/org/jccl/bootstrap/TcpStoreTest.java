@@ -305,6 +305,39 @@ class TcpStoreTest {
         assertArrayEquals(b("ok"), c.tryGet(longKey));
     }
 
+    /**
+     * A store that ends the connection after the client's token proof without a verdict (what a
+     * store does to a handshake past its deadline, e.g. of a process stalled under a profiler) is
+     * not reported as a wrong token: that sent users hunting for a token mismatch that was not there.
+     */
+    @Test
+    @Timeout(30)
+    void aConnectionClosedBeforeTheVerdictIsNotCalledAWrongToken() throws Exception {
+        try (ServerSocket fake = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<byte[]> proofSeen = CompletableFuture.supplyAsync(() -> {
+                try (java.net.Socket s = fake.accept()) {
+                    java.io.DataInputStream in = new java.io.DataInputStream(s.getInputStream());
+                    in.readFully(new byte[StoreProtocol.HELLO_BYTES]);
+                    byte[] welcome = new byte[StoreProtocol.HELLO_BYTES + StoreProtocol.NONCE_BYTES];
+                    java.nio.ByteBuffer.wrap(welcome).putInt(StoreProtocol.MAGIC).putShort(StoreProtocol.VERSION)
+                            .putShort(StoreProtocol.FLAG_AUTH);
+                    s.getOutputStream().write(welcome);
+                    s.getOutputStream().flush();
+                    byte[] proof = new byte[StoreProtocol.NONCE_BYTES];
+                    in.readFully(proof);
+                    return proof; // and close without AUTH_OK or AUTH_REJECTED
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            JcclException e = assertThrows(JcclException.class,
+                    () -> TcpStore.connect("127.0.0.1", fake.getLocalPort(), "tok", Duration.ofSeconds(10)));
+            assertEquals(StoreProtocol.NONCE_BYTES, proofSeen.get(10, TimeUnit.SECONDS).length, "the client sent its proof");
+            assertTrue(e.getMessage().contains("closed the connection before answering the token proof"), e.getMessage());
+            assertFalse(e.getMessage().contains("differs"), e.getMessage());
+        }
+    }
+
     @Test
     void tokenServerAcceptsTheRightTokenOnly() {
         try (TcpStoreServer secure = TcpStoreServer.start(null, "s3cret")) {

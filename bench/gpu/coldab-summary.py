@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables of host-vs-mpi.sh's phase coldab: python3 bench/gpu/coldab-summary.py DIR (DIR: the hostcmp directory of a
+"""Tables of host-vs-mpi.sh's phases coldab and readme2c: python3 bench/gpu/coldab-summary.py DIR (DIR: the hostcmp directory of a
 call). Per build, mode and size: the cold time (each run's better of out of place / in place), best of the runs and
 their median; the first calls (each run's slower of out of place / in place), median and largest; the warm-ups'
 lengths; Open MPI's cold time in the same rounds."""
@@ -23,14 +23,14 @@ def rows(p):
 def warm(p):
     m = re.findall(r'JIT warm-up: \d+ blocks in (\d+) ms', open(p, errors='replace').read())
     return max(int(x) for x in m) if m else None
-for tag, n, modes in (("cab2c", 2, ("z1", "z0")), ("cab16", 16, ("z1",))):
+for tag, n, modes in (("cab2c", 2, ("z1", "z0")), ("cab16", 16, ("z1",)), ("rd2c", 4, ("z0",))):
     mpi = [rows(p) for p in sorted(glob.glob(f"{d}/mpi-{tag}-[0-9]-default-r{n}.log"))]
     for z in modes:
         runs = {b: [rows(p) for p in sorted(glob.glob(f"{d}/jccl-{tag}-{b}-{z}-[0-9]-r{n}.log"))] for b in ("cli-base", "cli")}
         warms = {b: [warm(p) for p in sorted(glob.glob(f"{d}/jccl-{tag}-{b}-{z}-[0-9]-r{n}.log"))] for b in ("cli-base", "cli")}
         if not runs["cli"]:
             continue
-        where = "2 ranks on 2 cores" if tag == "cab2c" else f"{n} ranks on the host"
+        where = {"cab2c": "2 ranks on 2 cores", "rd2c": "README's command: 4 ranks on 2 cores"}.get(tag, f"{n} ranks on the host")
         print(f"== {where}, cold (-n 20 -w 5, -c 1), {'blocking' if z == 'z1' else 'async'}: {len(runs['cli'])} runs per build")
         print(f"   warm-up ms (largest over ranks) base {warms['cli-base']}  new {warms['cli']}")
         print(f"{'size':>9} | {'base best [median]':>19} {'new best [median]':>19} {'MPI best':>9} | {'base/new':>8} {'MPI/new':>8} {'MPI/base':>8} | first call base med/max   new med/max")

@@ -46,6 +46,8 @@
 #   coldab     cold all-reduce 8 B..16 MiB (x8) as README's command runs it (-c 1): .gpu/cli-base against .gpu/cli
 #              interleaved, blocking and async, 2 ranks on 2 cores (taskset -c 0,1) and 16 ranks on the host, with the
 #              warm-ups' lengths (JCCL_DEBUG=INFO) and the first calls; Open MPI cold; tables by coldab-summary.py
+#   readme2c   README's ./jccl perf allreduce --ranks 4 with its defaults, every process on 2 cores (taskset -c 0,1),
+#              .gpu/cli-base against .gpu/cli interleaved, HOSTCMP_TWOCORE_REPS rounds; tables by coldab-summary.py
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -275,6 +277,17 @@ if [[ $PHASES == *,coldab,* ]]; then # cold all-reduce as README's command runs 
       mpi 16 default "cab16-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
     fi
   done
+  unset JCCL_DEBUG
+fi
+if [[ $PHASES == *,readme2c,* ]]; then # README's command as a user on a 2-core machine runs it: ./jccl perf allreduce
+  # --ranks 4 with its defaults (async, -c 1, -n 20 -w 5, 8 B..32 MiB), every process under taskset -c 0,1; .gpu/cli-base
+  # against .gpu/cli interleaved, HOSTCMP_TWOCORE_REPS rounds; tables by coldab-summary.py
+  export JCCL_DEBUG=INFO
+  PIN="taskset -c 0,1"
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do CHECK=1 ZMODE=0 CLI=$v jccl 4 "rd2c-$v-z0-$rep" allreduce; done
+  done
+  PIN=""
   unset JCCL_DEBUG
 fi
 if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; the first run trains the cache

@@ -75,9 +75,10 @@ public final class ShmTransport implements Transport {
      * stores into it, so its stores are of the callers' segments only: with one array shared with
      * the zero-copy algorithms' peer views, the next reduction over the slots stored a segment of a
      * class C2 had not seen stored there (an array_check trap, 2 ranks: a 32 KiB in-place
-     * all-reduce after an out-of-place one). The store is unconditional: storing only a changed
-     * segment left a branch that the warm-up never took, and the caller's first call with another
-     * buffer threw the compiled call path away (an unstable_if trap).
+     * all-reduce after an out-of-place one). Only a changed segment is stored (a store of a
+     * reference is a GC write barrier, and an old array's card dirtied per call keeps the
+     * collector's refinement busy); the warm-up changes it between its in-place and out-of-place
+     * calls, so both ways of that branch are compiled.
      */
     public final MemorySegment[] slotAndOwnSrcs;
     /** Reused by the algorithms: one offset per rank. */

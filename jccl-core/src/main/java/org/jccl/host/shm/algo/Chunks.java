@@ -66,8 +66,10 @@ final class Chunks {
         int n = t.size();
         int r = t.rank();
         MemorySegment[] srcs = t.slotAndOwnSrcs;
-        // Every call, unconditionally: see ShmTransport#slotAndOwnSrcs
-        srcs[r] = own;
+        // Only a changed segment: see ShmTransport#slotAndOwnSrcs
+        if (srcs[r] != own) {
+            srcs[r] = own;
+        }
         java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
         t.srcOffsets[r] = ownOffset;
         Reductions.reduce(type, op, dst, dstOffset, srcs, t.srcOffsets, n, elems, n);

@@ -285,7 +285,8 @@ if [[ $PHASES == *,readme2c,* ]]; then # README's command as a user on a 2-core 
   export JCCL_DEBUG=INFO
   PIN="taskset -c 0,1"
   for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
-    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do CHECK=1 ZMODE=0 CLI=$v jccl 4 "rd2c-$v-z0-$rep" allreduce; done
+    # shellcheck disable=SC2086 # HOSTCMP_README_ARGS: extra perf flags (e.g. -b 4M -e 16M for the large sizes alone)
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do CHECK=1 ZMODE=0 CLI=$v jccl 4 "rd2c-$v-z0-$rep" allreduce ${HOSTCMP_README_ARGS:-}; done
   done
   PIN=""
   unset JCCL_DEBUG

@@ -293,12 +293,11 @@ public final class PerfRunner {
      * and of the table's row format, until the JIT has done nothing for {@value
      * #JIT_QUIET_MILLIS} ms, then a sleep until it is ({@value #OWN_WARM_MIN_ROUNDS} rounds at
      * least; beyond them only what is left of the run's {@link #OWN_WARM_BUDGET_MILLIS}; once that
-     * is spent, two rounds of the check alone).
-     * Before, the JIT
-     * compiled them while the first sizes were timed, and on a machine with few cores its compiler
-     * threads took the CPU of a rank in the middle of a collective: first calls of 2-10 ms and timed
-     * rows of 150-600 us at 8 B-64 KiB on 2 cores. No collective runs here and the communicator is not
-     * touched: the library is exactly as cold as before.
+     * is spent, two rounds of the check alone). Before, the JIT compiled them while the first sizes
+     * were timed, and on a machine with few cores its compiler threads took the CPU of a rank in the
+     * middle of a collective: first calls of 2-10 ms and timed rows of 150-600 us at 8 B-64 KiB on 2
+     * cores. No collective runs here and the communicator is not touched: the library is exactly as
+     * cold as before.
      */
     private void warmOwnCode(Collective c, DataType t, ReduceOp op, int root, Buffer send, Buffer recv,
                              MemorySegment staging) {
@@ -339,7 +338,7 @@ public final class PerfRunner {
         if (rows > 0 && chars == 0) {
             throw new IllegalStateException("empty table rows");
         }
-        awaitQuietJit(deadline);
+        awaitQuietJit(deadline, compiled, quietSince); // the quiet stretch the rounds began goes on
         ownWarmBudgetNanos = Math.max(0, ownWarmBudgetNanos - (System.nanoTime() - start));
     }
 
@@ -356,14 +355,13 @@ public final class PerfRunner {
     /**
      * Sleeps until the JIT has done nothing for {@value #JIT_QUIET_MILLIS} ms (no compiler thread
      * ran: a compilation still running counts, see {@link WarmupSetting#jitActivity}) or until
-     * {@code deadline} ({@link System#nanoTime}); returns at once where the JVM cannot tell.
+     * {@code deadline} ({@link System#nanoTime}), counting the stretch from {@code quietSince}, when
+     * the reading was {@code last}; returns at once where the JVM cannot tell ({@code last} < 0).
      */
-    private static void awaitQuietJit(long deadline) {
-        long last = WarmupSetting.jitActivity();
+    private static void awaitQuietJit(long deadline, long last, long quietSince) {
         if (last < 0) {
             return;
         }
-        long quietSince = System.nanoTime();
         while (true) {
             long now = System.nanoTime();
             if (now - quietSince >= JIT_QUIET_MILLIS * 1_000_000 || now >= deadline) {
@@ -746,8 +744,9 @@ public final class PerfRunner {
 
         /**
          * Writes the correct result into every other element of the result buffer where the type
-         * holds it exactly (the rest keeps what it held), so that a check of it takes both ways of the comparison: the warm-up of
-         * the check compiles both, and the first real check does not throw compiled code away.
+         * holds it exactly (the rest keeps what it held), so that a check of it takes both ways of
+         * the comparison: the warm-up of the check compiles both, and the first real check does not
+         * throw compiled code away.
          */
         void writeEveryOtherExpected(TestData data, MemorySegment staging) {
             long n = r.count();

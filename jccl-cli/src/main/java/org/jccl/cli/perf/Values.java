@@ -152,11 +152,10 @@ public final class Values {
     }
 
     private static long exactLong(DataType type, double value) {
-        long v = (long) value;
         if (!fitsLong(type, value)) {
             throw new IllegalArgumentException(value + " is not exactly representable in " + type);
         }
-        return v;
+        return (long) value;
     }
 
     private static void requireExact(DataType type, double wanted, double stored) {

@@ -48,6 +48,10 @@
 #              warm-ups' lengths (JCCL_DEBUG=INFO) and the first calls; Open MPI cold; tables by coldab-summary.py
 #   readme2c   README's ./jccl perf allreduce --ranks 4 with its defaults, every process on 2 cores (taskset -c 0,1),
 #              .gpu/cli-base against .gpu/cli interleaved, HOSTCMP_TWOCORE_REPS rounds; tables by coldab-summary.py
+#   small2c    2 ranks on 2 cores (taskset -c 0,1), blocking all-reduce 8 B..4 KiB (x8), steady (-n 200000 -w 20000)
+#              and cold (-n 20 -w 5, 8 B..16 MiB), the builds in HOSTCMP_ASYNC_BUILDS interleaved, Open MPI the same
+#              way in each round, HOSTCMP_TWOCORE_REPS rounds; with .gpu/pp/PingPong.class, Java's floor for
+#              the same exchange (two processes, one cache line each way) in each round
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -290,6 +294,27 @@ if [[ $PHASES == *,readme2c,* ]]; then # README's command as a user on a 2-core 
   done
   PIN=""
   unset JCCL_DEBUG
+fi
+if [[ $PHASES == *,small2c,* ]]; then # 2 ranks on 2 cores, blocking: small sizes steady, every size cold;
+  # the builds interleaved, Open MPI in each round, Java's floor (PingPong) where staged
+  PIN="taskset -c 0,1"
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    if [ -f .gpu/pp/PingPong.class ]; then
+      rm -f /dev/shm/pp0 /dev/shm/pp1
+      $PIN .jre/bin/java -cp .gpu/pp PingPong 1 3000000 pause > /dev/null 2>&1 &
+      $PIN .jre/bin/java -cp .gpu/pp PingPong 0 3000000 pause > "$R/floor-$rep.log" 2>&1
+      wait
+      rm -f /dev/shm/pp0 /dev/shm/pp1
+      log "floor $rep: $(tail -1 "$R/floor-$rep.log")"
+    fi
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
+      CLI=$v jccl 2 "s2c-steady-$v-$rep" allreduce -b 8 -e 4K -f 8 -n 200000 -w 20000
+      CLI=$v jccl 2 "s2c-cold-$v-$rep" allreduce -b 8 -e 16M -f 8
+    done
+    mpi 2 default "s2c-steady-$rep" allreduce -b 8 -e 4K -f 8 -n 200000 -w 20000 -c 0
+    mpi 2 default "s2c-cold-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+  done
+  PIN=""
 fi
 if [[ $PHASES == *,aot,* ]]; then # JCCL_AOT=on against off, cold, alternating; the first run trains the cache
   export XDG_CACHE_HOME

@@ -50,6 +50,8 @@ public final class FlightRecorder {
     private final String[] opNames;
     private final long epochOffsetNanos;
     private long next;
+    /** The slot of handle {@code next - 1} (the newest entry): the hot path divides nothing. */
+    private int newest = -1;
 
     /**
      * @param capacity entries kept (0: recording is off)
@@ -119,16 +121,17 @@ public final class FlightRecorder {
         if (capacity == 0) {
             return -1;
         }
-        if (next > 0) {
+        int prev = newest;
+        if (prev >= 0) {
             // Completion is stamped lazily, with the next operation's start (one clock reading
             // per operation on the hot path): an upper bound of when it completed.
-            int prev = (int) ((next - 1) % capacity);
             if (completed[prev] == 0 && state[prev] == COMPLETED) {
                 completed[prev] = now;
             }
         }
         long h = next++;
-        int i = (int) (h % capacity);
+        int i = prev + 1 == capacity ? 0 : prev + 1;
+        newest = i;
         seq[i] = sequence;
         opcode[i] = (byte) op;
         dtype[i] = (byte) dtypeOrdinal;
@@ -197,6 +200,9 @@ public final class FlightRecorder {
 
     private int index(long handle) {
         // An entry overwritten since is no longer this handle's.
+        if (handle == next - 1) {
+            return newest; // the operation in progress (-1 before the first)
+        }
         return handle < 0 || handle < next - capacity ? -1 : (int) (handle % capacity);
     }
 
@@ -206,6 +212,7 @@ public final class FlightRecorder {
      */
     public void clear() {
         next = 0;
+        newest = -1;
     }
 
     /** The JSON dump of the entries, oldest first. */

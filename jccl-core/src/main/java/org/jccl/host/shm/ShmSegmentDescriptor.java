@@ -69,7 +69,8 @@ public final class ShmSegmentDescriptor {
      * broadcast's or scatter's root post and return), at most as many calls as the ring has
      * entries: 4 entries of the IN ring held them back (docs/BENCHMARKS.md, the slot ring's shape),
      * and a deeper IN ring cost large calls their chunk size. (A small reduce stays in the IN
-     * ring: measured, the small ring made it no faster.)
+     * ring: measured, the small ring made it no faster.) A power of two: chunk ids map to its
+     * entries by mask.
      */
     public static final int SMALL_SLOTS = 32;
     /** Data bytes of a small ring entry. */

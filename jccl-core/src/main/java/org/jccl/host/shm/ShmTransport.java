@@ -51,6 +51,10 @@ public final class ShmTransport implements Transport {
     private final int rank;
     private final int size;
     private final Geometry geo;
+    /** Header offset of every ring entry: the IN ring's k, then the small ring's (see {@link #entry}). */
+    private final long[] entryHeader;
+    /** k - 1 where the IN ring's k is a power of two (the default), else -1: chunk ids map to entries without a division. */
+    private final int inMask;
     private final Arena arena;
     private final MemorySegment[] segs;
     private final MemorySegment mine;
@@ -63,16 +67,11 @@ public final class ShmTransport implements Transport {
     /** Reused by the algorithms: one entry per rank, no allocation per call. */
     public final MemorySegment[] srcs;
     /**
-     * Every rank's segment, never written after construction: the sources of a reduction over the
-     * ring's slots. Storing the segments into {@link #srcs} at every call made C2 speculate on the
-     * stored classes and deoptimize the call path again and again (array_check traps) whenever
-     * another algorithm had stored a segment of another class there.
-     */
-    public final MemorySegment[] slotSrcs;
-    /**
      * The sources of a reduction of the slots and this rank's own input: every rank's segment but
      * entry {@code rank}, which every such reduction sets to the caller's input. No other code
-     * stores into it, so its stores are of the callers' segments only: with one array shared with
+     * stores into it, so its stores are of the callers' segments only (storing into {@link #srcs}
+     * made C2 speculate on the stored classes and deoptimize the call path whenever another
+     * algorithm had stored a segment of another class there): with one array shared with
      * the zero-copy algorithms' peer views, the next reduction over the slots stored a segment of a
      * class C2 had not seen stored there (an array_check trap, 2 ranks: a 32 KiB in-place
      * all-reduce after an out-of-place one). Only a changed segment is stored (a store of a
@@ -165,10 +164,17 @@ public final class ShmTransport implements Transport {
         this.file = file;
         this.regions = new ShmRegions(name, rank, size, pids);
         this.srcs = new MemorySegment[size];
-        this.slotSrcs = segs.clone();
         this.slotAndOwnSrcs = segs.clone();
         this.srcOffsets = new long[size];
         this.lastUse = new long[geo.k() + SMALL_SLOTS];
+        this.entryHeader = new long[geo.k() + SMALL_SLOTS];
+        for (int e = 0; e < geo.k(); e++) {
+            entryHeader[e] = geo.inEntry(e);
+        }
+        for (int e = 0; e < SMALL_SLOTS; e++) {
+            entryHeader[geo.k() + e] = geo.smallEntry(e);
+        }
+        this.inMask = Integer.bitCount(geo.k()) == 1 ? geo.k() - 1 : -1;
         this.peerSend = new MemorySegment[size];
         this.peerSendOffsets = new long[size];
         this.peerSendAddress = new long[size];
@@ -430,7 +436,7 @@ public final class ShmTransport implements Transport {
             settleDeferred();
         }
         long id = ++chunkIds;
-        int e = small ? geo.k() + (int) (id % SMALL_SLOTS) : (int) (id % geo.k());
+        int e = entry(small ? id | SMALL_RING : id);
         long need = lastUse[e];
         lastUse[e] = id;
         if (need > 0 && minPeerDone < need) {
@@ -453,10 +459,23 @@ public final class ShmTransport implements Transport {
         return g & ~SMALL_RING;
     }
 
+    /**
+     * The ring entry of chunk {@code g}: {@code id % k} in the IN ring, {@code k + id % SMALL_SLOTS}
+     * in the small ring (the index of {@link #lastUse} and {@link #entryHeader}). Several calls a
+     * chunk: by mask, not division, where the ring's size is a power of two.
+     */
+    private int entry(long g) {
+        assert Integer.bitCount(SMALL_SLOTS) == 1 : "SMALL_SLOTS must be a power of two";
+        long id = id(g);
+        if ((g & SMALL_RING) != 0) {
+            return geo.k() + (int) (id & (SMALL_SLOTS - 1));
+        }
+        return inMask >= 0 ? (int) (id & inMask) : (int) (id % geo.k());
+    }
+
     /** Offset of the header of chunk {@code g}'s ring entry (in any rank's segment). */
     private long header(long g) {
-        long id = id(g);
-        return (g & SMALL_RING) != 0 ? geo.smallEntry((int) (id % SMALL_SLOTS)) : geo.inEntry((int) (id % geo.k()));
+        return entryHeader[entry(g)];
     }
 
     /** Offset of the IN data of chunk {@code g} (in any rank's segment). */
@@ -469,7 +488,7 @@ public final class ShmTransport implements Transport {
         if ((g & SMALL_RING) != 0) {
             throw new IllegalStateException("chunk " + id(g) + " of the small ring has no RES entry");
         }
-        return geo.resData((int) (g % geo.k()));
+        return geo.resData(entry(g));
     }
 
     /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */

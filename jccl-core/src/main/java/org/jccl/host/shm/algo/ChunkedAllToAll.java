@@ -39,7 +39,8 @@ public final class ChunkedAllToAll {
                     MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
                 }
                 t.postIn(g, 0);
-                MemorySegment.copy(mine, slot + r * blockBytes, recv.segment(), 0, blockBytes);
+                // From its input, not its slot: the receivers' reads may have taken the slot's lines (OneShotAllReduce)
+                MemorySegment.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunkDeferred(g);
             } else {
                 t.postIn(g, 0);

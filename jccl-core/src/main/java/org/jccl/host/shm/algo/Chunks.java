@@ -18,7 +18,11 @@ final class Chunks {
 
     /** Elements per chunk when each chunk carries {@code blocks} blocks in one slot. */
     static long elementsPerChunk(long slotBytes, int blocks, int elementBytes) {
-        return Math.max(1, slotBytes / blocks / elementBytes);
+        // (every call of every algorithm: no division where none is needed)
+        long bytes = blocks == 1 ? slotBytes : slotBytes / blocks;
+        long elems = Integer.bitCount(elementBytes) == 1 ? bytes >>> Integer.numberOfTrailingZeros(elementBytes)
+                : bytes / elementBytes;
+        return Math.max(1, elems);
     }
 
     /**
@@ -33,7 +37,7 @@ final class Chunks {
 
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */
     static long chunkCount(long count, long perChunk) {
-        return count == 0 ? 1 : (count + perChunk - 1) / perChunk;
+        return count <= perChunk ? 1 : (count + perChunk - 1) / perChunk;
     }
 
     /**
@@ -47,19 +51,9 @@ final class Chunks {
     }
 
     /**
-     * Reduces {@code elems} elements at {@code slotOffset} of every rank's segment, in rank order,
-     * into {@code dst} at {@code dstOffset}.
-     */
-    static void reduceSlots(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment dst,
-                            long dstOffset, long elems) {
-        int n = t.size();
-        java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
-        Reductions.reduce(type, op, dst, dstOffset, t.slotSrcs, t.srcOffsets, n, elems, n);
-    }
-
-    /**
-     * {@link #reduceSlots}, but this rank's elements from {@code own} at {@code ownOffset} (its
-     * input, read directly: it did not copy that range into its slot).
+     * Reduces {@code elems} elements at {@code slotOffset} of every peer's segment and this rank's
+     * own from {@code own} at {@code ownOffset} (its input, read where the caller gave it), in rank
+     * order, into {@code dst} at {@code dstOffset}.
      */
     static void reduceSlotsAndOwn(ShmTransport t, DataType type, ReduceOp op, long slotOffset, MemorySegment own,
                                   long ownOffset, MemorySegment dst, long dstOffset, long elems) {

@@ -3,8 +3,18 @@ import java.lang.invoke.VarHandle;
 import java.nio.channels.FileChannel;
 import java.nio.file.*;
 
-// Minimal 2-process "all-reduce" of 2 floats: each rank writes its data + id into its own line
-// (ring of K entries), spins on the peer's line, sums. Measures the floor for Java on this machine.
+/**
+ * Java's floor for a 2-rank all-reduce of 2 floats over shared memory, with no library: each of
+ * two processes writes its input and a sequence number into one cache line of its own file in
+ * /dev/shm (a ring of 4 such entries), spins on the peer's line, and sums. What the host engine's
+ * small all-reduce could take at best on a machine (docs/BENCHMARKS.md, fourteenth set).
+ *
+ * <p>{@code javac -d out PingPong.java}, then {@code java -cp out PingPong 1 3000000 pause &
+ * java -cp out PingPong 0 3000000 pause} (rank, iterations, and {@code pause} for
+ * Thread.onSpinWait in the spin loop); rank 0 prints microseconds per iteration for five rounds.
+ * Remove /dev/shm/pp0 and /dev/shm/pp1 before each run. bench/gpu/host-vs-mpi.sh phase small2c
+ * runs it from .gpu/pp.
+ */
 public class PingPong {
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     public static void main(String[] a) throws Exception {
@@ -27,8 +37,7 @@ public class PingPong {
         MemorySegment mine = seg[rank], peer = seg[1 - rank];
         MemorySegment in = Arena.ofAuto().allocate(8, 64), out = Arena.ofAuto().allocate(8, 64);
         in.set(ValueLayout.JAVA_FLOAT, 0, rank + 1); in.set(ValueLayout.JAVA_FLOAT, 4, rank + 2);
-        // handshake: wait for the peer's id 0 area to be reset: use a start word at 4096*K+...
-        long base = 4096;
+        // Both processes mapped both files: a start word after the ring, then go
         long start = K * ENTRY;
         LONG.setRelease(mine, start, 1L);
         while ((long) LONG.getAcquire(peer, start) != 1L) Thread.onSpinWait();
@@ -44,7 +53,7 @@ public class PingPong {
                 float s0 = mine.get(ValueLayout.JAVA_FLOAT, h + 40) + peer.get(ValueLayout.JAVA_FLOAT, h + 40);
                 float s1 = mine.get(ValueLayout.JAVA_FLOAT, h + 44) + peer.get(ValueLayout.JAVA_FLOAT, h + 44);
                 out.set(ValueLayout.JAVA_FLOAT, 0, s0); out.set(ValueLayout.JAVA_FLOAT, 4, s1);
-                // entry reuse: peer's done = its id (it read ours when it posted id... simplified: K entries ahead needs peer >= id-K+1, implied by peer posted id)
+                // (an entry is written again K iterations later: the peer read it long before, as it waits every iteration)
             }
             long t1 = System.nanoTime();
             if (rank == 0) System.out.printf("round %d: %.3f us/iter%n", round, (t1 - t0) / 1e3 / iters);

@@ -714,7 +714,7 @@ public abstract class EngineCommunicator<T extends Transport> extends org.jccl.s
 
     /** One rank: the reduction of one input (PREMUL_SUM still scales, AVG divides by 1). */
     private static void copySelf(HostBuffer s, HostBuffer r, ReduceOp op, MemorySegment[] srcs, long[] offs) {
-        srcs[0] = s.segment();
+        org.jccl.internal.SegmentArrays.set(srcs, 0, s.segment());
         offs[0] = 0;
         Reductions.reduce(s.type(), op, r.segment(), 0, srcs, offs, 1, r.count(), 1);
         srcs[0] = null;

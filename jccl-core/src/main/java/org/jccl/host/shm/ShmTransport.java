@@ -76,8 +76,9 @@ public final class ShmTransport implements Transport {
      * class C2 had not seen stored there (an array_check trap, 2 ranks: a 32 KiB in-place
      * all-reduce after an out-of-place one). Only a changed segment is stored (a store of a
      * reference is a GC write barrier, and an old array's card dirtied per call keeps the
-     * collector's refinement busy); the warm-up changes it between its in-place and out-of-place
-     * calls, so both ways of that branch are compiled.
+     * collector's refinement busy), and through {@link org.jccl.internal.SegmentArrays} (a plain
+     * array store trapped in every first compilation); the warm-up changes it between its in-place
+     * and out-of-place calls, so both ways of that branch are compiled.
      */
     public final MemorySegment[] slotAndOwnSrcs;
     /** Reused by the algorithms: one offset per rank. */

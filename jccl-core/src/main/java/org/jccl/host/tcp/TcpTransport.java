@@ -22,6 +22,7 @@ import org.jccl.bootstrap.Store;
 import org.jccl.host.engine.OpCode;
 import org.jccl.host.engine.Transport;
 import org.jccl.internal.Log;
+import org.jccl.internal.SegmentArrays;
 import org.jccl.spi.TimedIdleStrategy;
 
 /**
@@ -280,10 +281,10 @@ public final class TcpTransport implements Transport {
         ByteBuffer b = seg.asByteBuffer();
         int i = viewNext;
         viewNext = (viewNext + 1) % VIEWS;
-        viewSegs[i] = seg;
+        SegmentArrays.set(viewSegs, i, seg);
         viewStart[i] = seg.address();
         viewEnd[i] = seg.address() + seg.byteSize();
-        views[i] = b;
+        SegmentArrays.set(views, i, b);
         op.view = b;
     }
 

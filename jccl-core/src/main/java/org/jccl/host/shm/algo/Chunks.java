@@ -6,6 +6,7 @@ import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmSegmentDescriptor;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * What the shared-memory algorithms share: chunk arithmetic, and the steps several of them take
@@ -62,7 +63,7 @@ final class Chunks {
         MemorySegment[] srcs = t.slotAndOwnSrcs;
         // Only a changed segment: see ShmTransport#slotAndOwnSrcs
         if (srcs[r] != own) {
-            srcs[r] = own;
+            SegmentArrays.set(srcs, r, own);
         }
         java.util.Arrays.fill(t.srcOffsets, 0, n, slotOffset);
         t.srcOffsets[r] = ownOffset;

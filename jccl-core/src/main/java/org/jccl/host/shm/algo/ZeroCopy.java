@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmRegions;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * The decision every zero-copy algorithm starts with (layout in {@link
@@ -99,19 +100,19 @@ public final class ZeroCopy {
             long ps = s.get(ValueLayout.JAVA_LONG, at + X_SEND_ID);
             long pr = s.get(ValueLayout.JAVA_LONG, at + X_RECV_ID);
             if (p == me) {
-                t.peerSend[p] = send == null ? null : send.segment();
+                SegmentArrays.set(t.peerSend, p, send == null ? null : send.segment());
                 t.peerSendOffsets[p] = 0;
-                t.peerRecv[p] = recv == null ? null : recv.segment();
+                SegmentArrays.set(t.peerRecv, p, recv == null ? null : recv.segment());
                 t.peerRecvOffsets[p] = 0;
                 continue;
             }
             // Map only what the algorithm reads or writes: the peer's other buffer may be anything.
             boolean wantSend = (needs & SEND_ALL) != 0 || ((needs & SEND_ROOT) != 0 && p == root);
             boolean wantRecv = (needs & RECV_ALL) != 0 || ((needs & RECV_ROOT) != 0 && p == root);
-            t.peerSend[p] = wantSend && ps != NONE ? regions.peer(p, ps) : null;
+            SegmentArrays.set(t.peerSend, p, wantSend && ps != NONE ? regions.peer(p, ps) : null);
             t.peerSendOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_SEND_OFFSET);
             t.peerSendAddress[p] = wantSend && ps == NONE ? s.get(ValueLayout.JAVA_LONG, at + X_SEND_ADDRESS) : 0L;
-            t.peerRecv[p] = wantRecv && pr != NONE ? regions.peer(p, pr) : null;
+            SegmentArrays.set(t.peerRecv, p, wantRecv && pr != NONE ? regions.peer(p, pr) : null);
             t.peerRecvOffsets[p] = DATA + s.get(ValueLayout.JAVA_LONG, at + X_RECV_OFFSET);
         }
         return g;

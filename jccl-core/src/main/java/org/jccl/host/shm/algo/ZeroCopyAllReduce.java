@@ -6,6 +6,7 @@ import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * All-reduce on registered buffers ({@link ZeroCopy}): per piece, rank r reduces part r straight
@@ -43,7 +44,7 @@ public final class ZeroCopyAllReduce {
             long hi = Chunks.partStart(elems, n, me + 1);
             if (hi > lo) {
                 for (int p = 0; p < n; p++) {
-                    t.srcs[p] = t.peerSend[p];
+                    SegmentArrays.set(t.srcs, p, t.peerSend[p]);
                     t.srcOffsets[p] = t.peerSendOffsets[p] + (first + lo) * es;
                 }
                 Reductions.reduce(type, op, out, (first + lo) * es, t.srcs, t.srcOffsets, n, hi - lo, n);

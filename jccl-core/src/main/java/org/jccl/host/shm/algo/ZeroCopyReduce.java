@@ -5,6 +5,7 @@ import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * Reduce on registered buffers ({@link ZeroCopy}: every rank's send and the root's recv): rank r
@@ -31,7 +32,7 @@ public final class ZeroCopyReduce {
         long hi = Chunks.partStart(count, n, me + 1);
         if (hi > lo) {
             for (int p = 0; p < n; p++) {
-                t.srcs[p] = t.peerSend[p];
+                SegmentArrays.set(t.srcs, p, t.peerSend[p]);
                 t.srcOffsets[p] = t.peerSendOffsets[p] + lo * es;
             }
             MemorySegment dst = t.peerRecv[root];

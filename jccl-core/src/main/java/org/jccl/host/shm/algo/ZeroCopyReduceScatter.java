@@ -4,6 +4,7 @@ import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.host.shm.ShmTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * Reduce-scatter on registered send buffers ({@link ZeroCopy}): rank r reduces block r straight
@@ -24,7 +25,7 @@ public final class ZeroCopyReduceScatter {
         int me = t.rank();
         long blockBytes = recv.byteSize();
         for (int p = 0; p < n; p++) {
-            t.srcs[p] = t.peerSend[p];
+            SegmentArrays.set(t.srcs, p, t.peerSend[p]);
             t.srcOffsets[p] = t.peerSendOffsets[p] + me * blockBytes;
         }
         Reductions.reduce(send.type(), op, recv.segment(), 0, t.srcs, t.srcOffsets, n, recv.count(), n);

@@ -6,6 +6,7 @@ import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
 import org.jccl.host.kernel.Reductions;
 import org.jccl.host.tcp.TcpTransport;
+import org.jccl.internal.SegmentArrays;
 
 /**
  * What the TCP algorithms share: element arithmetic (parts of a vector, chunks, tags) and the
@@ -161,7 +162,7 @@ public final class Parts {
         int n = t.size();
         int r = t.rank();
         for (int p = 0; p < n; p++) {
-            t.srcs[p] = p == r ? own : received;
+            SegmentArrays.set(t.srcs, p, p == r ? own : received);
             t.srcOffsets[p] = p == r ? ownOffset : p * blockBytes;
         }
         Reductions.reduce(type, op, dst, 0, t.srcs, t.srcOffsets, n, count, n);
@@ -186,9 +187,9 @@ public final class Parts {
      */
     static void reducePair(TcpTransport t, DataType type, ReduceOp op, MemorySegment dst, long dstOffset,
                            MemorySegment a, long aOffset, MemorySegment b, long bOffset, long elems) {
-        t.srcs[0] = a;
+        SegmentArrays.set(t.srcs, 0, a);
         t.srcOffsets[0] = aOffset;
-        t.srcs[1] = b;
+        SegmentArrays.set(t.srcs, 1, b);
         t.srcOffsets[1] = bOffset;
         Reductions.reduce(type, op, dst, dstOffset, t.srcs, t.srcOffsets, 2, elems, 1);
     }

@@ -13,9 +13,9 @@ import org.jccl.host.shm.ShmTransport;
  *
  * <p>A rank's own input is read from its buffer, not from its slot, although both hold the same
  * values (so the results are the same bit for bit): by then the peers have read the slot's line,
- * and on some CPUs (AMD's, which hand a modified line over to its reader) that read took the line
- * out of this core's cache: reading it back cost a transfer between cores, 150 ns of a 0.7 us
- * all-reduce of 8 bytes on 2 ranks.
+ * and on some CPUs that read takes the line out of this core's cache (measured on an AMD EPYC VM:
+ * reading it back cost a transfer between cores, 150 ns of a 0.7 us all-reduce of 8 bytes on 2
+ * ranks; docs/BENCHMARKS.md, fourteenth set).
  *
  * <p>With a root ({@code root >= 0}) it is the small reduce: only the root waits for every rank's
  * input, checks every rank's call and reduces, its own input read in place (so it posts its call

@@ -55,6 +55,12 @@ public final class ShmTransport implements Transport {
     private final long[] entryHeader;
     /** k - 1 where the IN ring's k is a power of two (the default), else -1: chunk ids map to entries without a division. */
     private final int inMask;
+
+    static {
+        if (Integer.bitCount(SMALL_SLOTS) != 1) { // entry() masks ids into the small ring
+            throw new AssertionError("SMALL_SLOTS must be a power of two, is " + SMALL_SLOTS);
+        }
+    }
     private final Arena arena;
     private final MemorySegment[] segs;
     private final MemorySegment mine;
@@ -68,17 +74,14 @@ public final class ShmTransport implements Transport {
     public final MemorySegment[] srcs;
     /**
      * The sources of a reduction of the slots and this rank's own input: every rank's segment but
-     * entry {@code rank}, which every such reduction sets to the caller's input. No other code
-     * stores into it, so its stores are of the callers' segments only (storing into {@link #srcs}
-     * made C2 speculate on the stored classes and deoptimize the call path whenever another
-     * algorithm had stored a segment of another class there): with one array shared with
-     * the zero-copy algorithms' peer views, the next reduction over the slots stored a segment of a
-     * class C2 had not seen stored there (an array_check trap, 2 ranks: a 32 KiB in-place
-     * all-reduce after an out-of-place one). Only a changed segment is stored (a store of a
-     * reference is a GC write barrier, and an old array's card dirtied per call keeps the
-     * collector's refinement busy), and through {@link org.jccl.internal.SegmentArrays} (a plain
-     * array store trapped in every first compilation); the warm-up changes it between its in-place
-     * and out-of-place calls, so both ways of that branch are compiled.
+     * entry {@code rank}, which every such reduction sets to the caller's input. An array of its
+     * own, not {@link #srcs}: the zero-copy algorithms leave the peers' views there, and the peers'
+     * entries here stay their slots' segments, never written after construction. Only a changed
+     * segment is stored (a store of a reference is a GC write barrier, and an old array's card
+     * dirtied per call keeps the collector's refinement busy), through {@link
+     * org.jccl.internal.SegmentArrays} (a plain array store trapped in every first compilation); the
+     * warm-up changes it between its in-place and out-of-place calls, so both ways of that branch
+     * are compiled.
      */
     public final MemorySegment[] slotAndOwnSrcs;
     /** Reused by the algorithms: one offset per rank. */
@@ -466,7 +469,6 @@ public final class ShmTransport implements Transport {
      * chunk: by mask, not division, where the ring's size is a power of two.
      */
     private int entry(long g) {
-        assert Integer.bitCount(SMALL_SLOTS) == 1 : "SMALL_SLOTS must be a power of two";
         long id = id(g);
         if ((g & SMALL_RING) != 0) {
             return geo.k() + (int) (id & (SMALL_SLOTS - 1));

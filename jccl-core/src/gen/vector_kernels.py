@@ -109,7 +109,11 @@ final class VectorKernels implements Kernels {
             case INT64, UINT64 -> i64(op, type == DataType.UINT64, d, dOff, a, aOff, b, bOff, rest, ro, n, count);
         };
         if (done < count) {
-            ScalarKernels.reduce(type, op, scalar, divisor, d, dOff, a, aOff, b, bOff, rest, ro, n, done, count);
+            if (n == 2 && type == DataType.FLOAT32 && count - done <= ScalarKernels.TAIL_MAX) {
+                ScalarKernels.f32Tail(op, fs, divisor, d, dOff, a, aOff, b, bOff, done, count);
+            } else {
+                ScalarKernels.reduce(type, op, scalar, divisor, d, dOff, a, aOff, b, bOff, rest, ro, n, done, count);
+            }
         }
     }
 

@@ -21,7 +21,8 @@ import org.jccl.internal.WarmupSetting;
  *
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
  * the algorithm the tuner gives it, and one-shot's largest size where the mid one is past it; out
- * of place and in place), plus a small broadcast and reduce
+ * of place and in place, and one of every count from 1 to {@value #TAILS} in turn, so that the
+ * kernels' tails have run every remainder), plus a small broadcast and reduce
  * (both placements), all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and
  * send/recv ring steps; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
@@ -45,6 +46,11 @@ final class JitWarmup {
     private static final int SMALL = 7;
     private static final int MID = 4099;
     private static final int LARGE = 65541;
+    /**
+     * Counts 1 to this many take turns, one per block: every remainder after the vector loop
+     * (a vector holds at most 16 floats), whose tail code branches on its bits.
+     */
+    private static final int TAILS = 15;
 
     /**
      * Every this many blocks the warm-up restarts the numbering (as it does at its end), so that
@@ -89,7 +95,10 @@ final class JitWarmup {
             int top = oneShotMax >= (long) MID * Float.BYTES || oneShotMax <= (long) SMALL * Float.BYTES ? 0
                     : (int) ((oneShotMax / Float.BYTES - 1) | 1);
             Buffers[] sets = {new Buffers(confined, n, false, top), new Buffers(shared, n, true, top)};
-            int[] vote = new int[2];
+            // {busy, out of time, a bit that differs between ranks and blocks}: the last one takes
+            // the integer maximum's comparison both ways, so that the final vote (busy turning
+            // from 1 to 0) is no branch the compiled reduction never took
+            int[] vote = new int[3];
             HostBuffer voteBuf = HostBuffer.of(vote);
             // the quiet stretch counts from the start, so it also is the shortest warm-up
             long compiled = WarmupSetting.jitActivity();
@@ -111,6 +120,7 @@ final class JitWarmup {
                 long elapsed = now - t0;
                 vote[0] = WarmupSetting.busy(watch, now, lastCompile, CALLS.get()) ? 1 : 0;
                 vote[1] = elapsed >= limit ? 1 : 0;
+                vote[2] = (blocks + comm.rank()) & 1;
                 comm.allReduce(voteBuf, voteBuf, ReduceOp.MAX);
                 if (vote[0] == 0 || vote[1] == 1) {
                     break;
@@ -149,6 +159,10 @@ final class JitWarmup {
         final HostBuffer blockIn, gathered, exchanged;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
         final HostBuffer topIn, topOut, topSame;
+        /** {@code tailIn[c]}, {@code tailOut[c]}: {@code c} floats, for c from 1 to {@value #TAILS}. */
+        final HostBuffer[] tailIn = new HostBuffer[TAILS + 1], tailOut = new HostBuffer[TAILS + 1];
+        /** The blocks this set ran. */
+        private int blocks;
 
         /**
          * {@code outFirst}: each output lies below its input in memory, else above; {@code top}: floats
@@ -178,6 +192,12 @@ final class JitWarmup {
             midSame = outFirst ? midOut.slice(0, MID) : midOut;
             largeSame = outFirst ? largeOut.slice(0, LARGE) : largeOut;
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
+            HostBuffer[] tail = pair(arena, TAILS, outFirst);
+            fill(tail[0]);
+            for (int c = 1; c <= TAILS; c++) {
+                tailIn[c] = tail[0].slice(0, c);
+                tailOut[c] = tail[1].slice(0, c);
+            }
             // Native memory only: kernels compiled after a warm-up that mixed heap arrays in ran
             // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, host engine on
             // the 32-core host); a heap array's first calls recompile them for both kinds.
@@ -209,7 +229,10 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet((async ? 48 + BURST : 45) + (topIn != null ? 16 : 0)); // with the vote that follows each block
+            CALLS.addAndGet((async ? 50 + BURST : 47) + (topIn != null ? 16 : 0)); // with the vote that follows each block
+            int t = 1 + blocks++ % TAILS;
+            c.allReduce(tailIn[t], tailOut[t], ReduceOp.SUM);
+            c.allReduce(tailOut[t], tailOut[t], ReduceOp.SUM);
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);

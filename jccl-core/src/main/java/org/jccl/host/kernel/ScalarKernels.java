@@ -137,6 +137,69 @@ final class ScalarKernels implements Kernels {
         }
     }
 
+    /** The longest tail {@link #f32Tail} takes: a vector of 16 floats leaves at most 15. */
+    static final int TAIL_MAX = 15;
+
+    /**
+     * Elements [from, count) of a two-input float reduction, at most {@value #TAIL_MAX} of them
+     * (a vector loop's tail), without a loop. Why no loop: once the JVM has seen segments of
+     * confined and of shared arenas (the warm-up's, a caller's, a peer's slot), C2's profiled loop
+     * predication hoists a confined session's owner-thread check out of loops over segments, and
+     * on shared segments that hoisted check fails at the loop's entry: the tail loop of
+     * {@link #f32} trapped and was recompiled every few hundred milliseconds, through the warm-up
+     * and into a caller's first calls (KernelRecompilationTest). Each element is computed exactly
+     * as that loop computes it. The warm-up runs every length, so no case is new to a caller.
+     */
+    @SuppressWarnings("fallthrough")
+    static void f32Tail(Op op, float s, float dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
+                        MemorySegment b, long bOff, long from, long count) {
+        long o = from * 4;
+        switch ((int) (count - from)) {
+            case 15:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 56);
+            case 14:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 52);
+            case 13:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 48);
+            case 12:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 44);
+            case 11:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 40);
+            case 10:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 36);
+            case 9:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 32);
+            case 8:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 28);
+            case 7:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 24);
+            case 6:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 20);
+            case 5:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 16);
+            case 4:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 12);
+            case 3:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 8);
+            case 2:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 4);
+            case 1:
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, o + 0);
+            case 0:
+                break;
+            default:
+                throw new IllegalArgumentException("a tail of " + (count - from) + " floats: at most " + TAIL_MAX);
+        }
+    }
+
+    /** One element of {@link #f32}'s two-input loop, at byte offset {@code o}. */
+    private static void f32Two(Op op, float s, float dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
+                               MemorySegment b, long bOff, long o) {
+        float x = a.get(F32, aOff + o);
+        float acc = step(op, op == Op.PREMUL ? s * x : x, b.get(F32, bOff + o), s);
+        d.set(F32, dOff + o, canon(op == Op.AVG ? acc / dv : acc));
+    }
+
     private static void f64(Op op, double s, double dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
                             MemorySegment b, long bOff, MemorySegment[] rest, long[] ro, int n, long from, long to) {
         boolean premul = op == Op.PREMUL;

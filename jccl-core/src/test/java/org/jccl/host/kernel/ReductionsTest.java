@@ -62,6 +62,14 @@ class ReductionsTest {
         final int inPlace;        // index of the source dst aliases, or -1
 
         Case(DataType t, int n, long count, long seed, Arena arena, boolean allowInPlace, boolean nativeOnly) {
+            this(t, n, count, seed, arena, allowInPlace ? -2 : -1, nativeOnly);
+        }
+
+        /**
+         * {@code placement}: 0 or more, in place on that input; -1 out of place; -2 either, at
+         * random (a third of the cases in place).
+         */
+        Case(DataType t, int n, long count, long seed, Arena arena, int placement, boolean nativeOnly) {
             this.t = t;
             SplittableRandom rnd = new SplittableRandom(seed);
             int size = t.byteSize();
@@ -82,7 +90,7 @@ class ReductionsTest {
                 srcs[k] = MemorySegment.ofArray(new byte[1]);
                 offs[k] = 99;
             }
-            inPlace = allowInPlace && rnd.nextInt(3) == 0 ? rnd.nextInt(n) : -1;
+            inPlace = placement == -2 ? (rnd.nextInt(3) == 0 ? rnd.nextInt(n) : -1) : placement;
             if (inPlace >= 0) {
                 dst = srcs[inPlace];
                 dOff = offs[inPlace];
@@ -146,6 +154,42 @@ class ReductionsTest {
                 }
             }
         }
+    }
+
+    /**
+     * Two float inputs end in a tail without a loop (one case per length): every count up to
+     * four vectors of the widest species, and past 1000, each out of place and in place on either
+     * input, bit for bit the reference's result and the scalar kernels'.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("floatOps")
+    void twoFloatInputsOfEveryTailLengthMatchTheReference(ReduceOp op) {
+        DataType t = DataType.FLOAT32;
+        long seed = Objects.hash("tails", op.toString());
+        try (Arena arena = Arena.ofConfined()) {
+            for (long count = 0; count <= 64 + 1040; count = count == 64 ? 1000 : count + 1) {
+                for (int placement = 0; placement < 3; placement++) {
+                    byte[] first = null;
+                    for (Kernels k : impls()) {
+                        Case c = new Case(t, 2, count, seed + count * 7 + placement, arena, placement == 2 ? -1 : placement, false);
+                        Reductions.reduce(k, t, op, c.dst, c.dOff, c.srcs, c.offs, 2, count, 2);
+                        String what = k.name() + " " + op + " count=" + count
+                                + (c.inPlace >= 0 ? " in place on input " + c.inPlace : "");
+                        c.check(count, i -> Ref.reduce(t, op, column(c.in, (int) i), 2, 2), what);
+                        byte[] r = c.result(count);
+                        if (first == null) {
+                            first = r;
+                        } else {
+                            assertArrayEquals(first, r, "vector and scalar differ: " + what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    static Stream<ReduceOp> floatOps() {
+        return java.util.Arrays.stream(OPS).filter(op -> op.supports(DataType.FLOAT32));
     }
 
     static long[] column(long[][] in, int i) {

@@ -52,6 +52,8 @@
 #              and cold (-n 20 -w 5, 8 B..16 MiB), the builds in HOSTCMP_ASYNC_BUILDS interleaved, Open MPI the same
 #              way in each round, HOSTCMP_TWOCORE_REPS rounds; with .gpu/pp/PingPong.class, Java's floor for
 #              the same exchange (two processes, one cache line each way) in each round
+#   wutime     the JIT warm-up's length (JCCL_DEBUG=INFO's line in the run log): 2 ranks on 2 cores (taskset -c 0,1),
+#              2 and 16 ranks on the whole host, each build in HOSTCMP_ASYNC_BUILDS, twice
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -313,6 +315,16 @@ if [[ $PHASES == *,small2c,* ]]; then # 2 ranks on 2 cores, blocking: small size
     done
     mpi 2 default "s2c-steady-$rep" allreduce -b 8 -e 4K -f 8 -n 200000 -w 20000 -c 0
     mpi 2 default "s2c-cold-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+  done
+  PIN=""
+fi
+if [[ $PHASES == *,wutime,* ]]; then # how long the JIT warm-up of a new communicator takes, cold JVMs
+  for rep in 1 2; do
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
+      PIN="taskset -c 0,1" CLI=$v JCCL_DEBUG=INFO jccl 2 "wu2c-$v-$rep" allreduce -b 8 -e 64K -f 8
+      PIN="" CLI=$v JCCL_DEBUG=INFO jccl 2 "wu-$v-$rep" allreduce -b 8 -e 64K -f 8
+      PIN="" CLI=$v JCCL_DEBUG=INFO jccl 16 "wu-$v-$rep" allreduce -b 8 -e 64K -f 8
+    done
   done
   PIN=""
 fi

@@ -88,6 +88,19 @@ class PerfEndToEndTest {
     }
 
     @Test
+    void blockingCallsRunEveryCollectiveInBothPlacements(@TempDir Path dir) throws Exception {
+        // -z 1: each call completes before the next; in-place send/recv included (sendRecv itself
+        // refuses overlapping buffers: the tool issues the async pair, as in its default mode)
+        Path json = dir.resolve("blocking.json");
+        MainTest.Result r = MainTest.main("perf", "all", "--ranks", "2", "-b", "48", "-e", "3K", "-f", "64", "-n", "3",
+                "-w", "1", "-z", "1", "--json", json.toString());
+        assertEquals(0, r.code(), r.err());
+        List<Row> rows = PerfJson.read(json).getFirst().rows();
+        assertEquals(Collective.values().length * 2, rows.size());
+        assertAllCorrect(rows);
+    }
+
+    @Test
     void tableJsonCsvAndSvgOfOneRun(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("r.json");
         Path csv = dir.resolve("r.csv");

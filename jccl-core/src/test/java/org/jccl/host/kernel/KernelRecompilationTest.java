@@ -31,6 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class KernelRecompilationTest {
     private static final int COUNT = 7; // below one vector: the tail alone
+    private static final java.util.Set<String> KERNELS = java.util.Set.of(Reductions.class.getName(),
+            ScalarKernels.class.getName(), "org.jccl.host.kernel.VectorKernels");
 
     @Test
     void sharedSegmentsAfterConfinedOnesCostTheFloatKernelsNoPredicateTrap(@TempDir Path tmp) throws Exception {
@@ -51,7 +53,8 @@ class KernelRecompilationTest {
                 .filter(e -> "profile_predicate".equals(e.getString("reason")))
                 .filter(e -> {
                     RecordedMethod m = e.getValue("method");
-                    return m != null && m.getType().getName().startsWith("org.jccl.host.kernel.");
+                    // the library's kernel classes: this test's own loop (which inlines them) may trap
+                    return m != null && KERNELS.contains(m.getType().getName());
                 })
                 .toList();
         assertTrue(traps.isEmpty(), () -> traps.size() + " profile_predicate traps in the float kernels: "

@@ -47,10 +47,10 @@ final class JitWarmup {
     private static final int MID = 4099;
     private static final int LARGE = 65541;
     /**
-     * Counts 1 to this many take turns, one per block: every remainder after the vector loop
-     * (a vector holds at most 16 floats), whose tail code branches on its bits.
+     * Counts 1 to this many take turns, one per block: every length of the two-input float tail,
+     * whose code has one case per length.
      */
-    private static final int TAILS = 15;
+    private static final int TAILS = org.jccl.host.kernel.Reductions.FLOAT_TAIL_MAX;
 
     /**
      * Every this many blocks the warm-up restarts the numbering (as it does at its end), so that

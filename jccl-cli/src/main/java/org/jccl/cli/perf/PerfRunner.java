@@ -646,18 +646,9 @@ public final class PerfRunner {
             }
         }
 
+        /** One blocking call. */
         void run() {
-            switch (c) {
-                case ALLREDUCE -> comm.allReduce(s, r, op);
-                case ALLGATHER -> comm.allGather(s, r);
-                case REDUCESCATTER -> comm.reduceScatter(s, r, op);
-                case BROADCAST -> comm.broadcast(s, r, root);
-                case REDUCE -> comm.reduce(s, r, op, root);
-                case ALLTOALL -> comm.allToAll(s, r);
-                case GATHER -> comm.gather(s, r, root);
-                case SCATTER -> comm.scatter(s, r, root);
-                case SENDRECV -> sendRecv();
-            }
+            run(1);
         }
 
         /**
@@ -676,7 +667,7 @@ public final class PerfRunner {
         /**
          * {@code n} blocking calls, each collective's loop on its own, the buffers in locals: a
          * cold run's timed loop runs in the interpreter (20 iterations compile nothing), where a
-         * dispatch per call through {@link #run()} cost about 0.1 us of an 8-byte all-reduce's
+         * dispatch per call (a switch around each call) cost about 0.1 us of an 8-byte all-reduce's
          * 0.6, which Open MPI's C driver does not pay.
          */
         void run(int n) {

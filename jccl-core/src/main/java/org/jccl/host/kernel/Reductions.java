@@ -60,6 +60,12 @@ public final class Reductions {
     private static final Log LOG = Log.get(Reductions.class);
     private static final Kernels IMPL = select();
 
+    /**
+     * The longest tail after the vector loop that a two-input float reduction runs without a loop
+     * (one case per length, each of which a warm-up should run once).
+     */
+    public static final int FLOAT_TAIL_MAX = ScalarKernels.TAIL_MAX;
+
     private Reductions() {
     }
 

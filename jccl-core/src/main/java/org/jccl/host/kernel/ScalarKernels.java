@@ -115,10 +115,7 @@ final class ScalarKernels implements Kernels {
         boolean premul = op == Op.PREMUL;
         if (n == 2) {
             for (long i = from; i < to; i++) {
-                long o = i * 4;
-                float x = a.get(F32, aOff + o);
-                float acc = step(op, premul ? s * x : x, b.get(F32, bOff + o), s);
-                d.set(F32, dOff + o, canon(op == Op.AVG ? acc / dv : acc));
+                f32Two(op, s, dv, d, dOff, a, aOff, b, bOff, i * 4);
             }
             return;
         }
@@ -147,8 +144,8 @@ final class ScalarKernels implements Kernels {
      * predication hoists a confined session's owner-thread check out of loops over segments, and
      * on shared segments that hoisted check fails at the loop's entry: the tail loop of
      * {@link #f32} trapped and was recompiled every few hundred milliseconds, through the warm-up
-     * and into a caller's first calls (KernelRecompilationTest). Each element is computed exactly
-     * as that loop computes it. The warm-up runs every length, so no case is new to a caller.
+     * and into a caller's first calls (KernelRecompilationTest). Each element is that loop's
+     * ({@link #f32Two}). The warm-up runs every length, so no case is new to a caller.
      */
     @SuppressWarnings("fallthrough")
     static void f32Tail(Op op, float s, float dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
@@ -192,7 +189,7 @@ final class ScalarKernels implements Kernels {
         }
     }
 
-    /** One element of {@link #f32}'s two-input loop, at byte offset {@code o}. */
+    /** One element of a two-input float reduction ({@link #f32}'s loop, {@link #f32Tail}), at byte offset {@code o}. */
     private static void f32Two(Op op, float s, float dv, MemorySegment d, long dOff, MemorySegment a, long aOff,
                                MemorySegment b, long bOff, long o) {
         float x = a.get(F32, aOff + o);

@@ -130,7 +130,11 @@ public final class FlightRecorder {
             }
         }
         long h = next++;
-        int i = prev + 1 == capacity ? 0 : prev + 1;
+        // Wraps without a branch: the JIT warm-up clears the recorder before it fills, so a wrap
+        // branch would first be taken at a caller's capacity-th call, and its trap would send the
+        // compiled call path (this method inlined in it) back to the interpreter there.
+        int i = prev + 1;
+        i -= capacity & ((capacity - 1 - i) >> 31);
         newest = i;
         seq[i] = sequence;
         opcode[i] = (byte) op;

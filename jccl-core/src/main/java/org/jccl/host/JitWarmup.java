@@ -59,6 +59,20 @@ final class JitWarmup {
      * caller's first collective.
      */
     static final int RESTART_EVERY = 16;
+    /**
+     * Every this many blocks of a set one rank comes {@link #LATE_NANOS} late to one of the block's
+     * calls (the call and the rank take turns), so that the others wait long enough to yield and
+     * to park. A wait that long is common in a caller's steps (a rank still computing) and never
+     * happened in a warm-up of back-to-back calls: the park branch of the idle strategy, inlined in
+     * every wait, was a trap that sent the caller's first long wait's compiled code back to the
+     * interpreter (and the health check's parking test another).
+     */
+    static final int LATE_EVERY = 128;
+    /** How late: past the spins and yields of a wait ({@code BackoffIdleStrategy.forRanks}, 1-2.5 ms) into its parks. */
+    static final long LATE_NANOS = 4_000_000;
+    /** The calls of a block that a late rank may be late to (see {@code Buffers.block}). */
+    private static final int LATE_SITES = 4;
+
     /** Collectives the warm-ups of this JVM made (every thread rank counts its own). */
     static final java.util.concurrent.atomic.AtomicLong CALLS = new java.util.concurrent.atomic.AtomicLong();
 
@@ -220,6 +234,20 @@ final class JitWarmup {
             return b;
         }
 
+        /**
+         * Keeps this rank busy for {@link #LATE_NANOS} when {@code now}, so that the others' next
+         * wait spins, yields and parks (busy rather than asleep: on few cores a sleeping rank would
+         * leave its core to the waiters' spinning instead of making them wait).
+         */
+        private static void late(boolean now) {
+            if (now) {
+                long end = System.nanoTime() + LATE_NANOS;
+                while (System.nanoTime() - end < 0) {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+
         /** Async all-reduces issued back to back in each shared block, then awaited. */
         private static final int BURST = 4;
         private final org.jccl.Work[] burst = new org.jccl.Work[BURST];
@@ -230,9 +258,15 @@ final class JitWarmup {
          */
         void block(Communicator c, boolean async) {
             CALLS.addAndGet((async ? 50 + BURST : 47) + (topIn != null ? 16 : 0)); // with the vote that follows each block
-            int t = 1 + blocks++ % TAILS;
+            int b = blocks++;
+            int t = 1 + b % TAILS;
+            // this block's late event (-1: none): which call, and which rank is late to it
+            int event = b % LATE_EVERY == LATE_EVERY - 1 ? b / LATE_EVERY : -1;
+            int lateSite = event < 0 ? -1 : event % LATE_SITES;
+            boolean lateHere = event >= 0 && c.rank() == (event / LATE_SITES) % c.size();
             c.allReduce(tailIn[t], tailOut[t], ReduceOp.SUM);
             c.allReduce(tailOut[t], tailOut[t], ReduceOp.SUM);
+            late(lateHere && lateSite == 0);
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);
                 c.allReduce(smallOut, smallSame, ReduceOp.SUM);
@@ -240,11 +274,13 @@ final class JitWarmup {
                     c.allReduce(topIn, topOut, ReduceOp.SUM);
                     c.allReduce(topOut, topSame, ReduceOp.SUM);
                 }
+                late(lateHere && lateSite == 1 && i == 0);
                 c.allReduce(midIn, midOut, ReduceOp.SUM);
                 c.allReduce(midOut, midSame, ReduceOp.SUM);
             }
             c.allReduce(largeIn, largeOut, ReduceOp.SUM);
             c.allReduce(largeOut, largeSame, ReduceOp.SUM);
+            late(lateHere && lateSite == 2);
             c.broadcast(smallIn, smallOut, 0);
             c.reduce(smallIn, smallOut, ReduceOp.SUM, 0);
             // In place too: a small reduce's root reads its own input where its output goes, a
@@ -259,6 +295,7 @@ final class JitWarmup {
             // of a root and of the others: without them a caller's first gather threw that away.
             c.gather(blockIn, exchanged, 0);
             c.scatter(gathered, smallOut, 0);
+            late(lateHere && lateSite == 3);
             c.barrier();
             if (async) {
                 // A burst, as jccl perf and nccl-tests issue them: several queued, then awaited in

@@ -38,6 +38,36 @@ class JitWarmupTest {
         assertEquals(before + 3, JitWarmup.RUNS.get(), "every rank warms up once at creation");
     }
 
+    /**
+     * A rank that comes late after the warm-up (still computing, as in a training step) makes the
+     * others spin, yield and park: a wait the warm-up of back-to-back calls never made until it
+     * made one rank late now and then. Before, the park branch was a trap in the compiled waits,
+     * and the caller's first long wait sent them back to the interpreter (on few cores the warm-up's
+     * own waits may park anyway). Then 2100 calls: the flight recorder's first wrap, which the
+     * warm-up never reaches, threw the compiled call path away at the caller's 2000th call. In a
+     * fresh JVM (the profile of this one is every other test's), through the JDK's own
+     * deoptimization events.
+     */
+    @Test
+    void aRankLateAfterTheWarmUpAndTheFlightRecordersFirstWrapCostNoDeoptimization() throws Exception {
+        org.jccl.bootstrap.Procs.Proc p = org.jccl.bootstrap.Procs.startC2(LateRankMain.class, List.of("8", "30"),
+                java.util.Map.of());
+        try {
+            assertTrue(p.process().waitFor(150, java.util.concurrent.TimeUnit.SECONDS), () -> "still running:\n" + p.output());
+            String out = p.output();
+            assertTrue(out.contains("DONE"), out);
+            assertTrue(out.contains("SUMS 27.0 27.0"), out);
+            List<String> traps = out.lines().filter(l -> l.startsWith("DEOPT org.jccl."))
+                    .filter(l -> !l.startsWith("DEOPT " + LateRankMain.class.getName())
+                            && !l.startsWith("DEOPT " + ThreadRanks.class.getName()))
+                    .toList();
+            assertTrue(traps.isEmpty(), () -> "the library's compiled code deoptimized after the warm-up:\n"
+                    + String.join("\n", traps));
+        } finally {
+            p.process().destroyForcibly();
+        }
+    }
+
     @Test
     void overTcpTheNumberingRestartsTooAndTheCallsAfterMatch() throws Exception {
         List<String> out = ThreadRanks.run(2, T, Duration.ofSeconds(120),

@@ -1,0 +1,109 @@
+package org.jccl.host;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordingFile;
+import org.jccl.DataType;
+import org.jccl.HostBuffer;
+import org.jccl.ReduceOp;
+
+/**
+ * A fresh JVM for {@link JitWarmupTest}: two thread ranks warm up at creation ({@code JCCL_WARMUP}
+ * = args[0] seconds at most), then rank 1 comes {@code args[1]} ms late to a small all-reduce, a
+ * mid-size one, a broadcast and a barrier, twice, as a rank still computing would, so that rank 0
+ * spins, yields and parks; then both run 2100 small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
+ * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
+ */
+public final class LateRankMain {
+    private LateRankMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bound = args[0];
+        long lateNanos = Long.parseLong(args[1]) * 1_000_000L;
+        Path file = Files.createTempFile("jccl-late", ".jfr");
+        AtomicReference<Instant> warm = new AtomicReference<>();
+        List<String> sums;
+        try (Recording rec = new Recording()) {
+            rec.enable("jdk.Deoptimization").withoutStackTrace();
+            rec.start();
+            sums = ThreadRanks.run(2, Duration.ofSeconds(60), Duration.ofSeconds(120),
+                    o -> o.withSetting("JCCL_WARMUP", bound), comm -> {
+                        try (Arena arena = Arena.ofConfined()) {
+                            HostBuffer small = HostBuffer.allocate(DataType.FLOAT32, 5, arena);
+                            HostBuffer mid = HostBuffer.allocate(DataType.FLOAT32, 3001, arena);
+                            comm.barrier();
+                            if (comm.rank() == 0) {
+                                warm.set(Instant.now());
+                            }
+                            comm.barrier();
+                            double total = 0;
+                            for (int round = 0; round < 2; round++) {
+                                fill(small, comm.rank() + 1);
+                                late(comm.rank() == 1, lateNanos);
+                                comm.allReduce(small, small, ReduceOp.SUM);
+                                total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 4);
+                                fill(mid, comm.rank() + 1);
+                                late(comm.rank() == 1, lateNanos);
+                                comm.allReduce(mid, mid, ReduceOp.SUM);
+                                total += mid.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 3000);
+                                fill(small, comm.rank() == 0 ? 7 : 0);
+                                late(comm.rank() == 1, lateNanos);
+                                comm.broadcast(small, small, 0);
+                                total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
+                                late(comm.rank() == 1, lateNanos);
+                                comm.barrier();
+                            }
+                            // Past the flight recorder's capacity (2000 by default), whose first wrap
+                            // the warm-up (which clears the recorder) never reaches
+                            fill(small, comm.rank() == 0 ? 1 : 0);
+                            for (int i = 0; i < 2100; i++) {
+                                // (in place, rank 1 adding zeros: the result stays 1)
+                                if (comm.rank() == 1 && i > 0) {
+                                    fill(small, 0);
+                                }
+                                comm.allReduce(small, small, ReduceOp.SUM);
+                            }
+                            total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 2);
+                            return Double.toString(total);
+                        }
+                    });
+            rec.stop();
+            rec.dump(file);
+        }
+        for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
+            RecordedMethod m = e.getValue("method");
+            if (m != null && warm.get() != null && e.getStartTime().isAfter(warm.get())) {
+                System.out.println("DEOPT " + m.getType().getName() + "." + m.getName() + " bci " + e.getInt("bci") + " "
+                        + e.getString("reason"));
+            }
+        }
+        Files.deleteIfExists(file);
+        System.out.println("SUMS " + String.join(" ", sums));
+        System.out.println("DONE");
+    }
+
+    private static void fill(HostBuffer b, float v) {
+        for (long i = 0; i < b.count(); i++) {
+            b.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, v);
+        }
+    }
+
+    /** Busy for {@code nanos} when {@code now} (a rank still computing). */
+    private static void late(boolean now, long nanos) {
+        if (now) {
+            long end = System.nanoTime() + nanos;
+            while (System.nanoTime() - end < 0) {
+                Thread.onSpinWait();
+            }
+        }
+    }
+}

@@ -54,6 +54,10 @@
 #              the same exchange (two processes, one cache line each way) in each round
 #   wutime     the JIT warm-up's length (JCCL_DEBUG=INFO's line in the run log): 2 ranks on 2 cores (taskset -c 0,1),
 #              2 and 16 ranks on the whole host, each build in HOSTCMP_ASYNC_BUILDS, twice
+#   calls2k    2 ranks, blocking 8 B all-reduce, -n 2000 and -n 20000 (-w 5: a caller's 2000th call falls in the timed
+#              loop), on the whole host and on 2 cores (taskset -c 0,1), the builds in HOSTCMP_ASYNC_BUILDS interleaved,
+#              HOSTCMP_TWOCORE_REPS rounds; with .gpu/line_rtt (bench/floor/line_rtt.c), the cache-line round trip
+#              between CPUs 0 and 1 before each round
 #   aot        JCCL_AOT=on against off, cold all-reduce 16 B..16 MiB (x4), 2 ranks on the whole host and on 2 cores
 #              (taskset -c 0,1), alternating, HOSTCMP_AOT_REPS times (default 3), after one training run (a fresh cache)
 #   jitpin     16 ranks, steady all-reduce 16 B..4 KiB and reduce-scatter 256 B..64 KiB: .gpu/cli-base against
@@ -315,6 +319,18 @@ if [[ $PHASES == *,small2c,* ]]; then # 2 ranks on 2 cores, blocking: small size
     done
     mpi 2 default "s2c-steady-$rep" allreduce -b 8 -e 4K -f 8 -n 200000 -w 20000 -c 0
     mpi 2 default "s2c-cold-$rep" allreduce -b 8 -e 16M -f 8 -n 20 -w 5 -c 0
+  done
+  PIN=""
+fi
+if [[ $PHASES == *,calls2k,* ]]; then # a caller's 2000th call: the builds interleaved, whole host and 2 cores
+  for rep in $(seq 1 "${HOSTCMP_TWOCORE_REPS:-3}"); do
+    [ -x .gpu/line_rtt ] && log "calls2k $rep: line round trip CPUs 0-1 $(.gpu/line_rtt 0 1) ns"
+    for v in ${HOSTCMP_ASYNC_BUILDS:-cli-base cli}; do
+      for n in 2000 20000; do
+        PIN="" CLI=$v jccl 2 "c2k-$v-n$n-$rep" allreduce -b 8 -e 8 -n "$n" -w 5
+        PIN="taskset -c 0,1" CLI=$v jccl 2 "c2k2c-$v-n$n-$rep" allreduce -b 8 -e 8 -n "$n" -w 5
+      done
+    done
   done
   PIN=""
 fi

@@ -248,6 +248,10 @@ final class JitWarmup {
             }
         }
 
+        /** The float reductions other than SUM, one per block in turn (see {@link #block}). */
+        private static final ReduceOp[] OTHER_OPS = {ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PROD, ReduceOp.AVG,
+            ReduceOp.preMulSum(0.5)};
+
         /** Async all-reduces issued back to back in each shared block, then awaited. */
         private static final int BURST = 4;
         private final org.jccl.Work[] burst = new org.jccl.Work[BURST];
@@ -257,7 +261,7 @@ final class JitWarmup {
          * the worker thread (Work-returning calls, which need buffers of a shared arena).
          */
         void block(Communicator c, boolean async) {
-            CALLS.addAndGet((async ? 50 + BURST : 47) + (topIn != null ? 16 : 0)); // with the vote that follows each block
+            CALLS.addAndGet((async ? 51 + BURST : 48) + (topIn != null ? 16 : 0)); // with the vote that follows each block
             int b = blocks++;
             int t = 1 + b % TAILS;
             // this block's late event (-1: none): which call, and which rank is late to it
@@ -266,6 +270,10 @@ final class JitWarmup {
             boolean lateHere = event >= 0 && c.rank() == (event / LATE_SITES) % c.size();
             c.allReduce(tailIn[t], tailOut[t], ReduceOp.SUM);
             c.allReduce(tailOut[t], tailOut[t], ReduceOp.SUM);
+            // The other float reductions, one a block in turn, so that the kernels' dispatch has
+            // seen every one: a caller's first MAX (say) took a branch the compiled call path had
+            // never seen, which threw it away, and SUMs ran 2-3x slower for thousands of calls after
+            c.allReduce(smallIn, smallOut, OTHER_OPS[b % OTHER_OPS.length]);
             late(lateHere && lateSite == 0);
             for (int i = 0; i < 8; i++) {
                 c.allReduce(smallIn, smallOut, ReduceOp.SUM);

@@ -19,7 +19,8 @@ import org.jccl.ReduceOp;
  * A fresh JVM for {@link JitWarmupTest}: two thread ranks warm up at creation ({@code JCCL_WARMUP}
  * = args[0] seconds at most), then rank 1 comes {@code args[1]} ms late to a small all-reduce, a
  * mid-size one, a broadcast and a barrier, twice, as a rank still computing would, so that rank 0
- * spins, yields and parks; then both run 2100 small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
+ * spins, yields and parks; then a small all-reduce with each float reduction other than SUM, for the
+ * first time; then 2100 small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
  * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
  */
 public final class LateRankMain {
@@ -61,6 +62,12 @@ public final class LateRankMain {
                                 total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
                                 late(comm.rank() == 1, lateNanos);
                                 comm.barrier();
+                            }
+                            // The float reductions other than SUM, each for the first time
+                            for (ReduceOp op : new ReduceOp[] {ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PROD, ReduceOp.AVG}) {
+                                fill(small, comm.rank() + 1);
+                                comm.allReduce(small, small, op);
+                                total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 1);
                             }
                             // Past the flight recorder's capacity (2000 by default), whose first wrap
                             // the warm-up (which clears the recorder) never reaches

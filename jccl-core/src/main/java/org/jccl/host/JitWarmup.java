@@ -171,6 +171,8 @@ final class JitWarmup {
          */
         final HostBuffer smallSame, midSame, largeSame;
         final HostBuffer blockIn, gathered, exchanged;
+        /** {@link #LARGE} floats a rank: the large all-gather's output, the all-to-all's input and output. */
+        final HostBuffer largeAll, largeAll2;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
         final HostBuffer topIn, topOut, topSame;
         /** {@code tailIn[c]}, {@code tailOut[c]}: {@code c} floats, for c from 1 to {@value #TAILS}. */
@@ -215,6 +217,8 @@ final class JitWarmup {
             // Native memory only: kernels compiled after a warm-up that mixed heap arrays in ran
             // large all-reduces 1.3-2x slower on native buffers (docs/BENCHMARKS.md, host engine on
             // the 32-core host); a heap array's first calls recompile them for both kinds.
+            largeAll = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
+            largeAll2 = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }
@@ -251,6 +255,9 @@ final class JitWarmup {
         /** The float reductions other than SUM, one per block in turn (see {@link #block}). */
         private static final ReduceOp[] OTHER_OPS = {ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PROD, ReduceOp.AVG,
             ReduceOp.preMulSum(0.5)};
+
+        /** Every this many blocks of a set, the large paths of the other collectives (see {@link #block}). */
+        private static final int LARGE_EVERY = 8;
 
         /** Async all-reduces issued back to back in each shared block, then awaited. */
         private static final int BURST = 4;
@@ -296,6 +303,29 @@ final class JitWarmup {
             // caller's first in-place reduce threw the compiled reduction away)
             c.reduce(smallOut, ReduceOp.SUM, 0);
             c.broadcast(smallOut, 0);
+            if (b % LARGE_EVERY == LARGE_EVERY - 1 && c.size() > 1) {
+                // Now and then the large paths of the collectives other than all-reduce (zero copy,
+                // from JCCL_SHM_ZERO_COPY_BYTES a rank) and of a send/recv (a single copy, from
+                // JCCL_SHM_SINGLE_COPY_BYTES): a caller's first 1 MiB broadcast, all-gather,
+                // reduce-scatter or send/recv took branches the compiled code had never seen
+                int n = c.size();
+                int e = b / LARGE_EVERY;
+                CALLS.addAndGet(3);
+                c.broadcast(largeIn, largeOut, e % n);
+                c.broadcast(largeOut, (e + 1) % n);
+                // and one of the other collectives' large paths in turn
+                switch (e % 5) {
+                    case 0 -> c.allGather(largeIn, largeAll);
+                    case 1 -> c.reduceScatter(largeAll, largeOut, ReduceOp.SUM);
+                    case 2 -> c.allToAll(largeAll, largeAll2);
+                    case 3 -> c.gather(largeIn, largeAll, e % n);
+                    default -> c.scatter(largeAll, largeOut, e % n);
+                }
+                if (async) {
+                    // (shared buffers only, as the other send/recv below)
+                    c.sendRecv(largeIn, (c.rank() + 1) % n, largeOut, (c.rank() + n - 1) % n);
+                }
+            }
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);
             c.allToAll(gathered, exchanged);

@@ -46,20 +46,22 @@ class JitWarmupTest {
      * own waits may park anyway). Then a MAX, a MIN, a PROD and an AVG, each the caller's first:
      * before the warm-up ran them too, the first threw away the compiled call path (the kernels'
      * dispatch took a branch it had never seen) and SUMs ran 2-3x slower for thousands of calls
-     * after. Then 2100 calls: the flight recorder's first wrap, which the
+     * after. Then 1 MiB calls of the other collectives and a send/recv (their zero-copy and
+     * single-copy paths, which the warm-up ran only for all-reduce). Then 2100 calls: the flight
+     * recorder's first wrap, which the
      * warm-up never reaches, threw the compiled call path away at the caller's 2000th call. In a
      * fresh JVM (the profile of this one is every other test's), through the JDK's own
      * deoptimization events.
      */
     @Test
-    void aLateRankTheFirstMaxAndTheFlightRecordersFirstWrapAfterTheWarmUpCostNoDeoptimization() throws Exception {
+    void aLateRankFirstCallsOfEveryKindAndTheFlightRecordersFirstWrapAfterTheWarmUpCostNoDeoptimization() throws Exception {
         org.jccl.bootstrap.Procs.Proc p = org.jccl.bootstrap.Procs.startC2(LateRankMain.class, List.of("8", "30"),
                 java.util.Map.of());
         try {
             assertTrue(p.process().waitFor(150, java.util.concurrent.TimeUnit.SECONDS), () -> "still running:\n" + p.output());
             String out = p.output();
             assertTrue(out.contains("DONE"), out);
-            assertTrue(out.contains("SUMS 33.5 33.5"), out);
+            assertTrue(out.contains("SUMS 38.5 38.5"), out);
             List<String> traps = out.lines().filter(l -> l.startsWith("DEOPT org.jccl."))
                     .filter(l -> !l.startsWith("DEOPT " + LateRankMain.class.getName())
                             && !l.startsWith("DEOPT " + ThreadRanks.class.getName()))
@@ -84,6 +86,19 @@ class JitWarmupTest {
                     return x[0] + " " + g[0] + "," + g[1] + " " + trace.contains("{\"seq\":1,\"op\":\"allReduce\"");
                 });
         assertEquals(List.of("2.0 0,10 true", "2.0 0,10 true"), out);
+    }
+
+    @Test
+    void aWarmUpOfAHierarchicalCommunicatorRunsEveryPathAndTheCallsAfterMatch() throws Exception {
+        // 2 pretend hosts x 2 ranks: shared memory inside, TCP between (the large paths too)
+        List<String> out = HierarchicalTest.run(new String[] {"a", "a", "b", "b"}, T, comm -> {
+            int blocks = JitWarmup.run(comm, 1.0);
+            double[] x = {comm.rank() + 1};
+            comm.allReduce(HostBuffer.of(x), ReduceOp.SUM);
+            return comm.getClass().getSimpleName() + " " + (blocks > 0) + " " + x[0];
+        });
+        assertEquals(List.of("HierarchicalCommunicator true 10.0", "HierarchicalCommunicator true 10.0",
+                "HierarchicalCommunicator true 10.0", "HierarchicalCommunicator true 10.0"), out);
     }
 
     @Test

@@ -20,7 +20,8 @@ import org.jccl.ReduceOp;
  * = args[0] seconds at most), then rank 1 comes {@code args[1]} ms late to a small all-reduce, a
  * mid-size one, a broadcast and a barrier, twice, as a rank still computing would, so that rank 0
  * spins, yields and parks; then a small all-reduce with each float reduction other than SUM, for the
- * first time; then 2100 small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
+ * first time; then a 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv; then 2100
+ * small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
  * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
  */
 public final class LateRankMain {
@@ -69,6 +70,8 @@ public final class LateRankMain {
                                 comm.allReduce(small, small, op);
                                 total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 1);
                             }
+                            // The large paths (zero copy, single copy) of the other collectives, each first
+                            total += largeCalls(comm, arena);
                             // Past the flight recorder's capacity (2000 by default), whose first wrap
                             // the warm-up (which clears the recorder) never reaches
                             fill(small, comm.rank() == 0 ? 1 : 0);
@@ -96,6 +99,42 @@ public final class LateRankMain {
         Files.deleteIfExists(file);
         System.out.println("SUMS " + String.join(" ", sums));
         System.out.println("DONE");
+    }
+
+    /**
+     * A 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv (2 ranks): 1 for each
+     * whose result is right, 1000 for each that is not.
+     */
+    private static double largeCalls(org.jccl.Communicator comm, Arena arena) {
+        int r = comm.rank();
+        long m = 1 << 18; // floats: 1 MiB
+        HostBuffer a = HostBuffer.allocate(DataType.FLOAT32, m, arena);
+        HostBuffer b = HostBuffer.allocate(DataType.FLOAT32, m, arena);
+        HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, 2 * m, arena);
+        HostBuffer all2 = HostBuffer.allocate(DataType.FLOAT32, 2 * m, arena);
+        double score = 0;
+        fill(a, r == 0 ? 3 : 0);
+        comm.broadcast(a, b, 0);
+        score += at(b, m - 1) == 3 ? 1 : 1000;
+        fill(a, r + 1);
+        comm.allGather(a, all);
+        score += at(all, 0) == 1 && at(all, 2 * m - 1) == 2 ? 1 : 1000;
+        fill(all, 1);
+        comm.reduceScatter(all, b, ReduceOp.SUM);
+        score += at(b, 0) == 2 && at(b, m - 1) == 2 ? 1 : 1000;
+        for (long i = 0; i < 2 * m; i++) {
+            all.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, 10 * r + (i < m ? 0 : 1));
+        }
+        comm.allToAll(all, all2); // block p of rank q goes to rank p: rank r receives 10 * q + r from q
+        score += at(all2, 0) == r && at(all2, 2 * m - 1) == 10 + r ? 1 : 1000;
+        fill(a, r + 1);
+        comm.sendRecv(a, 1 - r, b, 1 - r);
+        score += at(b, m - 1) == 2 - r ? 1 : 1000;
+        return score;
+    }
+
+    private static float at(HostBuffer b, long i) {
+        return b.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i);
     }
 
     private static void fill(HostBuffer b, float v) {

@@ -65,7 +65,8 @@ final class JitWarmup {
      * to park. A wait that long is common in a caller's steps (a rank still computing) and never
      * happened in a warm-up of back-to-back calls: the park branch of the idle strategy, inlined in
      * every wait, was a trap that sent the caller's first long wait's compiled code back to the
-     * interpreter (and the health check's parking test another).
+     * interpreter. (The health check's test for a parked wait of about 22 ms, compiled apart from the
+     * waits, is left to trap once: a wait that long would make every warm-up that much longer.)
      */
     static final int LATE_EVERY = 128;
     /** How late: past the spins and yields of a wait ({@code BackoffIdleStrategy.forRanks}, 1-2.5 ms) into its parks. */

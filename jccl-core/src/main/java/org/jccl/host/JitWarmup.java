@@ -297,29 +297,33 @@ final class JitWarmup {
             c.allReduce(largeIn, largeOut, ReduceOp.SUM);
             c.allReduce(largeOut, largeSame, ReduceOp.SUM);
             late(lateHere && lateSite == 2);
-            c.broadcast(smallIn, smallOut, 0);
-            c.reduce(smallIn, smallOut, ReduceOp.SUM, 0);
+            // The rooted calls' root takes turns: in a JVM whose rank was always the root, a caller's
+            // first gather, scatter or reduce to another rank took the others' branches for the first time
+            int root = b % c.size();
+            c.broadcast(smallIn, smallOut, root);
+            c.reduce(smallIn, smallOut, ReduceOp.SUM, root);
             // In place too: a small reduce's root reads its own input where its output goes, a
             // branch of the kernels' overlap check that no other call takes (without it the
             // caller's first in-place reduce threw the compiled reduction away)
-            c.reduce(smallOut, ReduceOp.SUM, 0);
-            c.broadcast(smallOut, 0);
+            c.reduce(smallOut, ReduceOp.SUM, root);
+            c.broadcast(smallOut, root);
             if (b % LARGE_EVERY == LARGE_EVERY - 1 && c.size() > 1) {
                 // Now and then the large paths of the collectives other than all-reduce (zero copy,
                 // from JCCL_SHM_ZERO_COPY_BYTES a rank) and of a send/recv (a single copy, from
                 // JCCL_SHM_SINGLE_COPY_BYTES): a caller's first 1 MiB broadcast, all-gather,
-                // reduce-scatter or send/recv took branches the compiled code had never seen
+                // reduce-scatter, reduce or send/recv took branches the compiled code had never seen
                 int n = c.size();
                 int e = b / LARGE_EVERY;
                 CALLS.addAndGet(3);
                 c.broadcast(largeIn, largeOut, e % n);
                 c.broadcast(largeOut, (e + 1) % n);
                 // and one of the other collectives' large paths in turn
-                switch (e % 5) {
+                switch (e % 6) {
                     case 0 -> c.allGather(largeIn, largeAll);
                     case 1 -> c.reduceScatter(largeAll, largeOut, ReduceOp.SUM);
                     case 2 -> c.allToAll(largeAll, largeAll2);
                     case 3 -> c.gather(largeIn, largeAll, e % n);
+                    case 4 -> c.reduce(largeIn, largeOut, ReduceOp.SUM, e % n);
                     default -> c.scatter(largeAll, largeOut, e % n);
                 }
                 if (async) {
@@ -332,8 +336,8 @@ final class JitWarmup {
             c.allToAll(gathered, exchanged);
             // Gather and scatter share the all-gather's and broadcast's code, with the branches
             // of a root and of the others: without them a caller's first gather threw that away.
-            c.gather(blockIn, exchanged, 0);
-            c.scatter(gathered, smallOut, 0);
+            c.gather(blockIn, exchanged, root);
+            c.scatter(gathered, smallOut, root);
             late(lateHere && lateSite == 3);
             c.barrier();
             if (async) {
@@ -357,6 +361,17 @@ final class JitWarmup {
                     int next = (c.rank() + 1) % n;
                     int prev = (c.rank() + n - 1) % n;
                     c.sendRecv(smallIn, next, smallOut, prev);
+                    // and a blocking send and receive between pairs of ranks (0 and 1, 2 and 3, ...)
+                    int partner = c.rank() ^ 1;
+                    if (partner < n) {
+                        if ((c.rank() & 1) == 0) {
+                            c.send(smallIn, partner);
+                            c.recv(smallOut, partner);
+                        } else {
+                            c.recv(smallOut, partner);
+                            c.send(smallIn, partner);
+                        }
+                    }
                     c.sendRecv(midIn, next, midOut, prev);
                     org.jccl.Work sent = c.sendAsync(midIn, next);
                     c.recvAsync(midOut, prev).await();

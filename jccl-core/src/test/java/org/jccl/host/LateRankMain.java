@@ -20,7 +20,8 @@ import org.jccl.ReduceOp;
  * = args[0] seconds at most), then rank 1 comes {@code args[1]} ms late to a small all-reduce, a
  * mid-size one, a broadcast and a barrier, twice, as a rank still computing would, so that rank 0
  * spins, yields and parks; then a small all-reduce with each float reduction other than SUM, for the
- * first time; then a 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv; then 2100
+ * first time; then a reduce, gather and scatter to and from rank 1 and a blocking send and receive; then a
+ * 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv; then 2100
  * small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
  * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
  */
@@ -70,6 +71,8 @@ public final class LateRankMain {
                                 comm.allReduce(small, small, op);
                                 total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 1);
                             }
+                            // Rooted calls to rank 1 and a blocking send and receive, each first
+                            total += rankOneCalls(comm, arena);
                             // The large paths (zero copy, single copy) of the other collectives, each first
                             total += largeCalls(comm, arena);
                             // Past the flight recorder's capacity (2000 by default), whose first wrap
@@ -130,6 +133,39 @@ public final class LateRankMain {
         fill(a, r + 1);
         comm.sendRecv(a, 1 - r, b, 1 - r);
         score += at(b, m - 1) == 2 - r ? 1 : 1000;
+        return score;
+    }
+
+    /**
+     * A reduce (in place), gather and scatter to and from rank 1, and a blocking send and receive
+     * (2 ranks): 1 for each whose result is right on this rank, 1000 for each that is not.
+     */
+    private static double rankOneCalls(org.jccl.Communicator comm, Arena arena) {
+        int r = comm.rank();
+        HostBuffer x = HostBuffer.allocate(DataType.FLOAT32, 5, arena);
+        HostBuffer both = HostBuffer.allocate(DataType.FLOAT32, 10, arena);
+        double score = 0;
+        fill(x, r + 1);
+        comm.reduce(x, ReduceOp.SUM, 1);
+        score += r == 0 || at(x, 4) == 3 ? 1 : 1000;
+        fill(x, r + 1);
+        comm.gather(x, both, 1);
+        score += r == 0 || at(both, 0) == 1 && at(both, 9) == 2 ? 1 : 1000;
+        for (int i = 0; i < 10; i++) {
+            both.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, i < 5 ? 7 : 8);
+        }
+        comm.scatter(both, x, 1);
+        score += at(x, 4) == 7 + r ? 1 : 1000;
+        fill(x, r + 1);
+        HostBuffer y = HostBuffer.allocate(DataType.FLOAT32, 5, arena);
+        if (r == 0) {
+            comm.send(x, 1);
+            comm.recv(y, 1);
+        } else {
+            comm.recv(y, 0);
+            comm.send(x, 0);
+        }
+        score += at(y, 0) == 2 - r ? 1 : 1000;
         return score;
     }
 

@@ -1,5 +1,5 @@
-# Sourced by bench/compare-host.sh and bench/tcp/compare-netns.sh after they parsed their options:
-# what both do the same way. Uses their $prog (name in messages), $root (the checkout), $colls,
+# Sourced by bench/compare-host.sh, bench/tcp/compare-netns.sh and bench/two-core-vs-mpi.sh after they parsed their options:
+# what they do the same way. Uses their $prog (name in messages), $root (the checkout), $colls,
 # $skip, $out and $header.
 
 all_colls="allreduce,allgather,reducescatter,broadcast,reduce,alltoall,gather,scatter,sendrecv"

@@ -17,6 +17,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
+prog="$(basename "$0")"
+# shellcheck source=common.sh
+. "$here/common.sh"
 rounds=6
 threshold=250
 out="$root/bench/results/two-core-$(date -u +%Y%m%dT%H%M%SZ)"
@@ -35,13 +38,11 @@ coll="${flags[0]}"
 command -v mpirun >/dev/null || { echo "$0: mpirun not found: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 1; }
 command -v cc >/dev/null || { echo "$0: no C compiler for floor/line_rtt.c: apt-get install gcc" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "$0: needs 2 CPUs, this machine has $(nproc)" >&2; exit 1; }
-[ -x "$here/mpi/mpi_coll" ] && [ "$here/mpi/mpi_coll" -nt "$here/mpi/mpi_coll.c" ] || "$here/mpi/build.sh" >&2
-mkdir -p "$out"
+start_results
+build_mpi_coll
+default_java
 rtt="$out/line_rtt"
 cc -O2 -pthread -o "$rtt" "$here/floor/line_rtt.c"
-if [ -z "${JAVA_HOME:-}" ] && [ -d /usr/lib/jvm/temurin-25-jdk-amd64 ]; then
-    export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
 mpi=(mpirun -np 2 --bind-to core)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 {

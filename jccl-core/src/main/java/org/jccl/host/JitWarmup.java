@@ -22,9 +22,13 @@ import org.jccl.internal.WarmupSetting;
  * <p>What runs: blocks of float32 SUM all-reduces (a small, a mid and a large size, each through
  * the algorithm the tuner gives it, and one-shot's largest size where the mid one is past it; out
  * of place and in place, and one of every count from 1 to {@value #TAILS} in turn, so that the
- * kernels' tails have run every remainder), plus a small broadcast and reduce
- * (both placements), all-gather, reduce-scatter, all-to-all, gather, scatter, a barrier and
- * send/recv ring steps; blocks alternate between buffers of a
+ * kernels' tails have run every remainder) and a small all-reduce with each other float reduction
+ * in turn, plus a small broadcast and reduce (both placements), all-gather, reduce-scatter,
+ * all-to-all, gather, scatter (the root taking turns), a barrier, send/recv ring steps and a
+ * blocking send and receive between pairs of ranks; every {@code LARGE_EVERY} blocks of a set a
+ * large broadcast, send/recv and one of the other collectives in turn (their zero-copy and
+ * single-copy paths), and every {@value #LATE_EVERY} one rank comes late to one call, so that the
+ * others' waits yield and park; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
  * shared ones add a few asynchronous calls (a burst of four queued, then awaited in order, as jccl perf
  * issues them), and every {@value #RESTART_EVERY} blocks the numbering
@@ -307,7 +311,7 @@ final class JitWarmup {
             // caller's first in-place reduce threw the compiled reduction away)
             c.reduce(smallOut, ReduceOp.SUM, root);
             c.broadcast(smallOut, root);
-            if (b % LARGE_EVERY == LARGE_EVERY - 1 && c.size() > 1) {
+            if (b % LARGE_EVERY == LARGE_EVERY - 1) { // (run() warms 2 ranks or more only)
                 // Now and then the large paths of the collectives other than all-reduce (zero copy,
                 // from JCCL_SHM_ZERO_COPY_BYTES a rank) and of a send/recv (a single copy, from
                 // JCCL_SHM_SINGLE_COPY_BYTES): a caller's first 1 MiB broadcast, all-gather,

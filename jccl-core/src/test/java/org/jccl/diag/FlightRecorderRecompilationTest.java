@@ -3,15 +3,10 @@ package org.jccl.diag;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Collectors;
-import jdk.jfr.Recording;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordingFile;
+import java.util.Map;
+import org.jccl.bootstrap.Procs;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The flight recorder's first wrap must not throw away its compiled code. The JIT warm-up clears
@@ -21,56 +16,32 @@ import org.junit.jupiter.api.io.TempDir;
  * seen sent the whole compiled call path, this method inlined in it, back to the interpreter and
  * recompiled it: a few milliseconds of compilation in the middle of the caller's calls (on two
  * cores, 2000-call runs of 8-byte all-reduces averaged 2.6-7.6 us instead of 0.4). The JDK's own
- * deoptimization events (JFR) are the evidence. Without C2 (an interpreter-only JVM) the test
- * passes without saying anything.
+ * deoptimization events (JFR) are the evidence, in a JVM of its own
+ * ({@link FlightRecorderRecompilationMain}): in this one, every other test's calls make the
+ * recorder's profile.
  */
 class FlightRecorderRecompilationTest {
-    private static final int CAPACITY = 2000;
+    private static final int CAPACITY = FlightRecorderRecompilationMain.CAPACITY;
 
     @Test
-    void theFirstWrapAfterAWarmUpThatClearedTheRecorderCostsNoDeoptimization(@TempDir Path tmp) throws Exception {
-        FlightRecorder rec = new FlightRecorder(CAPACITY, new String[] {"allReduce"});
-        Path file = tmp.resolve("deopt.jfr");
-        long last;
-        try (Recording jfr = new Recording()) {
-            jfr.enable("jdk.Deoptimization").withoutStackTrace();
-            jfr.start();
-            // As the warm-up: many operations, the recorder cleared before it fills
-            for (int block = 0; block < 2_000; block++) {
-                record(rec, CAPACITY / 2);
-                rec.clear();
-            }
-            // As the caller: past the capacity, twice
-            last = record(rec, 2 * CAPACITY + 7);
-            jfr.stop();
-            jfr.dump(file);
+    void theFirstWrapAfterAWarmUpThatClearedTheRecorderCostsNoDeoptimization() throws Exception {
+        Procs.Proc p = Procs.startC2(FlightRecorderRecompilationMain.class, List.of(), Map.of());
+        try {
+            assertTrue(p.await("DONE"::equals, 120_000) >= 0, () -> "no DONE in 120 s:\n" + p.output());
+            String out = p.output();
+            List<String> traps = out.lines()
+                    .filter(l -> l.startsWith("DEOPT " + FlightRecorder.class.getName() + ".")).toList();
+            assertTrue(traps.isEmpty(), () -> traps.size() + " deoptimizations in the flight recorder:\n"
+                    + String.join("\n", traps));
+            assertEquals("LAST " + (2 * CAPACITY + 6), p.find(l -> l.startsWith("LAST ")),
+                    "handles count every operation since the clear");
+            // The ring still keeps the newest entries after the wraps
+            String json = p.find(l -> l.startsWith("JSON "));
+            assertTrue(json.contains("\"seq\":" + (2 * CAPACITY + 6)), "newest entry kept");
+            assertTrue(json.contains("\"seq\":" + (CAPACITY + 7)), "oldest kept entry");
+            assertTrue(!json.contains("\"seq\":" + (CAPACITY + 6) + ","), "entry older than the capacity dropped");
+        } finally {
+            p.process().destroyForcibly();
         }
-        assertEquals(2 * CAPACITY + 6, last, "handles count every operation since the clear");
-        List<RecordedEvent> traps = RecordingFile.readAllEvents(file).stream()
-                .filter(e -> {
-                    RecordedMethod m = e.getValue("method");
-                    return m != null && FlightRecorder.class.getName().equals(m.getType().getName());
-                })
-                .toList();
-        assertTrue(traps.isEmpty(), () -> traps.size() + " deoptimizations in the flight recorder: " + traps.stream()
-                .map(e -> e.<RecordedMethod>getValue("method").getName() + " bci " + e.getInt("bci") + " "
-                        + e.getString("reason"))
-                .collect(Collectors.joining(", ")));
-        // The ring still keeps the newest entries after the wraps
-        String json = rec.toJson("c", 0, 1, "test");
-        assertTrue(json.contains("\"seq\":" + (2 * CAPACITY + 6)), "newest entry kept");
-        assertTrue(json.contains("\"seq\":" + (CAPACITY + 7)), "oldest kept entry");
-        assertTrue(!json.contains("\"seq\":" + (CAPACITY + 6) + ","), "entry older than the capacity dropped");
-    }
-
-    /** {@code n} operations scheduled, started and completed, as the host engine records its calls; the last handle. */
-    private static long record(FlightRecorder rec, int n) {
-        long h = -1;
-        for (int k = 0; k < n; k++) {
-            h = rec.schedule(k, 0, 0, 2, 0, -1, -1, k);
-            rec.startedNow(h);
-            rec.completed(h);
-        }
-        return h;
     }
 }

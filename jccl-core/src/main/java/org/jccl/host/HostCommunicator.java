@@ -147,6 +147,11 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
         return tuner.oneShotMaxBytes(size());
     }
 
+    /** The health check a parked wait makes (the JIT warm-up's; see {@link ShmTransport#warmParkedCheck}). */
+    void warmParkedCheck() {
+        transport.warmParkedCheck();
+    }
+
     /** Forces an all-reduce algorithm on this communicator (null: back to JCCL_ALGO / the tuner). For tests and tools. */
     public void forceAllReduceAlgorithm(Tuner.AllReduceAlgo algo) {
         tuner = algo == null ? Tuner.fromEnv() : new Tuner(algo.name(), 0);

@@ -27,8 +27,11 @@ import org.jccl.internal.WarmupSetting;
  * all-to-all, gather, scatter (the root taking turns), a barrier, send/recv ring steps and a
  * blocking send and receive between pairs of ranks; every {@code LARGE_EVERY} blocks of a set a
  * large broadcast, send/recv and one of the other collectives in turn (their zero-copy and
- * single-copy paths), and every {@value #LATE_EVERY} one rank comes late to one call, so that the
- * others' waits yield and park; blocks alternate between buffers of a
+ * single-copy paths; an all-to-all and a reduce every other time in place), and, in the shared
+ * blocks, what a caller does now and then (an async call, an in-place call, a one-chunk rooted call
+ * too large for the small ring, sends ahead of a late receiver, calls of no elements, the health
+ * check of a parked wait: see {@code Buffers.rarer}); every {@value #LATE_EVERY} one rank comes
+ * late to one call, so that the others' waits yield and park; blocks alternate between buffers of a
  * confined and of a shared arena (each output below its input in one, above it in the other), the
  * shared ones add a few asynchronous calls (a burst of four queued, then awaited in order, as jccl perf
  * issues them), and every {@value #RESTART_EVERY} blocks the numbering
@@ -69,8 +72,8 @@ final class JitWarmup {
      * to park. A wait that long is common in a caller's steps (a rank still computing) and never
      * happened in a warm-up of back-to-back calls: the park branch of the idle strategy, inlined in
      * every wait, was a trap that sent the caller's first long wait's compiled code back to the
-     * interpreter. (The health check's test for a parked wait of about 22 ms, compiled apart from the
-     * waits, is left to trap once: a wait that long would make every warm-up that much longer.)
+     * interpreter. (The health check of a parked wait, which on a virtual machine's slow spins comes
+     * only after tens of milliseconds, is run directly instead: {@code Buffers.rarer}.)
      */
     static final int LATE_EVERY = 128;
     /** How late: past the spins and yields of a wait ({@code BackoffIdleStrategy.forRanks}, 1-2.5 ms) into its parks. */
@@ -176,6 +179,8 @@ final class JitWarmup {
          */
         final HostBuffer smallSame, midSame, largeSame;
         final HostBuffer blockIn, gathered, exchanged;
+        /** No elements: the zero-count calls of {@link #rarer}. */
+        final HostBuffer empty, emptyOut;
         /** {@link #LARGE} floats a rank: the large all-gather's output, the all-to-all's input and output. */
         final HostBuffer largeAll, largeAll2;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
@@ -213,6 +218,8 @@ final class JitWarmup {
             midSame = outFirst ? midOut.slice(0, MID) : midOut;
             largeSame = outFirst ? largeOut.slice(0, LARGE) : largeOut;
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
+            empty = smallIn.slice(0, 0);
+            emptyOut = smallOut.slice(0, 0);
             HostBuffer[] tail = pair(arena, TAILS, outFirst);
             fill(tail[0]);
             for (int c = 1; c <= TAILS; c++) {
@@ -241,6 +248,84 @@ final class JitWarmup {
                 b.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, 1f);
             }
             return b;
+        }
+
+        /** Messages a rank sends ahead of its partner in {@link #rarer}: one more than a mailbox holds. */
+        private static final int AHEAD = 5;
+        /** How late the partner comes to them: long enough for the sender to find its mailbox full. */
+        private static final long AHEAD_LATE_NANOS = 200_000;
+
+        /**
+         * Every {@link #LARGE_EVERY} shared blocks, what a caller does now and then and no other
+         * call of the warm-up does, each of which took the compiled call path a branch it had never
+         * seen and threw it away at the caller's first such call: the async form of one collective
+         * in turn (with a non-root's null buffer), one in place in turn (the overlap checks'
+         * other side), a rooted call of one chunk too large for the small ring in turn, a
+         * send/recv pair whose sender finds its mailbox full, and the health check of a parked
+         * wait. {@code e}: this event's number.
+         */
+        private void rarer(Communicator c, int e, int root) {
+            int n = c.size();
+            int r = c.rank();
+            CALLS.addAndGet(4);
+            HostBuffer mine = gathered.slice((long) r * SMALL, SMALL);
+            switch (e % 6) {
+                case 0 -> c.reduceAsync(smallIn, smallOut, ReduceOp.SUM, root).await();
+                case 1 -> c.gatherAsync(blockIn, exchanged, root).await();
+                case 2 -> c.scatterAsync(gathered, smallOut, root).await();
+                case 3 -> c.allGatherAsync(blockIn, exchanged).await();
+                case 4 -> c.reduceScatterAsync(gathered, smallOut, ReduceOp.SUM).await();
+                default -> c.allToAllAsync(gathered, exchanged).await();
+            }
+            switch (e % 4) {
+                case 0 -> c.gather(mine, gathered, root);
+                case 1 -> c.allGather(mine, gathered);
+                case 2 -> c.scatter(gathered, mine, root);
+                default -> c.reduceScatter(gathered, mine, ReduceOp.SUM);
+            }
+            HostBuffer midAll = largeAll.slice(0, (long) MID * n);
+            switch (e % 4) {
+                case 0 -> c.broadcast(midIn, midOut, root);
+                case 1 -> c.reduce(midIn, midOut, ReduceOp.SUM, root);
+                case 2 -> c.gather(midIn, midAll, root);
+                default -> c.scatter(midAll, midOut, root);
+            }
+            // Pairs of ranks, shifted by one every other event so that an odd rank count leaves
+            // out another rank each time; in each pair the two take turns as the sender
+            int shift = e & 1;
+            int q = (r - shift + n) % n;
+            if ((q ^ 1) < n) {
+                int partner = ((q ^ 1) + shift) % n;
+                CALLS.addAndGet(AHEAD);
+                if ((q & 1) == ((e >> 1) & 1)) {
+                    for (int i = 0; i < AHEAD; i++) {
+                        c.send(smallIn, partner); // small: posted in the mailbox, not waiting for the receive
+                    }
+                } else {
+                    long end = System.nanoTime() + AHEAD_LATE_NANOS;
+                    while (System.nanoTime() - end < 0) {
+                        Thread.onSpinWait();
+                    }
+                    for (int i = 0; i < AHEAD; i++) {
+                        c.recv(smallOut, partner);
+                    }
+                }
+            }
+            // Calls of no elements (a caller's size that splits into empty parts makes them too):
+            // the kernels' checks of an empty range. (Not the all-gather's and all-to-all's: their
+            // copy loop's profile, mixed with empty copies, made C2 hoist a check that then failed
+            // on a caller's first non-empty ones.)
+            CALLS.addAndGet(2);
+            if (e % 2 == 0) {
+                c.allReduce(empty, emptyOut, ReduceOp.SUM);
+                c.reduceScatter(empty, emptyOut, ReduceOp.SUM);
+            } else {
+                c.broadcast(empty, emptyOut, root);
+                c.reduce(empty, emptyOut, ReduceOp.SUM, root);
+            }
+            if (c instanceof HostCommunicator h) {
+                h.warmParkedCheck();
+            }
         }
 
         /**
@@ -325,15 +410,26 @@ final class JitWarmup {
                 switch (e % 6) {
                     case 0 -> c.allGather(largeIn, largeAll);
                     case 1 -> c.reduceScatter(largeAll, largeOut, ReduceOp.SUM);
-                    case 2 -> c.allToAll(largeAll, largeAll2);
+                    // (every other time in place: the zero-copy paths decline it, and the chunked
+                    // fallback's branch was new to a caller's first in-place 1 MiB all-to-all)
+                    case 2 -> c.allToAll(largeAll, (e / 6) % 2 == 0 ? largeAll2 : largeAll);
                     case 3 -> c.gather(largeIn, largeAll, e % n);
-                    case 4 -> c.reduce(largeIn, largeOut, ReduceOp.SUM, e % n);
+                    case 4 -> {
+                        if ((e / 6) % 2 == 0) {
+                            c.reduce(largeIn, largeOut, ReduceOp.SUM, e % n);
+                        } else {
+                            c.reduce(largeOut, ReduceOp.SUM, e % n);
+                        }
+                    }
                     default -> c.scatter(largeAll, largeOut, e % n);
                 }
                 if (async) {
                     // (shared buffers only, as the other send/recv below)
                     c.sendRecv(largeIn, (c.rank() + 1) % n, largeOut, (c.rank() + n - 1) % n);
                 }
+            }
+            if (async && b % LARGE_EVERY == LARGE_EVERY / 2) {
+                rarer(c, b / LARGE_EVERY, root);
             }
             c.allGather(blockIn, gathered);
             c.reduceScatter(gathered, smallOut, ReduceOp.SUM);

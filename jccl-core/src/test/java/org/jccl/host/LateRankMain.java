@@ -75,6 +75,10 @@ public final class LateRankMain {
                             total += rankOneCalls(comm, arena);
                             // The large paths (zero copy, single copy) of the other collectives, each first
                             total += largeCalls(comm, arena);
+                            // What a caller does now and then: an async reduce, an in-place gather
+                            // and scatter, a one-chunk broadcast too large for the small ring, sends
+                            // ahead of a late receiver, each first
+                            total += rarerCalls(comm);
                             // Past the flight recorder's capacity (2000 by default), whose first wrap
                             // the warm-up (which clears the recorder) never reaches
                             fill(small, comm.rank() == 0 ? 1 : 0);
@@ -171,6 +175,53 @@ public final class LateRankMain {
 
     private static float at(HostBuffer b, long i) {
         return b.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i);
+    }
+
+    /**
+     * An async reduce to rank 0 (rank 1's recv is none), an in-place gather to rank 1 and scatter
+     * from rank 0, an 8 KiB broadcast, and five small sends from rank 0 to rank 1, which comes
+     * 200 us late to receive them (its mailbox holds four): 1 for each whose result is right on
+     * this rank, 1000 for each that is not (2 ranks).
+     */
+    private static double rarerCalls(org.jccl.Communicator comm) {
+        int r = comm.rank();
+        double score = 0;
+        try (Arena shared = Arena.ofShared()) {
+            HostBuffer a = HostBuffer.allocate(DataType.FLOAT32, 3, shared);
+            HostBuffer b = HostBuffer.allocate(DataType.FLOAT32, 3, shared);
+            fill(a, r + 1);
+            comm.reduceAsync(a, r == 0 ? b : null, ReduceOp.SUM, 0).await();
+            score += r != 0 || b.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 2) == 3f ? 1 : 1000;
+            HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, 6, shared);
+            HostBuffer mine = all.slice(3L * r, 3);
+            fill(mine, r + 5);
+            comm.gather(mine, all, 1);
+            boolean gathered = r != 1 || all.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 1) == 5f
+                    && all.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 4) == 6f;
+            if (r == 0) {
+                fill(all, 9);
+            }
+            comm.scatter(all, mine, 0);
+            score += gathered && mine.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0)
+                    == 9f ? 1 : 1000;
+            HostBuffer mid = HostBuffer.allocate(DataType.FLOAT32, 2048, shared);
+            fill(mid, r == 0 ? 4 : 0);
+            comm.broadcast(mid, mid, 0);
+            score += mid.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 2047) == 4f ? 1 : 1000;
+            boolean ok = true;
+            for (int i = 0; i < 5; i++) {
+                if (r == 0) {
+                    fill(a, i);
+                    comm.send(a, 1);
+                } else {
+                    late(i == 0, 200_000);
+                    comm.recv(b, 0);
+                    ok &= b.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0) == i;
+                }
+            }
+            score += ok ? 1 : 1000;
+        }
+        return score;
     }
 
     private static void fill(HostBuffer b, float v) {

@@ -165,6 +165,7 @@ public final class ShmTransport implements Transport {
         this.mine = segs[rank];
         this.peerPids = pids;
         this.idle = idle;
+        this.firstParkedCheck = firstParkedCheck(idle);
         this.file = file;
         this.regions = new ShmRegions(name, rank, size, pids);
         this.srcs = new MemorySegment[size];
@@ -1011,16 +1012,7 @@ public final class ShmTransport implements Transport {
                 throw new PeerFailureException(d, msg);
             }
         }
-        if (idle.isParking(iteration) && (iteration & 1023) == 1023) {
-            for (int p = 0; p < size; p++) {
-                if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
-                    String msg = "rank " + p + " (pid " + peerPids[p] + ") died during " + call.describe()
-                            + " on rank " + rank;
-                    fail(ABORT_FAILED, msg, p);
-                    throw new PeerFailureException(p, msg);
-                }
-            }
-        }
+        checkPeerProcesses(iteration);
         if (postWait != 0 && offset >= 0 && peer != rank) {
             probeOtherRing(peer);
         }
@@ -1047,6 +1039,54 @@ public final class ShmTransport implements Transport {
                     + (watch == null ? "" : watch.silentNote(missing));
             throw new CollectiveTimeoutException(msg, missing);
         }
+    }
+
+    /**
+     * Once a wait parks, every 1024th poll: fails when a peer's process is gone (a rank killed
+     * before its liveness watch could tell).
+     */
+    private void checkPeerProcesses(int iteration) {
+        if (idle.isParking(iteration) && (iteration & 1023) == 1023) {
+            for (int p = 0; p < size; p++) {
+                if (p != rank && peerPids[p] != PID && !ProcessHandle.of(peerPids[p]).map(ProcessHandle::isAlive).orElse(false)) {
+                    String msg = "rank " + p + " (pid " + peerPids[p] + ") died during " + call.describe()
+                            + " on rank " + rank;
+                    fail(ABORT_FAILED, msg, p);
+                    throw new PeerFailureException(p, msg);
+                }
+            }
+        }
+    }
+
+    /**
+     * For the JIT warm-up: the check of {@link #checkPeerProcesses} that a wait makes once it
+     * parks. Back-to-back calls never wait that long (tens of milliseconds on a virtual machine,
+     * whose spins are slow), so the compiled health check had never taken that branch, and a
+     * caller's first long wait (a rank still computing) threw it away.
+     */
+    public void warmParkedCheck() {
+        if (firstParkedCheck >= 0 && size > 1) {
+            // Through the whole health check, which C2 compiles early with this check inlined; as
+            // a wait on no chunk (no other ring to probe), its deadline started now, between calls
+            // (and a poll between two such checks, where it passes over the peers' processes)
+            call.deadline = 0;
+            int peer = rank == 0 ? 1 : 0;
+            checkHealth(peer, -1, peer, "warm up", firstParkedCheck);
+            checkHealth(peer, -1, peer, "warm up", firstParkedCheck + 128);
+            call.deadline = 0;
+        }
+    }
+
+    /** The first poll of a wait at which {@link #checkPeerProcesses} looks at the peers' processes (-1: none). */
+    private final int firstParkedCheck;
+
+    private static int firstParkedCheck(IdleStrategy idle) {
+        for (int i = 1023; i < 1 << 24; i += 1024) {
+            if (idle.isParking(i)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private JcclException peerAbort(int p, long code) {

@@ -39,8 +39,10 @@ public final class ChunkedAllToAll {
                     MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
                 }
                 t.postIn(g, 0);
-                // From its input, not its slot: the receivers' reads may have taken the slot's lines (OneShotAllReduce)
-                MemorySegment.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
+                // From its input, not its slot: the receivers' reads may have taken the slot's lines
+                // (OneShotAllReduce); nothing to copy in place (a copy onto itself took the JDK's
+                // overlap branch, which compiled code had never seen, at a caller's first in-place scatter)
+                ZeroCopy.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunkDeferred(g);
             } else {
                 t.postIn(g, 0);

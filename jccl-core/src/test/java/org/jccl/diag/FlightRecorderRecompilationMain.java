@@ -1,11 +1,7 @@
 package org.jccl.diag;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import jdk.jfr.Recording;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordingFile;
+import java.util.List;
+import org.jccl.testing.Deoptimizations;
 
 /**
  * FlightRecorderRecompilationTest's program, run in a JVM of its own: a recorder of
@@ -22,33 +18,18 @@ public final class FlightRecorderRecompilationMain {
 
     public static void main(String[] args) throws Exception {
         FlightRecorder rec = new FlightRecorder(CAPACITY, new String[] {"allReduce"});
-        Path file = Files.createTempFile("jccl-recorder", ".jfr");
-        long last;
-        try {
-            try (Recording jfr = new Recording()) {
-                jfr.enable("jdk.Deoptimization").withoutStackTrace();
-                jfr.start();
-                // As the warm-up: many operations, the recorder cleared before it fills
-                for (int block = 0; block < 2_000; block++) {
-                    record(rec, CAPACITY / 2);
-                    rec.clear();
-                }
-                // As the caller: past the capacity, twice
-                last = record(rec, 2 * CAPACITY + 7);
-                jfr.stop();
-                jfr.dump(file);
+        long[] last = new long[1];
+        List<String> deopts = Deoptimizations.during(() -> {
+            // As the warm-up: many operations, the recorder cleared before it fills
+            for (int block = 0; block < 2_000; block++) {
+                record(rec, CAPACITY / 2);
+                rec.clear();
             }
-            for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
-                RecordedMethod m = e.getValue("method");
-                if (m != null) {
-                    System.out.println("DEOPT " + m.getType().getName() + "." + m.getName() + " bci " + e.getInt("bci")
-                            + " " + e.getString("reason"));
-                }
-            }
-        } finally {
-            Files.deleteIfExists(file);
-        }
-        System.out.println("LAST " + last);
+            // As the caller: past the capacity, twice
+            last[0] = record(rec, 2 * CAPACITY + 7);
+        });
+        deopts.forEach(d -> System.out.println("DEOPT " + d));
+        System.out.println("LAST " + last[0]);
         System.out.println("JSON " + rec.toJson("c", 0, 1, "test").replace('\n', ' '));
         System.out.println("DONE");
     }

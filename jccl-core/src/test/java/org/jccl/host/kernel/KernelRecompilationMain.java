@@ -3,14 +3,10 @@ package org.jccl.host.kernel;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import jdk.jfr.Recording;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordingFile;
+import java.util.List;
 import org.jccl.DataType;
 import org.jccl.ReduceOp;
+import org.jccl.testing.Deoptimizations;
 
 /**
  * KernelRecompilationTest's program, run in a JVM of its own: two-input float sums of
@@ -25,29 +21,14 @@ public final class KernelRecompilationMain {
     }
 
     public static void main(String[] args) throws Exception {
-        Path file = Files.createTempFile("jccl-kernels", ".jfr");
-        try {
-            try (Recording rec = new Recording()) {
-                rec.enable("jdk.Deoptimization").withoutStackTrace();
-                rec.start();
-                try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
-                    // A caller's confined buffers with a peer's shared slot, then shared buffers alone
-                    run(confined, shared, 300_000);
-                    run(shared, shared, 2_000_000);
-                }
-                rec.stop();
-                rec.dump(file);
+        List<String> deopts = Deoptimizations.during(() -> {
+            try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
+                // A caller's confined buffers with a peer's shared slot, then shared buffers alone
+                run(confined, shared, 300_000);
+                run(shared, shared, 2_000_000);
             }
-            for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
-                RecordedMethod m = e.getValue("method");
-                if (m != null) {
-                    System.out.println("DEOPT " + m.getType().getName() + "." + m.getName() + " bci " + e.getInt("bci")
-                            + " " + e.getString("reason"));
-                }
-            }
-        } finally {
-            Files.deleteIfExists(file);
-        }
+        });
+        deopts.forEach(d -> System.out.println("DEOPT " + d));
         System.out.println("DONE");
     }
 

@@ -237,6 +237,19 @@ final class CollectiveCases {
                     ctx.checkBytes(() -> what + ": block of rank " + pp, recv, p * n, ctx.input(t, ReduceOp.SUM, s1, p, n));
                 }
             }
+            // In place: the root's send is its own block of recv (the others' calls as before)
+            if (ctx.rank() == rt) {
+                Buffer b = ctx.poisoned(t, n * size);
+                ctx.mem().write(b.slice(rt * n, n), ctx.input(t, ReduceOp.SUM, s1, rt, n));
+                c.gather(b.slice(rt * n, n), b, rt);
+                for (int p = 0; p < size; p++) {
+                    int pp = p;
+                    ctx.checkBytes(() -> what + " in place: block of rank " + pp, b, p * n,
+                            ctx.input(t, ReduceOp.SUM, s1, p, n));
+                }
+            } else {
+                c.gather(send, recv, rt);
+            }
         });
     }
 
@@ -250,6 +263,11 @@ final class CollectiveCases {
             c.scatter(send, recv, rt);
             long bs = n * t.byteSize();
             ctx.checkBytes(() -> what, recv, 0, ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
+            // In place: the root's recv is its own block of send (the others' calls as before)
+            Buffer again = ctx.rank() == rt ? ctx.buffer(t, ReduceOp.SUM, s1, rt, n * size) : ctx.poisoned(t, n);
+            c.scatter(ctx.rank() == rt ? again : send, ctx.rank() == rt ? again.slice(rt * n, n) : again, rt);
+            ctx.checkBytes(() -> what + " in place", again, ctx.rank() == rt ? rt * n : 0,
+                    ctx.input(t, ReduceOp.SUM, s1, rt, n * size).asSlice(ctx.rank() * bs, bs));
         });
     }
 

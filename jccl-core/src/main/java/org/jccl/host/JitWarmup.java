@@ -183,6 +183,12 @@ final class JitWarmup {
         final HostBuffer empty, emptyOut;
         /** {@link #LARGE} floats a rank: the large all-gather's output, the all-to-all's input and output. */
         final HostBuffer largeAll, largeAll2;
+        /**
+         * 2 ranks only (else null): zeros of just over the size from which a 2-rank reduce goes
+         * one-shot ({@link org.jccl.host.tune.Tuner#REDUCE_ONESHOT_MIN_BYTES_2}), for an in-place
+         * reduce now and then: the tuner's branch for it was new to a caller's first 1 MiB reduce.
+         */
+        final HostBuffer huge;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
         final HostBuffer topIn, topOut, topSame;
         /** {@code tailIn[c]}, {@code tailOut[c]}: {@code c} floats, for c from 1 to {@value #TAILS}. */
@@ -231,6 +237,8 @@ final class JitWarmup {
             // the 32-core host); a heap array's first calls recompile them for both kinds.
             largeAll = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
             largeAll2 = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
+            huge = n == 2 ? HostBuffer.allocate(DataType.FLOAT32,
+                    org.jccl.host.tune.Tuner.REDUCE_ONESHOT_MIN_BYTES_2 / Float.BYTES + 3, arena) : null;
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }
@@ -415,10 +423,12 @@ final class JitWarmup {
                     case 2 -> c.allToAll(largeAll, (e / 6) % 2 == 0 ? largeAll2 : largeAll);
                     case 3 -> c.gather(largeIn, largeAll, e % n);
                     case 4 -> {
-                        if ((e / 6) % 2 == 0) {
+                        if ((e / 6) % 3 == 0) {
                             c.reduce(largeIn, largeOut, ReduceOp.SUM, e % n);
-                        } else {
+                        } else if ((e / 6) % 3 == 1 || huge == null) {
                             c.reduce(largeOut, ReduceOp.SUM, e % n);
+                        } else {
+                            c.reduce(huge, ReduceOp.SUM, e % n); // (zeros: the sums stay zeros)
                         }
                     }
                     default -> c.scatter(largeAll, largeOut, e % n);

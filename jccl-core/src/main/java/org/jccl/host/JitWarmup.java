@@ -275,7 +275,7 @@ final class JitWarmup {
         private void rarer(Communicator c, int e, int root) {
             int n = c.size();
             int r = c.rank();
-            CALLS.addAndGet(4);
+            CALLS.addAndGet(3); // the async, the in-place and the one-chunk rooted call
             HostBuffer mine = gathered.slice((long) r * SMALL, SMALL);
             switch (e % 6) {
                 case 0 -> c.reduceAsync(smallIn, smallOut, ReduceOp.SUM, root).await();
@@ -310,10 +310,7 @@ final class JitWarmup {
                         c.send(smallIn, partner); // small: posted in the mailbox, not waiting for the receive
                     }
                 } else {
-                    long end = System.nanoTime() + AHEAD_LATE_NANOS;
-                    while (System.nanoTime() - end < 0) {
-                        Thread.onSpinWait();
-                    }
+                    busy(AHEAD_LATE_NANOS);
                     for (int i = 0; i < AHEAD; i++) {
                         c.recv(smallOut, partner);
                     }
@@ -343,10 +340,15 @@ final class JitWarmup {
          */
         private static void late(boolean now) {
             if (now) {
-                long end = System.nanoTime() + LATE_NANOS;
-                while (System.nanoTime() - end < 0) {
-                    Thread.onSpinWait();
-                }
+                busy(LATE_NANOS);
+            }
+        }
+
+        /** Keeps this rank busy (spinning, not asleep) for {@code nanos}. */
+        private static void busy(long nanos) {
+            long end = System.nanoTime() + nanos;
+            while (System.nanoTime() - end < 0) {
+                Thread.onSpinWait();
             }
         }
 

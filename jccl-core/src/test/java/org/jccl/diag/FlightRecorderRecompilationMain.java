@@ -19,7 +19,7 @@ public final class FlightRecorderRecompilationMain {
     public static void main(String[] args) throws Exception {
         FlightRecorder rec = new FlightRecorder(CAPACITY, new String[] {"allReduce"});
         long[] last = new long[1];
-        List<String> deopts = Deoptimizations.during(() -> {
+        List<Deoptimizations.Deopt> deopts = Deoptimizations.during(() -> {
             // As the warm-up: many operations, the recorder cleared before it fills
             for (int block = 0; block < 2_000; block++) {
                 record(rec, CAPACITY / 2);
@@ -28,7 +28,7 @@ public final class FlightRecorderRecompilationMain {
             // As the caller: past the capacity, twice
             last[0] = record(rec, 2 * CAPACITY + 7);
         });
-        deopts.forEach(d -> System.out.println("DEOPT " + d));
+        deopts.forEach(d -> System.out.println("DEOPT " + d.where()));
         System.out.println("LAST " + last[0]);
         System.out.println("JSON " + rec.toJson("c", 0, 1, "test").replace('\n', ' '));
         System.out.println("DONE");

@@ -1,19 +1,14 @@
 package org.jccl.host;
 
 import java.lang.foreign.Arena;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
-import jdk.jfr.Recording;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordingFile;
 import org.jccl.DataType;
 import org.jccl.HostBuffer;
 import org.jccl.ReduceOp;
+import org.jccl.testing.Deoptimizations;
 
 /**
  * A fresh JVM for {@link JitWarmupTest}: two thread ranks warm up at creation ({@code JCCL_WARMUP}
@@ -32,13 +27,10 @@ public final class LateRankMain {
     public static void main(String[] args) throws Exception {
         String bound = args[0];
         long lateNanos = Long.parseLong(args[1]) * 1_000_000L;
-        Path file = Files.createTempFile("jccl-late", ".jfr");
         AtomicReference<Instant> warm = new AtomicReference<>();
-        List<String> sums;
-        try (Recording rec = new Recording()) {
-            rec.enable("jdk.Deoptimization").withoutStackTrace();
-            rec.start();
-            sums = ThreadRanks.run(2, Duration.ofSeconds(60), Duration.ofSeconds(120),
+        AtomicReference<List<String>> sums = new AtomicReference<>();
+        List<Deoptimizations.Deopt> deopts = Deoptimizations.during(() -> sums.set(
+                ThreadRanks.run(2, Duration.ofSeconds(60), Duration.ofSeconds(120),
                     o -> o.withSetting("JCCL_WARMUP", bound), comm -> {
                         try (Arena arena = Arena.ofConfined()) {
                             HostBuffer small = HostBuffer.allocate(DataType.FLOAT32, 5, arena);
@@ -92,19 +84,13 @@ public final class LateRankMain {
                             total += small.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 2);
                             return Double.toString(total);
                         }
-                    });
-            rec.stop();
-            rec.dump(file);
-        }
-        for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
-            RecordedMethod m = e.getValue("method");
-            if (m != null && warm.get() != null && e.getStartTime().isAfter(warm.get())) {
-                System.out.println("DEOPT " + m.getType().getName() + "." + m.getName() + " bci " + e.getInt("bci") + " "
-                        + e.getString("reason"));
+                    })));
+        for (Deoptimizations.Deopt d : deopts) {
+            if (warm.get() != null && d.at().isAfter(warm.get())) {
+                System.out.println("DEOPT " + d.where());
             }
         }
-        Files.deleteIfExists(file);
-        System.out.println("SUMS " + String.join(" ", sums));
+        System.out.println("SUMS " + String.join(" ", sums.get()));
         System.out.println("DONE");
     }
 

@@ -2,6 +2,7 @@ package org.jccl.testing;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import jdk.jfr.Recording;
@@ -12,7 +13,7 @@ import jdk.jfr.consumer.RecordingFile;
 /**
  * The JDK's own record of the compiled code thrown away while a body ran (JFR's
  * {@code jdk.Deoptimization} events), for the test programs that check the library's compiled
- * code survives a caller's calls: one line {@code class.method bci reason} an event.
+ * code survives a caller's calls.
  */
 public final class Deoptimizations {
     private Deoptimizations() {
@@ -24,8 +25,12 @@ public final class Deoptimizations {
         void run() throws Exception;
     }
 
-    /** Runs {@code body} and returns the deoptimizations of that time, oldest first. */
-    public static List<String> during(Body body) throws Exception {
+    /** One deoptimization: when, and where as {@code class.method bci reason}. */
+    public record Deopt(Instant at, String where) {
+    }
+
+    /** Runs {@code body} and returns the deoptimizations of that time. */
+    public static List<Deopt> during(Body body) throws Exception {
         Path file = Files.createTempFile("jccl-deopt", ".jfr");
         try {
             try (Recording rec = new Recording()) {
@@ -35,15 +40,15 @@ public final class Deoptimizations {
                 rec.stop();
                 rec.dump(file);
             }
-            List<String> lines = new ArrayList<>();
+            List<Deopt> deopts = new ArrayList<>();
             for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
                 RecordedMethod m = e.getValue("method");
                 if (m != null) {
-                    lines.add(m.getType().getName() + "." + m.getName() + " bci " + e.getInt("bci") + " "
-                            + e.getString("reason"));
+                    deopts.add(new Deopt(e.getStartTime(), m.getType().getName() + "." + m.getName() + " bci "
+                            + e.getInt("bci") + " " + e.getString("reason")));
                 }
             }
-            return lines;
+            return deopts;
         } finally {
             Files.deleteIfExists(file);
         }

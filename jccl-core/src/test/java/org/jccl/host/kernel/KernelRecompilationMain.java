@@ -21,14 +21,14 @@ public final class KernelRecompilationMain {
     }
 
     public static void main(String[] args) throws Exception {
-        List<String> deopts = Deoptimizations.during(() -> {
+        List<Deoptimizations.Deopt> deopts = Deoptimizations.during(() -> {
             try (Arena confined = Arena.ofConfined(); Arena shared = Arena.ofShared()) {
                 // A caller's confined buffers with a peer's shared slot, then shared buffers alone
                 run(confined, shared, 300_000);
                 run(shared, shared, 2_000_000);
             }
         });
-        deopts.forEach(d -> System.out.println("DEOPT " + d));
+        deopts.forEach(d -> System.out.println("DEOPT " + d.where()));
         System.out.println("DONE");
     }
 

@@ -208,10 +208,43 @@ class HostEngineBehaviourTest {
     }
 
     /**
+     * Two ranks that both broadcast as the root see nothing in that call (each posts and returns);
+     * the disagreement must fail the next call that compares the ranks' posts, whatever it is, on
+     * every rank: here a small broadcast from root 0, whose receiver (rank 1) reads a post that
+     * matches its own call but not its history, then an all-reduce. Over shared memory rank 1
+     * fails in that second broadcast, naming the earlier disagreement.
+     */
+    @Test
+    void aDisagreementNoRankSawFailsTheNextCallThatComparesPosts() throws Exception {
+        List<Object> out = ThreadRanks.run(2, Duration.ofSeconds(10), comm -> {
+            int step = 0;
+            try {
+                comm.broadcast(HostBuffer.of(new float[8]), comm.rank()); // each rank its own root
+                step = 1;
+                comm.broadcast(HostBuffer.of(new float[8]), 0);
+                step = 2;
+                comm.allReduce(HostBuffer.of(new float[8]), ReduceOp.SUM);
+                return "no error";
+            } catch (JcclException e) {
+                return step + ": " + e;
+            }
+        });
+        for (Object o : out) {
+            assertTrue(o instanceof String s && !s.equals("no error") && (s.startsWith("1: ") || s.startsWith("2: ")),
+                    "every rank must fail in its second or third call: " + out);
+        }
+        assertTrue(out.stream().anyMatch(o -> o.toString().contains("CollectiveMismatchException")), out::toString);
+        if (transport().equals("shm")) {
+            String r1 = out.get(1).toString();
+            assertTrue(r1.startsWith("1: ") && r1.contains("disagreed on an earlier call"), r1);
+        }
+    }
+
+    /**
      * Whether a small broadcast in which every rank names itself the root fails in the broadcast
      * itself: not by default (shared memory: a small broadcast's root returns once its data is
-     * posted, and checks the others' calls at its next collective; TCP: only under JCCL_CHECK),
-     * so the next collective reports it.
+     * posted, and the next collective's posts carry each rank's history; TCP: only under
+     * JCCL_CHECK), so the next collective reports it.
      */
     boolean rootDisagreementFailsInTheBroadcast() {
         return false;

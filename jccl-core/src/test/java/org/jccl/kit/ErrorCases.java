@@ -28,6 +28,8 @@ final class ErrorCases {
                 KitCase.of("errors.mismatch.count", c -> mismatch(c, Traits.Mismatch.COUNT, ErrorCases::countMismatch, "x 9", "x 8")),
                 KitCase.of("errors.mismatch.type", c -> mismatch(c, Traits.Mismatch.TYPE, ErrorCases::typeMismatch, "INT32", "FLOAT32")),
                 KitCase.of("errors.mismatch.rootSmall", c -> mismatch(c, Traits.Mismatch.ROOT_SMALL, rootMismatch(8), "root 0", "root 1")),
+                KitCase.of("errors.mismatch.rootChain", c -> mismatch(c, Traits.Mismatch.ROOT_CHAIN, ErrorCases::rootChainMismatch,
+                        "root 1", c.size() > 2 ? "root 2" : "root 0")),
                 KitCase.of("errors.mismatch.scatterRoot", c -> mismatch(c, Traits.Mismatch.SCATTER_ROOT, ErrorCases::scatterRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.gatherRoot", c -> mismatch(c, Traits.Mismatch.GATHER_ROOT, ErrorCases::gatherRootMismatch, "root 0", "root 1")),
                 KitCase.of("errors.mismatch.rootLarge", c -> mismatch(c, Traits.Mismatch.ROOT_LARGE, rootMismatch(300_007), "root 0", "root 1")),
@@ -163,6 +165,15 @@ final class ErrorCases {
             int root = ctx.rank() == 0 ? 0 : 1;
             c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 2, ctx.rank(), n), root);
         };
+    }
+
+    /**
+     * Rank 0 broadcasts 8 floats from root 1, every other rank from root 2: rank 0 waits for a rank
+     * that is a receiver itself (with 2 ranks: rank 1 names root 0, and each waits for the other).
+     */
+    private static void rootChainMismatch(Ctx ctx, Communicator c) {
+        int root = ctx.rank() == 0 ? 1 : ctx.size() > 2 ? 2 : 0;
+        c.broadcast(ctx.buffer(DataType.FLOAT32, ReduceOp.SUM, 2, ctx.rank(), 8), root);
     }
 
     /** Rank 0 scatters 8 floats per rank from root 0, every other rank from root 1 (with 2 ranks: each from itself). */

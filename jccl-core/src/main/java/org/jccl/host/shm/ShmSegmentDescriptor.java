@@ -22,7 +22,8 @@ package org.jccl.host.shm;
  *  ctlEnd   +-- aligned to 4096 -------------------------------------------+
  *  inRing   | k x ( 40-byte chunk header | slotBytes data | 24 pad )    |  IN ring
  *           |   chunk header: chunk id u64 | coll seq u64 | call u64 |     |
- *           |                 count u64 | chunk offset u64               |
+ *           |                 count u64 | chain u64: a digest of the   |
+ *           |                 poster's earlier collectives               |
  *           |   the chunk id is written last (release): readers poll it,  |
  *           |   and inputs up to 24 bytes share its cache line           |
  *  resRing  | k x slotBytes                                                |  RES ring
@@ -56,9 +57,10 @@ public final class ShmSegmentDescriptor {
     public static final long MAGIC = 0x314d4853_4c43434aL;
     /**
      * Layout version (2: a mailbox entry's chunk number is its own header's first word; 3: the self
-     * address, canRead words and single-copy entries; 4: the small ring).
+     * address, canRead words and single-copy entries; 4: the small ring; 5: a chunk header's chain
+     * digest in place of its chunk offset).
      */
-    public static final int VERSION = 4;
+    public static final int VERSION = 5;
 
     /** Cache line. */
     public static final int LINE = 64;
@@ -111,7 +113,11 @@ public final class ShmSegmentDescriptor {
     public static final long HDR_COLL_SEQ = 8;
     public static final long HDR_CALL = 16;
     public static final long HDR_COUNT = 24;
-    public static final long HDR_OFFSET = 32;
+    /**
+     * A digest of the poster's collectives before this one (sequence number, call and count of each):
+     * equal on every rank that called the same ones (see ShmTransport#beginCollective).
+     */
+    public static final long HDR_CHAIN = 32;
     /** Where a chunk's data starts after its header: small inputs share the header's line. */
     public static final long HDR_DATA = 40;
 

@@ -112,6 +112,16 @@ public final class ShmTransport implements Transport {
     private long waitSeq, waitPacked, waitCount;
     /** The smallest done word seen at the last check (done words only grow). */
     private long minPeerDone;
+    /**
+     * A digest of this rank's collectives so far ({@link #beginCollective}: sequence number, call and
+     * count of each), and of those before the current one: what every header this rank posts
+     * carries ({@code HDR_CHAIN}), and what a peer's must equal. Small rooted calls return without
+     * waiting for every rank (a broadcast's or scatter's root, a gather's or reduce's non-roots), and
+     * no rank reads a small broadcast's or scatter's receivers' headers, so a disagreement that no
+     * rank of the call sees (two ranks that both act as root) shows at the next header a rank
+     * checks: the calls before it differ.
+     */
+    private long chain, chainBefore;
     private final long[] sendChunks;
     private final long[] recvChunks;
     private final long[] sendMessages;
@@ -419,6 +429,25 @@ public final class ShmTransport implements Transport {
     // ------------------------------------------------------------------ chunk protocol
 
     /**
+     * Starts collective {@code seq} on this rank ({@link #call}, the digest of the calls before it):
+     * before any of its chunks.
+     */
+    public void beginCollective(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
+        call.set(seq, opcode, dtype, redop, root, count, timeoutNanos);
+        long before = chain;
+        chainBefore = before;
+        chain = chainNext(before, seq, call.packed(), count);
+    }
+
+    /** The digest after a call ({@link #chain}): a 64-bit mix of the one before and the call's words. */
+    static long chainNext(long chain, long seq, long packed, long count) {
+        long h = (chain ^ packed) * 0x9E3779B97F4A7C15L;
+        h = (h ^ (h >>> 29) ^ count) * 0xBF58476D1CE4E5B9L;
+        h = (h ^ (h >>> 32) ^ seq) * 0x94D049BB133111EBL;
+        return h ^ (h >>> 31);
+    }
+
+    /**
      * Starts the next chunk in the IN ring: waits until every peer finished the chunk that last
      * used this ring entry. Returns the chunk id.
      */
@@ -437,9 +466,6 @@ public final class ShmTransport implements Transport {
     }
 
     private long begin(boolean small) {
-        if (deferredChunk != 0) {
-            settleDeferred();
-        }
         long id = ++chunkIds;
         int e = entry(small ? id | SMALL_RING : id);
         long need = lastUse[e];
@@ -495,13 +521,16 @@ public final class ShmTransport implements Transport {
         return geo.resData(entry(g));
     }
 
-    /** Publishes this rank's input for chunk {@code g} (header from {@link #call}). */
+    /**
+     * Publishes this rank's input for chunk {@code g} (header from {@link #call} and the digest of
+     * the calls before it). {@code chunkOffset}: the chunk's first element (not published).
+     */
     public void postIn(long g, long chunkOffset) {
         long h = header(g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_OFFSET, chunkOffset);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_CHAIN, chainBefore);
         // Last, with release: a reader that sees the id sees the header and the data.
         LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
     }
@@ -546,7 +575,27 @@ public final class ShmTransport implements Transport {
         long other = header(postWait ^ SMALL_RING); // the same chunk id's entry in the other ring
         long id = id(postWait);
         if ((long) LONG.getAcquire(segs[peer], other + HDR_CHUNK_ID) == id) {
-            checkHeaderAt(peer, other, id, waitSeq, waitPacked, waitCount, false);
+            checkHeaderAt(peer, other, id, waitSeq, waitPacked, waitCount);
+        }
+    }
+
+    /**
+     * A wait for {@code peer}'s input of chunk {@link #postWait} that lasts: has the peer finished
+     * that chunk (its done word) without posting it? Then it ran another call, one in which it posts
+     * nothing at that chunk (a later chunk of a broadcast's receiver): a mismatch, failed now rather
+     * than at the deadline. (A rank posts a chunk before it marks it done, and cannot post that
+     * entry again before this rank marks it done: a header without the id now was never posted.)
+     */
+    private void probeFinished(int peer) {
+        long id = id(postWait);
+        if ((long) LONG.getAcquire(segs[peer], DONE_SEQ_OFFSET) >= id
+                && (long) LONG.getAcquire(segs[peer], header(postWait) + HDR_CHUNK_ID) != id) {
+            String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(waitPacked, waitCount, waitSeq)
+                    + " and waited for rank " + peer + "'s data, but rank " + peer + " finished its call of that step "
+                    + "without posting any: it does not act as the root this rank names, or called another collective; "
+                    + "every rank must call the same collectives with the same type, count, op and root in the same order";
+            fail(ABORT_MISMATCH, msg);
+            throw new CollectiveMismatchException(msg);
         }
     }
 
@@ -612,92 +661,47 @@ public final class ShmTransport implements Transport {
         eager = on;
     }
 
-    // An eager root's chunk whose peers' calls are still to be checked (0: none), and its call.
-    private long deferredChunk;
-    private long deferredSeq;
-    private long deferredPacked;
-    private long deferredCount;
-
-    /**
-     * Ends chunk {@code g} of an eager rank (one that posted its data and returns without waiting
-     * for the others, e.g. a small broadcast's root): the others' calls of {@code g} are checked at
-     * this rank's next collective ({@link #settleDeferred}), and until then this rank does not mark
-     * {@code g} done, so no peer reuses that ring entry (overwriting the header to be checked)
-     * before the check.
-     */
-    public void endChunkDeferred(long g) {
-        deferredChunk = g;
-        deferredSeq = call.seq;
-        deferredPacked = call.packed();
-        deferredCount = call.count;
-    }
-
-    /**
-     * Checks the calls of the chunk an eager call left ({@link #endChunkDeferred}), then marks it
-     * done: the start of this rank's next collective (the engine calls it before its next call;
-     * {@link #beginChunk} too). Throws CollectiveMismatchException (and aborts the communicator, so
-     * every rank learns it) when a peer's call of that chunk differs; waits with the communicator's
-     * deadline for a peer that has not posted it yet.
-     */
-    public void settleDeferred() {
-        long g = deferredChunk;
-        if (g == 0) {
-            return;
-        }
-        long h = header(g);
-        long deadline = call.deadline;
-        call.deadline = 0; // this wait has a deadline of its own
-        expect(g, deferredSeq, deferredPacked, deferredCount);
-        try {
-            awaitAll(h + HDR_CHUNK_ID, id(g), "post its input");
-        } finally {
-            call.deadline = deadline;
-            postWait = 0;
-        }
-        try {
-            for (int p = 0; p < size; p++) {
-                if (p != rank) {
-                    checkHeaderAt(p, h, id(g), deferredSeq, deferredPacked, deferredCount, true);
-                }
-            }
-        } finally {
-            deferredChunk = 0;
-        }
-        LONG.setRelease(mine, DONE_SEQ_OFFSET, id(g));
-    }
-
     /** Blocks until every rank finished chunk {@code g} (used before a root returns data it read). */
     public void awaitAllDone(long g) {
         awaitAll(DONE_SEQ_OFFSET, id(g), "finish the chunk");
     }
 
     private void checkHeader(int peer, long g) {
-        checkHeaderAt(peer, header(g), id(g), call.seq, call.packed(), call.count, false);
+        checkHeaderAt(peer, header(g), id(g), call.seq, call.packed(), call.count);
     }
 
     /**
      * Fails the call unless {@code peer}'s header at {@code h} (either ring) is chunk id {@code g}
-     * of this rank's call ({@code seq}, {@code packed}, {@code count}): with the peer's failure when
-     * it aborted after posting, else as a mismatch naming both calls ({@code deferred}: found at
-     * this rank's next collective, an eager call's check).
+     * of this rank's call ({@code seq}, {@code packed}, {@code count}) with the same calls before it
+     * ({@link #chainBefore}): with the peer's failure when it aborted after posting, else as a
+     * mismatch naming both calls.
      */
-    private void checkHeaderAt(int peer, long h, long g, long seq, long packed, long count, boolean deferred) {
+    private void checkHeaderAt(int peer, long h, long g, long seq, long packed, long count) {
         MemorySegment s = segs[peer];
         long id = s.get(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID);
         long theirSeq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
         long theirPacked = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
         long theirCount = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
-        if (id != g || theirSeq != seq || theirPacked != packed || theirCount != count) {
+        long theirChain = s.get(ValueLayout.JAVA_LONG, h + HDR_CHAIN);
+        if (id != g || theirSeq != seq || theirPacked != packed || theirCount != count || theirChain != chainBefore) {
             long code = (long) LONG.getAcquire(s, ABORT_OFFSET);
             if (code != ABORT_NONE) {
                 // The peer failed or aborted after posting; that, not the mismatch, is the news.
                 throw peerAbort(peer, code);
             }
-            String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(packed, count, seq)
-                    + " but rank " + peer + " called " + OpCode.describe(theirPacked, theirCount, theirSeq)
-                    + " at the same step" + (deferred ? " (found at rank " + rank + "'s next collective: it had "
-                    + "returned without waiting)" : "") + ": every rank must call the same collectives with the same "
-                    + "type, count, op and root in the same order";
+            String msg;
+            if (id == g && theirSeq == seq && theirPacked == packed && theirCount == count) {
+                msg = "collective mismatch: ranks " + rank + " and " + peer + " both called " + OpCode.describe(packed, count, seq)
+                        + " but disagreed on an earlier call: a small broadcast, scatter, gather or reduce returns without "
+                        + "waiting for every rank (one that two ranks both ran as its root, for instance, has no rank that "
+                        + "could see it), and this is the first call since that compares the ranks' histories; every rank "
+                        + "must call the same collectives with the same type, count, op and root in the same order";
+            } else {
+                msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(packed, count, seq)
+                        + " but rank " + peer + " called " + OpCode.describe(theirPacked, theirCount, theirSeq)
+                        + " at the same step: every rank must call the same collectives with the same "
+                        + "type, count, op and root in the same order";
+            }
             fail(ABORT_MISMATCH, msg);
             throw new CollectiveMismatchException(msg);
         }
@@ -1015,6 +1019,7 @@ public final class ShmTransport implements Transport {
         checkPeerProcesses(iteration);
         if (postWait != 0 && offset >= 0 && peer != rank) {
             probeOtherRing(peer);
+            probeFinished(peer);
         }
         long now = System.nanoTime();
         if (call.deadline == 0) {
@@ -1176,11 +1181,6 @@ public final class ShmTransport implements Transport {
     public void close() {
         if (closed) {
             return;
-        }
-        if (deferredChunk != 0) {
-            // Not checked any more: release the ring entry for peers still finishing.
-            LONG.setRelease(mine, DONE_SEQ_OFFSET, id(deferredChunk));
-            deferredChunk = 0;
         }
         if ((long) LONG.getAcquire(mine, ABORT_OFFSET) == ABORT_NONE) {
             LONG.setRelease(mine, ABORT_OFFSET, ABORT_CLOSED);

@@ -9,8 +9,9 @@ import org.jccl.host.shm.ShmTransport;
  * copies block r of each sender's slot. In place works because a chunk's range is copied into
  * the slot before any rank writes that range of its output.
  *
- * <p>A scatter of one chunk is eager (unless {@code JCCL_CHECK=1}): the root posts and returns, its
- * check of the others' calls deferred to its next collective ({@link ShmTransport#endChunkDeferred}).
+ * <p>A scatter of one chunk is eager (unless {@code JCCL_CHECK=1}), as a small broadcast ({@link
+ * ChunkedBroadcast}): the root posts and returns, each receiver checks the root's call; no rank checks
+ * the receivers' but one that names a receiver the root.
  */
 public final class ChunkedAllToAll {
     private ChunkedAllToAll() {
@@ -31,7 +32,7 @@ public final class ChunkedAllToAll {
         MemorySegment mine = t.segment(r);
         if (root >= 0 && chunks == 1 && t.eager()) {
             // A small scatter is eager, as a small broadcast (ChunkedBroadcast): the root posts
-            // every block and returns; the others' calls are checked at its next collective.
+            // every block and returns; the receivers check its call.
             long g = Chunks.beginRooted(t, chunks, n * blockBytes);
             long slot = t.inData(g);
             if (root == r) {
@@ -43,9 +44,9 @@ public final class ChunkedAllToAll {
                 // (OneShotAllReduce); nothing to copy in place (a copy onto itself took the JDK's
                 // overlap branch, which compiled code had never seen, at a caller's first in-place scatter)
                 ZeroCopy.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
-                t.endChunkDeferred(g);
+                t.endChunk(g);
             } else {
-                t.postIn(g, 0);
+                t.postIn(g, 0); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
                 MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunk(g);

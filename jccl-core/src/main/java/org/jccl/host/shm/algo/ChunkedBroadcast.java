@@ -8,11 +8,14 @@ import org.jccl.host.shm.ShmTransport;
  * Broadcast: the root copies each chunk into its slot once; every other rank copies it out.
  *
  * <p>One chunk (a small broadcast) is eager, as in MPI: the root posts its data and returns, and
- * each receiver waits for the root only. Every rank posts its call; the root checks the others'
- * at its next collective ({@link ShmTransport#endChunkDeferred}), holding the ring entry until
- * then, and a receiver checks the root's. So a disagreement fails, in the call, the receivers that
- * see it, and every other rank at its next collective. A back-to-back loop of small broadcasts
- * then runs at the receivers' pace instead of synchronising every rank on every call.
+ * each receiver waits for the root only and checks its call. A receiver posts its call too, but
+ * no rank reads it unless it names that receiver the root (then it sees the mismatch at once): the
+ * root does not check the receivers, so their header lines stay in their own caches instead of
+ * crossing to the root and back every call, and a loop of small broadcasts runs at the receivers'
+ * pace. A receiver that sees a disagreement fails in the call (and aborts the communicator, so
+ * every rank learns it at its next collective); one that no rank of the call sees (two ranks that
+ * both act as the root) fails every rank at its next collective, whose headers carry a digest of
+ * each rank's earlier calls ({@link ShmTransport#beginCollective}).
  *
  * <p>Several chunks, or {@code JCCL_CHECK=1} ({@link ShmTransport#eager()} false): on the first, every rank posts its call and checks every other rank's, so
  * that any disagreement (root, type, count, collective) fails on every rank in this call.
@@ -40,9 +43,9 @@ public final class ChunkedBroadcast {
                 if (!inPlace) {
                     MemorySegment.copy(send.segment(), 0, recv.segment(), 0, bytes);
                 }
-                t.endChunkDeferred(g);
+                t.endChunk(g);
             } else {
-                t.postIn(g, 0);
+                t.postIn(g, 0); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
                 MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
                 t.endChunk(g);

@@ -472,8 +472,15 @@ public final class ShmTransport implements Transport {
         lastUse[e] = id;
         if (need > 0 && minPeerDone < need) {
             // Peers' done words change every chunk (their lines live in the peers' caches): read
-            // them only when the last values seen are not enough.
-            awaitAll(DONE_SEQ_OFFSET, need, "finish reading an earlier chunk");
+            // them only when the last values seen are not enough. A rank that found the small
+            // ring full (the eager side of small rooted calls, a ring ahead: a gather's non-root, a
+            // broadcast's or scatter's root) then waits until the peers are half a ring further,
+            // not one chunk: otherwise it reads a done word every call just after its owner wrote
+            // it, and the line crosses twice a call. Only chunks before this one, all posted here
+            // already: no wait on itself. (Not in the IN ring, whose few entries pipeline large
+            // calls: there the same slack made a 2-rank 1 MiB reduce 10% slower.)
+            long target = small ? Math.min(need + SMALL_SLOTS / 2, id - 1) : need;
+            awaitAll(DONE_SEQ_OFFSET, target, "finish reading an earlier chunk");
             long min = Long.MAX_VALUE;
             for (int p = 0; p < size; p++) {
                 if (p != rank) {

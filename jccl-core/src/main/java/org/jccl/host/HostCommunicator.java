@@ -241,8 +241,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
 
     @Override
     protected void beginCall(long seq, int opcode, DataType type, ReduceOp op, int root, long count, long timeoutNanos) {
-        transport.beginCollective(seq, opcode, type.ordinal(), op == null ? OpCode.NO_REDOP : op.kind().ordinal(), root, count,
-                timeoutNanos);
+        transport.beginCollective(seq, opcode, type, op, root, count, timeoutNanos);
     }
 
     @Override

@@ -10,6 +10,10 @@ public final class OpCode {
             ALL_TO_ALL = 5, GATHER = 6, SCATTER = 7, BARRIER = 8, SEND = 9, RECV = 10, SPLIT = 11;
     /** The reduction code of an operation without one. */
     public static final int NO_REDOP = 15;
+
+    /** What every collective mismatch message ends with: the rule the ranks broke. */
+    public static final String SAME_CALLS =
+            "every rank must call the same collectives with the same type, count, op and root in the same order";
     /** Operation names by code (the API's method names): the collectives', then split. */
     private static final String[] NAMES = java.util.stream.Stream.concat(
             java.util.Arrays.stream(org.jccl.spi.Collective.values()).map(org.jccl.spi.Collective::apiName),

@@ -306,8 +306,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
                         .append(" called ").append(g.getKey());
                 sep = "; ";
             }
-            throw new CollectiveMismatchException(b.append(": every rank must call the same collectives with the same "
-                    + "type, count, op and root in the same order").toString());
+            throw new CollectiveMismatchException(b.append(": ").append(OpCode.SAME_CALLS).toString());
         }
     }
 
@@ -447,7 +446,7 @@ public final class HierarchicalCommunicator extends EngineCommunicator<TcpTransp
             if (!returned.isEmpty()) {
                 b.append("; rank(s) ").append(returned).append(" returned from it and failed in a later collective");
             }
-            b.append(": every rank must call the same collectives with the same type, count, op and root in the same order [")
+            b.append(": ").append(OpCode.SAME_CALLS).append(" [")
                     .append(e.getMessage()).append(']');
             return new CollectiveMismatchException(b.toString());
         }

@@ -21,7 +21,7 @@ package org.jccl.host.shm;
  * </pre>
  *
  * <p>The exchange of a zero-copy-eligible call: the call's first chunk id {@code g} carries, in
- * the IN slot data of {@code g} (header from the call, chunk offset {@link #EXCHANGE_OFFSET}),
+ * the IN slot data of {@code g} (header from the call),
  *
  * <pre>
  *  +0   send region id i64 (-1: not registered, or not usable zero-copy)
@@ -56,8 +56,6 @@ public final class ShmRegionDescriptor {
     /** Where the data starts (page aligned). */
     public static final long DATA = ShmSegmentDescriptor.PAGE;
 
-    /** The chunk offset the exchange chunk's header carries. */
-    public static final long EXCHANGE_OFFSET = -1;
     public static final long X_SEND_ID = 0;
     public static final long X_SEND_OFFSET = 8;
     public static final long X_RECV_ID = 16;

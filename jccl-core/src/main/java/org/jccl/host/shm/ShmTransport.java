@@ -432,8 +432,9 @@ public final class ShmTransport implements Transport {
      * Starts collective {@code seq} on this rank ({@link #call}, the digest of the calls before it):
      * before any of its chunks.
      */
-    public void beginCollective(long seq, int opcode, int dtype, int redop, int root, long count, long timeoutNanos) {
-        call.set(seq, opcode, dtype, redop, root, count, timeoutNanos);
+    public void beginCollective(long seq, int opcode, org.jccl.DataType type, org.jccl.ReduceOp op, int root, long count,
+                                long timeoutNanos) {
+        call.set(seq, opcode, type, op, root, count, timeoutNanos);
         long before = chain;
         chainBefore = before;
         chain = chainNext(before, seq, call.packed(), count);
@@ -530,9 +531,9 @@ public final class ShmTransport implements Transport {
 
     /**
      * Publishes this rank's input for chunk {@code g} (header from {@link #call} and the digest of
-     * the calls before it). {@code chunkOffset}: the chunk's first element (not published).
+     * the calls before it).
      */
-    public void postIn(long g, long chunkOffset) {
+    public void postIn(long g) {
         long h = header(g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
@@ -600,7 +601,7 @@ public final class ShmTransport implements Transport {
             String msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(waitPacked, waitCount, waitSeq)
                     + " and waited for rank " + peer + "'s data, but rank " + peer + " finished its call of that step "
                     + "without posting any: it does not act as the root this rank names, or called another collective; "
-                    + "every rank must call the same collectives with the same type, count, op and root in the same order";
+                    + OpCode.SAME_CALLS;
             fail(ABORT_MISMATCH, msg);
             throw new CollectiveMismatchException(msg);
         }
@@ -701,13 +702,12 @@ public final class ShmTransport implements Transport {
                 msg = "collective mismatch: ranks " + rank + " and " + peer + " both called " + OpCode.describe(packed, count, seq)
                         + " but disagreed on an earlier call: a small broadcast, scatter, gather or reduce returns without "
                         + "waiting for every rank (one that two ranks both ran as its root, for instance, has no rank that "
-                        + "could see it), and this is the first call since that compares the ranks' histories; every rank "
-                        + "must call the same collectives with the same type, count, op and root in the same order";
+                        + "could see it), and this is the first call since that compares the ranks' histories; "
+                        + OpCode.SAME_CALLS;
             } else {
                 msg = "collective mismatch: rank " + rank + " called " + OpCode.describe(packed, count, seq)
                         + " but rank " + peer + " called " + OpCode.describe(theirPacked, theirCount, theirSeq)
-                        + " at the same step: every rank must call the same collectives with the same "
-                        + "type, count, op and root in the same order";
+                        + " at the same step: " + OpCode.SAME_CALLS;
             }
             fail(ABORT_MISMATCH, msg);
             throw new CollectiveMismatchException(msg);

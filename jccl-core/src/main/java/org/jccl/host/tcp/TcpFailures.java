@@ -169,14 +169,12 @@ final class TcpFailures {
                         + mine + ", but their previous collectives differ: rank " + rank + " called "
                         + TcpCall.describePrevious(op.prev, op.seq - 1) + ", rank " + c.peer + " called "
                         + TcpCall.describePrevious(prev, seq - 1) + " (the ranks that named different roots or "
-                        + "collectives returned from it without seeing each other): every rank must call the same "
-                        + "collectives with the same type, count, op and root in the same order");
+                        + "collectives returned from it without seeing each other): " + OpCode.SAME_CALLS);
             }
             msg = "collective mismatch: rank " + rank + " called " + mine + " but rank " + c.peer + " called " + theirs
                     + (theirs.equals(mine) ? " with another algorithm step (tag " + Long.toHexString(tag) + " vs "
                     + Long.toHexString(op.tag) + ", message " + msgBytes + " vs " + op.bytes + " bytes: different "
-                    + "JCCL_ALGO or tuning settings?)" : "") + " at the same step: every rank must call the same "
-                    + "collectives with the same type, count, op and root in the same order";
+                    + "JCCL_ALGO or tuning settings?)" : "") + " at the same step: " + OpCode.SAME_CALLS;
         }
         return new CollectiveMismatchException(msg);
     }

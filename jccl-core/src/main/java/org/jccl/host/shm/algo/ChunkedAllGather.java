@@ -33,7 +33,7 @@ public final class ChunkedAllGather {
                 t.touchIn(g);
             }
             MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
-            t.postIn(g, first);
+            t.postIn(g);
             if (!receives && c == 0 && !t.eager()) {
                 // JCCL_CHECK=1: a gather's other ranks check every rank's call too before they
                 // return, so that ranks naming different roots fail in the call (by default they

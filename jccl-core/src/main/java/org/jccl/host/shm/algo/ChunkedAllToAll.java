@@ -39,14 +39,14 @@ public final class ChunkedAllToAll {
                 for (int j = 0; j < n; j++) {
                     MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
                 }
-                t.postIn(g, 0);
+                t.postIn(g);
                 // From its input, not its slot: the receivers' reads may have taken the slot's lines
                 // (OneShotAllReduce); nothing to copy in place (a copy onto itself took the JDK's
                 // overlap branch, which compiled code had never seen, at a caller's first in-place scatter)
                 ZeroCopy.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunk(g);
             } else {
-                t.postIn(g, 0); // read by no rank but one that names this rank the root
+                t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
                 MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunk(g);
@@ -62,7 +62,7 @@ public final class ChunkedAllToAll {
                 for (int j = 0; j < n; j++) {
                     MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
                 }
-                t.postIn(g, first);
+                t.postIn(g);
                 if (root >= 0 && c == 0) {
                     // Scatter: receivers post their call on the first chunk and the root checks them,
                     // so two ranks that both believe they are the root cannot pass silently.
@@ -71,7 +71,7 @@ public final class ChunkedAllToAll {
             } else if (c == 0) {
                 // Receivers check every rank's call too, not only the root's: a receiver that agrees
                 // with its root would otherwise return although other ranks name another root.
-                t.postIn(g, first);
+                t.postIn(g);
                 t.awaitAllIn(g);
             }
             if (root < 0) {

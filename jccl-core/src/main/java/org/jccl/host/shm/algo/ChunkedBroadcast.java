@@ -39,13 +39,13 @@ public final class ChunkedBroadcast {
             long slot = t.inData(g);
             if (isRoot) {
                 MemorySegment.copy(send.segment(), 0, rootSeg, slot, bytes);
-                t.postIn(g, 0);
+                t.postIn(g);
                 if (!inPlace) {
                     MemorySegment.copy(send.segment(), 0, recv.segment(), 0, bytes);
                 }
                 t.endChunk(g);
             } else {
-                t.postIn(g, 0); // read by no rank but one that names this rank the root
+                t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
                 MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
                 t.endChunk(g);
@@ -59,7 +59,7 @@ public final class ChunkedBroadcast {
             long slot = t.inData(g);
             if (isRoot) {
                 MemorySegment.copy(send.segment(), first * es, rootSeg, slot, bytes);
-                t.postIn(g, first);
+                t.postIn(g);
                 if (c == 0) {
                     // Every rank posts its call on the first chunk and the root checks them all:
                     // two ranks that both believe they are the root would otherwise never meet.
@@ -73,7 +73,7 @@ public final class ChunkedBroadcast {
                     // Receivers check every rank's call too, not only the root's: ranks that
                     // disagree about the root must all fail in this call, and a receiver that
                     // agrees with its root would otherwise return before the root saw the others.
-                    t.postIn(g, first);
+                    t.postIn(g);
                     t.awaitAllIn(g);
                 } else {
                     t.awaitIn(root, g);

@@ -34,7 +34,7 @@ public final class ChunkedReduceScatter {
                     MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
                 }
             }
-            t.postIn(g, first);
+            t.postIn(g);
             t.awaitAllIn(g);
             Chunks.reduceSlotsAndOwn(t, send.type(), op, slot + r * bytes, send.segment(), r * blockBytes + first * es,
                     recv.segment(), first * es, elems);

@@ -91,7 +91,7 @@ final class Chunks {
         long hi = partStart(elems, n, r + 1);
         MemorySegment.copy(in, first * es, mine, slot, lo * es);
         MemorySegment.copy(in, (first + hi) * es, mine, slot + hi * es, (elems - hi) * es);
-        t.postIn(g, first);
+        t.postIn(g);
         t.awaitAllIn(g);
         if (hi > lo) {
             reduceSlotsAndOwn(t, type, op, slot + lo * es, in, (first + lo) * es, mine, res + lo * es, hi - lo);

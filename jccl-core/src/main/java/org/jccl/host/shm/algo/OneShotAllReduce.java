@@ -62,7 +62,7 @@ public final class OneShotAllReduce {
             }
             // A reduce's root posts its call only: a second rank that believes it is the root
             // waits for it, and every root checks every call.
-            t.postIn(g, first);
+            t.postIn(g);
             if (!reduces && !t.eager()) {
                 t.awaitAllIn(g); // JCCL_CHECK: every rank checks every call in the call
             }

@@ -10,7 +10,7 @@ public final class ShmBarrier {
     /** Returns once every rank has entered. */
     public static void run(ShmTransport t) {
         long g = t.beginChunk();
-        t.postIn(g, 0);
+        t.postIn(g);
         t.awaitAllIn(g);
         t.endChunk(g);
     }

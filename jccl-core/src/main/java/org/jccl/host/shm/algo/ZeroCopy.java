@@ -75,7 +75,7 @@ public final class ZeroCopy {
         boolean readable = enabled && sendOk && send != null && send.segment().isNative() && t.readsAllPeers();
         mine.set(ValueLayout.JAVA_LONG, at + X_SEND_ADDRESS, readable ? send.segment().address() : 0L);
         mine.set(ValueLayout.JAVA_LONG, at + X_READS_ALL, t.readsAllPeers() ? 1L : 0L);
-        t.postIn(g, EXCHANGE_OFFSET);
+        t.postIn(g);
         t.awaitAllIn(g);
         boolean readsAll = readsOnly;
         for (int p = 0; p < n && readsAll; p++) {

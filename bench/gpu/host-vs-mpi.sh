@@ -83,7 +83,9 @@
 #              HOSTCMP_ENVAB_RANGES ("TAG:PERF FLAGS;..."; default small 16 B..4 KiB x16 -n 50000 -w 10000 and large
 #              64 KiB..16 MiB x4 -n 100 -w 20), of HOSTCMP_ENVAB_COLLS (default "allreduce reduce broadcast gather
 #              scatter") at HOSTCMP_ENVAB_RANKS (default "4 8"), interleaved, twice; HOSTCMP_ENVAB_MPI=1: Open MPI
-#              (default and cma, adaptive) over the same collectives and ranks, 16 B..16 MiB x4, once
+#              (default and cma, adaptive) over the same collectives and ranks, 16 B..16 MiB x4 (HOSTCMP_ENVAB_MPI_RANGE), once (its files named
+#              after HOSTCMP_ENVAB_LABEL); HOSTCMP_ENVAB_REPS rounds (default 2); HOSTCMP_ENVAB_PIN=1: N ranks (jccl's and
+#              Open MPI's) on CPUs 0..N-1 only (taskset), so that every run has the same placement
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
 # single_copy_mechanism cma); han (coll han preferred) when ompi_info lists it; xhc likewise.
 cd "$(dirname "$0")/../.."
@@ -368,7 +370,8 @@ if [[ $PHASES == *,envab,* ]]; then # settings against each other, interleaved, 
   IFS=';' read -r -a envruns <<< "${HOSTCMP_ENVAB:-k4:JCCL_SHM_SLOTS=4 JCCL_SHM_SLOT_BYTES=262144;k16s64:JCCL_SHM_SLOTS=16 JCCL_SHM_SLOT_BYTES=65536}"
   IFS=';' read -r -a ranges <<< "${HOSTCMP_ENVAB_RANGES:-small:-b 16 -e 4K -f 16 -n 50000 -w 10000;large:-b 64K -e 16M -f 4 -n 100 -w 20}"
   for n in ${HOSTCMP_ENVAB_RANKS:-4 8}; do
-    for rep in 1 2; do
+    PIN=""; [ "${HOSTCMP_ENVAB_PIN:-0}" = 1 ] && PIN="taskset -c 0-$((n - 1))"
+    for rep in $(seq 1 "${HOSTCMP_ENVAB_REPS:-2}"); do
       for c in ${HOSTCMP_ENVAB_COLLS:-allreduce reduce broadcast gather scatter}; do
         for er in "${envruns[@]}"; do
           tag=${er%%:*}
@@ -381,10 +384,11 @@ if [[ $PHASES == *,envab,* ]]; then # settings against each other, interleaved, 
     done
     if [ "${HOSTCMP_ENVAB_MPI:-0}" = 1 ]; then
       for cfg in default cma; do
-        mpi "$n" "$cfg" envab "$(echo "${HOSTCMP_ENVAB_COLLS:-allreduce reduce broadcast gather scatter}" | tr ' ' ',')" \
-          -b 16 -e 16M -f 4 -T 0.1 -c 0
+        mpi "$n" "$cfg" "envab${HOSTCMP_ENVAB_LABEL:-}" "$(echo "${HOSTCMP_ENVAB_COLLS:-allreduce reduce broadcast gather scatter}" | tr ' ' ',')" \
+          ${HOSTCMP_ENVAB_MPI_RANGE:--b 16 -e 16M -f 4} -T 0.1 -c 0
       done
     fi
+    PIN=""
   done
 fi
 if [[ $PHASES == *,smallab,* ]]; then # small sizes of every collective: builds interleaved, and Open MPI

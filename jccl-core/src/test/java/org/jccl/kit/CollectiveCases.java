@@ -276,8 +276,10 @@ final class CollectiveCases {
      * each stream followed by an all-reduce too large for a small slot; every result is checked.
      * The ranks that post and return (a gather's and a reduce's non-roots, a broadcast's and a
      * scatter's root) may run ahead, up to as many calls as the transport lets them: over shared
-     * memory the small gathers, broadcasts and scatters take a ring of 32 slots of their own, which
-     * a stream wraps, and the root reads every call's slots before they are written again.
+     * memory the small gathers, broadcasts and scatters (and reduces, up to 4 ranks) take a ring of
+     * 32 slots of their own, which a stream wraps, and the root reads every call's slots before they
+     * are written again (up to 4 ranks, non-roots that find it full wait paced and a gather's or
+     * reduce's root fetches the next calls' posts ahead).
      */
     static void rootedRunAhead(Ctx ctx) {
         Communicator c = ctx.comm();

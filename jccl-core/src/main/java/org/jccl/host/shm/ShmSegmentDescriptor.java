@@ -38,8 +38,9 @@ package org.jccl.host.shm;
  *           |   message from there and acks this one entry                 |
  *  small    | SMALL_SLOTS x ( 40-byte chunk header | SMALL_SLOT_BYTES     |  SMALL ring
  *           |   data | 24 pad | 64 pad ): 4160 bytes an entry, the IN     |
- *           |   ring of small rooted calls (gather, scatter, broadcast of  |
- *           |   one chunk that fits), whose ranks may run ahead            |
+ *           |   ring of small rooted calls (gather, scatter, broadcast,    |
+ *           |   and reduce up to 4 ranks, of one chunk that fits), whose   |
+ *           |   ranks may run ahead                                        |
  *  total    +--------------------------------------------------------------+
  * </pre>
  *
@@ -68,11 +69,10 @@ public final class ShmSegmentDescriptor {
     public static final int PAGE = 4096;
     /**
      * Entries of the small ring. Small rooted calls let ranks run ahead (a gather's non-roots, a
-     * broadcast's or scatter's root post and return), at most as many calls as the ring has
-     * entries: 4 entries of the IN ring held them back (docs/BENCHMARKS.md, the slot ring's shape),
-     * and a deeper IN ring cost large calls their chunk size. (A small reduce stays in the IN
-     * ring: measured, the small ring made it no faster.) A power of two: chunk ids map to its
-     * entries by mask.
+     * small reduce's up to 4 ranks, a broadcast's or scatter's root post and return), at most as many calls as the
+     * ring has entries: 4 entries of the IN ring held them back (docs/BENCHMARKS.md, the slot
+     * ring's shape), and a deeper IN ring cost large calls their chunk size. A power of two: chunk
+     * ids map to its entries by mask.
      */
     public static final int SMALL_SLOTS = 32;
     /** Data bytes of a small ring entry. */

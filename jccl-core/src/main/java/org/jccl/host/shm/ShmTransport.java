@@ -453,7 +453,7 @@ public final class ShmTransport implements Transport {
      * used this ring entry. Returns the chunk id.
      */
     public long beginChunk() {
-        return begin(false);
+        return begin(false, false);
     }
 
     /**
@@ -463,10 +463,27 @@ public final class ShmTransport implements Transport {
      * Returns the chunk id (tagged: pass it as it is to this transport's other chunk methods).
      */
     public long beginSmallChunk() {
-        return begin(true);
+        return begin(true, false);
     }
 
-    private long begin(boolean small) {
+    /**
+     * {@link #beginSmallChunk} for a call whose root reads every rank's input (a small gather or
+     * reduce): its eager ranks, the non-roots, wait for a full ring paced ({@link
+     * #awaitDonePaced}), so that the root, the slow side, rarely finds its done word's line taken.
+     */
+    public long beginSmallChunkReadByRoot() {
+        return begin(true, size <= READ_BY_ROOT_MAX_RANKS);
+    }
+
+    /**
+     * The most ranks for which a small call that its root reads ({@link #beginSmallChunkReadByRoot})
+     * waits paced and its root fetches ahead ({@link #touchAhead}), and a small reduce takes the
+     * small ring: measured faster at 2 and 4 ranks, and no faster, at times slower, at 16 (8 not
+     * measured) on the 16-core host (docs/BENCHMARKS.md, nineteenth set).
+     */
+    public static final int READ_BY_ROOT_MAX_RANKS = 4;
+
+    private long begin(boolean small, boolean paced) {
         long id = ++chunkIds;
         int e = entry(small ? id | SMALL_RING : id);
         long need = lastUse[e];
@@ -481,6 +498,9 @@ public final class ShmTransport implements Transport {
             // already: no wait on itself. (Not in the IN ring, whose few entries pipeline large
             // calls: there the same slack made a 2-rank 1 MiB reduce 10% slower.)
             long target = small ? Math.min(need + SMALL_SLOTS / 2, id - 1) : need;
+            if (paced) {
+                awaitDonePaced(target);
+            }
             awaitAll(DONE_SEQ_OFFSET, target, "finish reading an earlier chunk");
             long min = Long.MAX_VALUE;
             for (int p = 0; p < size; p++) {
@@ -491,6 +511,74 @@ public final class ShmTransport implements Transport {
             minPeerDone = min;
         }
         return small ? id | SMALL_RING : id;
+    }
+
+    /** How long a paced wait ({@link #awaitDonePaced}) expects a peer to take per chunk: below a small call's time. */
+    private static final long PACE_NANOS_PER_CHUNK = 100;
+    /** The longest paced wait; the ordinary wait (health checks, deadline) takes over after it. */
+    private static final long PACED_WAIT_NANOS = 200_000;
+
+    /**
+     * Waits, for {@link #PACED_WAIT_NANOS} at most, until every peer's done word reaches {@code
+     * target}, reading a peer's word only about once per {@link #PACE_NANOS_PER_CHUNK} for each
+     * chunk it still has to finish. A waiter that polls the word pulls its line out of the owner's
+     * cache every poll, so the owner's next done write, once a call, has to fetch the line back:
+     * on the critical side of a loop of small gathers or reduces (the root, which the non-roots
+     * wait for half a ring ahead). The caller finishes with the ordinary wait, which returns at
+     * once when this one succeeded.
+     */
+    private void awaitDonePaced(long target) {
+        long start = System.nanoTime();
+        int i = 0;
+        for (int p = 0; p < size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            MemorySegment s = segs[p];
+            long d;
+            while ((d = (long) LONG.getAcquire(s, DONE_SEQ_OFFSET)) < target) {
+                long now = System.nanoTime();
+                if (now - start > PACED_WAIT_NANOS) {
+                    return;
+                }
+                long until = now + (target - d) * PACE_NANOS_PER_CHUNK;
+                do {
+                    idle.idle(i++); // spins, or yields and parks where ranks outnumber cores
+                } while (System.nanoTime() - until < 0);
+            }
+        }
+    }
+
+    /** How far ahead {@link #touchAhead} fetches, in chunks; it fetches {@link #TOUCH_BATCH} chunks at once. */
+    private static final int TOUCH_DISTANCE = 4;
+    /** Chunks {@link #touchAhead} fetches together (a power of two). */
+    private static final int TOUCH_BATCH = 4;
+
+    /**
+     * For a small gather's or reduce's root: every {@link #TOUCH_BATCH}th chunk of the small ring,
+     * starts fetching the header lines (which hold a small input) of every peer's entries {@link
+     * #TOUCH_DISTANCE} to {@code TOUCH_DISTANCE + TOUCH_BATCH - 1} chunks ahead, without waiting.
+     * The non-roots post and return, so in a loop they are ahead and those lines are written: they
+     * then cross together, a batch for the latency of one, rather than one a call (entries lie a
+     * page and a line apart, beyond the hardware prefetcher's reach). Not for a broadcast's or
+     * scatter's receivers: measured slower (a line fetched before its root writes it crosses twice).
+     * Up to {@link #READ_BY_ROOT_MAX_RANKS} ranks: beyond, the batch's lines outnumber the misses
+     * a core keeps in flight, and a 16-rank gather measured slower.
+     */
+    public void touchAhead(long g) {
+        if (size > READ_BY_ROOT_MAX_RANKS || (g & SMALL_RING) == 0 || (id(g) & (TOUCH_BATCH - 1)) != 0) {
+            return;
+        }
+        long sum = 0;
+        for (int j = TOUCH_DISTANCE; j < TOUCH_DISTANCE + TOUCH_BATCH; j++) {
+            long h = header(g + j) + HDR_CHUNK_ID;
+            for (int p = 0; p < size; p++) {
+                if (p != rank) {
+                    sum += (long) LONG.getOpaque(segs[p], h);
+                }
+            }
+        }
+        touched += sum;
     }
 
     /** The id of chunk {@code g} (without its ring's tag): what headers and done words hold. */

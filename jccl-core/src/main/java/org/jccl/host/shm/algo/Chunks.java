@@ -36,6 +36,15 @@ final class Chunks {
         return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunk() : t.beginChunk();
     }
 
+    /**
+     * {@link #beginRooted} for a call whose root reads every rank's slot (gather, reduce): in the
+     * small ring, {@link ShmTransport#beginSmallChunkReadByRoot}.
+     */
+    static long beginReadByRoot(ShmTransport t, long chunks, long slotBytes) {
+        return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunkReadByRoot()
+                : t.beginChunk();
+    }
+
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */
     static long chunkCount(long count, long perChunk) {
         return count <= perChunk ? 1 : (count + perChunk - 1) / perChunk;

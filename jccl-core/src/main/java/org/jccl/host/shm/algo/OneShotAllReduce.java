@@ -53,10 +53,14 @@ public final class OneShotAllReduce {
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long elems = Math.min(per, count - first);
-            // (a reduce stays in the IN ring: in the small ring, 32 calls of run-ahead made its root no
-            // faster, and slower at 4 ranks, docs/BENCHMARKS.md, the small ring)
-            long g = t.beginChunk();
+            // A small reduce's non-roots run ahead in the small ring, as a gather's, at up to 4 ranks
+            // (ShmTransport.READ_BY_ROOT_MAX_RANKS; beyond, the IN ring measured no slower)
+            long g = root >= 0 && t.size() <= ShmTransport.READ_BY_ROOT_MAX_RANKS
+                    ? Chunks.beginReadByRoot(t, chunks, elems * es) : t.beginChunk();
             long slot = t.inData(g);
+            if (root == r) {
+                t.touchAhead(g);
+            }
             if (root != r) {
                 MemorySegment.copy(in, first * es, mine, slot, elems * es);
             }

@@ -468,12 +468,26 @@ public final class ShmTransport implements Transport {
 
     /**
      * {@link #beginSmallChunk} for a call whose root reads every rank's input (a small gather or
-     * reduce): its eager ranks, the non-roots, wait for a full ring paced ({@link
-     * #awaitDonePaced}), so that the root, the slow side, rarely finds its done word's line taken.
+     * reduce), up to {@link #READ_BY_ROOT_MAX_RANKS} ranks: a rank that finds the ring full (in a
+     * loop, a non-root a ring ahead of its root) waits for it paced ({@link #awaitDonePaced}), so
+     * that the root, the slow side, rarely finds its done word's line taken; and notes whether the
+     * chunk continues a stream of the same call ({@link #touchAhead}).
      */
     public long beginSmallChunkReadByRoot() {
-        return begin(true, size <= READ_BY_ROOT_MAX_RANKS);
+        boolean tuned = size <= READ_BY_ROOT_MAX_RANKS;
+        long g = begin(true, tuned);
+        long id = id(g);
+        long packed = call.packed();
+        readByRootStream = tuned && id - 1 == readByRootLast && packed == readByRootPacked;
+        readByRootLast = id;
+        readByRootPacked = packed;
+        return g;
     }
+
+    /** The id and call of the last {@link #beginSmallChunkReadByRoot} chunk. */
+    private long readByRootLast = -1, readByRootPacked;
+    /** Whether the current chunk is the next chunk id after the last one of the same call (same collective, type, root). */
+    private boolean readByRootStream;
 
     /**
      * The most ranks for which a small call that its root reads ({@link #beginSmallChunkReadByRoot})
@@ -491,8 +505,8 @@ public final class ShmTransport implements Transport {
         if (need > 0 && minPeerDone < need) {
             // Peers' done words change every chunk (their lines live in the peers' caches): read
             // them only when the last values seen are not enough. A rank that found the small
-            // ring full (the eager side of small rooted calls, a ring ahead: a gather's non-root, a
-            // broadcast's or scatter's root) then waits until the peers are half a ring further,
+            // ring full (the eager side of small rooted calls, a ring ahead: a gather's or reduce's
+            // non-root, a broadcast's or scatter's root) then waits until the peers are half a ring further,
             // not one chunk: otherwise it reads a done word every call just after its owner wrote
             // it, and the line crosses twice a call. Only chunks before this one, all posted here
             // already: no wait on itself. (Not in the IN ring, whose few entries pipeline large
@@ -519,13 +533,14 @@ public final class ShmTransport implements Transport {
     private static final long PACED_WAIT_NANOS = 200_000;
 
     /**
-     * Waits, for {@link #PACED_WAIT_NANOS} at most, until every peer's done word reaches {@code
-     * target}, reading a peer's word only about once per {@link #PACE_NANOS_PER_CHUNK} for each
-     * chunk it still has to finish. A waiter that polls the word pulls its line out of the owner's
-     * cache every poll, so the owner's next done write, once a call, has to fetch the line back:
-     * on the critical side of a loop of small gathers or reduces (the root, which the non-roots
-     * wait for half a ring ahead). The caller finishes with the ordinary wait, which returns at
-     * once when this one succeeded.
+     * Waits until every peer's done word reaches {@code target}, reading a peer's word only about
+     * once per {@link #PACE_NANOS_PER_CHUNK} for each chunk it still has to finish; gives up once
+     * {@link #PACED_WAIT_NANOS} have passed (checked between reads: a few microseconds more at
+     * most). A waiter that polls the word pulls its line out of the owner's cache every poll, so
+     * the owner's next done write, once a call, has to fetch the line back: on the critical side of
+     * a loop of small gathers or reduces (the root, which the non-roots wait for half a ring
+     * ahead). The caller finishes with the ordinary wait (health checks, abort, deadline), which
+     * returns at once when this one succeeded.
      */
     private void awaitDonePaced(long target) {
         long start = System.nanoTime();
@@ -560,13 +575,17 @@ public final class ShmTransport implements Transport {
      * #TOUCH_DISTANCE} to {@code TOUCH_DISTANCE + TOUCH_BATCH - 1} chunks ahead, without waiting.
      * The non-roots post and return, so in a loop they are ahead and those lines are written: they
      * then cross together, a batch for the latency of one, rather than one a call (entries lie a
-     * page and a line apart, beyond the hardware prefetcher's reach). Not for a broadcast's or
-     * scatter's receivers: measured slower (a line fetched before its root writes it crosses twice).
-     * Up to {@link #READ_BY_ROOT_MAX_RANKS} ranks: beyond, the batch's lines outnumber the misses
-     * a core keeps in flight, and a 16-rank gather measured slower.
+     * page and a line apart, beyond the hardware prefetcher's reach). Only in a stream of the same
+     * call (the chunk right after one of the same collective, type and root, from {@link
+     * #beginSmallChunkReadByRoot}) and where non-roots return at once ({@link #eager()}): a line
+     * fetched before its owner writes it crosses twice (measured slower for a broadcast's and a
+     * scatter's receivers, whose root is not always ahead), as it would where other calls come in
+     * between (a hierarchical all-reduce's reduce and broadcast) or under {@code JCCL_CHECK=1}. Up
+     * to {@link #READ_BY_ROOT_MAX_RANKS} ranks: beyond, the batch's lines outnumber the misses a
+     * core keeps in flight, and a 16-rank gather measured slower.
      */
     public void touchAhead(long g) {
-        if (size > READ_BY_ROOT_MAX_RANKS || (g & SMALL_RING) == 0 || (id(g) & (TOUCH_BATCH - 1)) != 0) {
+        if (!readByRootStream || !eager || (g & SMALL_RING) == 0 || (id(g) & (TOUCH_BATCH - 1)) != 0) {
             return;
         }
         long sum = 0;

@@ -27,8 +27,8 @@ final class Chunks {
     }
 
     /**
-     * Starts the next chunk of a small rooted call (gather, scatter, broadcast: ranks that post and
-     * return run ahead) in the small ring when the call is one chunk of at most {@link
+     * Starts the next chunk of a small rooted call (scatter, broadcast: a root that posts and
+     * returns runs ahead) in the small ring when the call is one chunk of at most {@link
      * ShmSegmentDescriptor#SMALL_SLOT_BYTES} in a slot, else in the IN ring. {@code slotBytes}: what
      * the call puts into one rank's slot (the same on every rank: every rank takes the same ring).
      */
@@ -37,8 +37,8 @@ final class Chunks {
     }
 
     /**
-     * {@link #beginRooted} for a call whose root reads every rank's slot (gather, reduce): in the
-     * small ring, {@link ShmTransport#beginSmallChunkReadByRoot}.
+     * {@link #beginRooted} for a call whose root reads every rank's slot (gather, reduce: non-roots
+     * that post and return run ahead): in the small ring, {@link ShmTransport#beginSmallChunkReadByRoot}.
      */
     static long beginReadByRoot(ShmTransport t, long chunks, long slotBytes) {
         return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunkReadByRoot()

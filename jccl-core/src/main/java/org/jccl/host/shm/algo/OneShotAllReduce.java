@@ -54,7 +54,7 @@ public final class OneShotAllReduce {
             long first = c * per;
             long elems = Math.min(per, count - first);
             // A small reduce's non-roots run ahead in the small ring, as a gather's, at up to 4 ranks
-            // (ShmTransport.READ_BY_ROOT_MAX_RANKS; beyond, the IN ring measured no slower)
+            // (ShmTransport.READ_BY_ROOT_MAX_RANKS; at 16 ranks the small ring measured no faster)
             long g = root >= 0 && t.size() <= ShmTransport.READ_BY_ROOT_MAX_RANKS
                     ? Chunks.beginReadByRoot(t, chunks, elems * es) : t.beginChunk();
             long slot = t.inData(g);

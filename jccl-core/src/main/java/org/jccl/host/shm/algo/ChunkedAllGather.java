@@ -43,7 +43,8 @@ public final class ChunkedAllGather {
                 t.awaitAllIn(g);
             }
             if (receives) {
-                Chunks.copyFromEverySlot(t, g, slot, recv.segment(), blockBytes, first * es, bytes);
+                Chunks.copyFromEverySlot(t, g, slot, recv.segment(), blockBytes, first * es, bytes, send.segment(),
+                        first * es);
             }
             t.endChunk(g);
         }

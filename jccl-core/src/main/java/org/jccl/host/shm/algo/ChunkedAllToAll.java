@@ -75,7 +75,8 @@ public final class ChunkedAllToAll {
                 t.awaitAllIn(g);
             }
             if (root < 0) {
-                Chunks.copyFromEverySlot(t, g, slot + r * bytes, recv.segment(), blockBytes, first * es, bytes);
+                Chunks.copyFromEverySlot(t, g, slot + r * bytes, recv.segment(), blockBytes, first * es, bytes,
+                        send.segment(), r * blockBytes + first * es);
             } else {
                 if (root != r && c > 0) {
                     t.awaitIn(root, g);

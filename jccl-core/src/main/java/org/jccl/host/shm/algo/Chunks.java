@@ -110,19 +110,22 @@ final class Chunks {
     }
 
     /**
-     * Copies {@code bytes} at {@code slotOffset} of every rank p's segment into {@code dst} at p *
-     * {@code blockBytes} + {@code dstOffset}, this rank first, then rank + 1, ...; waits for each
-     * other rank's chunk {@code g} first.
+     * Copies {@code bytes} at {@code slotOffset} of every other rank p's segment into {@code dst} at
+     * p * {@code blockBytes} + {@code dstOffset}, rank + 1 first, then rank + 2, ..., waiting for
+     * each one's chunk {@code g} first; and this rank's own block from {@code own} at {@code
+     * ownOffset}, where the caller gave it, not from its slot (nothing to copy in place, where it
+     * is there already): by then the peers have read the slot's lines, which on some CPUs takes
+     * them out of this core's cache (a 2-rank in-place all-gather of 16 B on the 2-core VM read
+     * 2-3x its out-of-place time; see OneShotAllReduce).
      */
     static void copyFromEverySlot(ShmTransport t, long g, long slotOffset, MemorySegment dst, long blockBytes,
-                                  long dstOffset, long bytes) {
+                                  long dstOffset, long bytes, MemorySegment own, long ownOffset) {
         int n = t.size();
         int r = t.rank();
-        for (int k = 0; k < n; k++) {
+        ZeroCopy.copy(own, ownOffset, dst, r * blockBytes + dstOffset, bytes);
+        for (int k = 1; k < n; k++) {
             int p = (r + k) % n;
-            if (p != r) {
-                t.awaitIn(p, g);
-            }
+            t.awaitIn(p, g);
             MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
         }
     }

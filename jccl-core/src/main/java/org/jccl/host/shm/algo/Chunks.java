@@ -33,7 +33,7 @@ final class Chunks {
      * the call puts into one rank's slot (the same on every rank: every rank takes the same ring).
      */
     static long beginRooted(ShmTransport t, long chunks, long slotBytes) {
-        return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunk() : t.beginChunk();
+        return fitsSmallRing(chunks, slotBytes) ? t.beginSmallChunk() : t.beginChunk();
     }
 
     /**
@@ -41,8 +41,12 @@ final class Chunks {
      * that post and return run ahead): in the small ring, {@link ShmTransport#beginSmallChunkReadByRoot}.
      */
     static long beginReadByRoot(ShmTransport t, long chunks, long slotBytes) {
-        return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES ? t.beginSmallChunkReadByRoot()
-                : t.beginChunk();
+        return fitsSmallRing(chunks, slotBytes) ? t.beginSmallChunkReadByRoot() : t.beginChunk();
+    }
+
+    /** Whether a rooted call of {@code chunks} chunks of {@code slotBytes} a slot takes the small ring. */
+    private static boolean fitsSmallRing(long chunks, long slotBytes) {
+        return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES;
     }
 
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */

@@ -86,6 +86,12 @@
 #              (default and cma, adaptive) over the same collectives and ranks, 16 B..16 MiB x4 (HOSTCMP_ENVAB_MPI_RANGE), once (its files named
 #              after HOSTCMP_ENVAB_LABEL); HOSTCMP_ENVAB_REPS rounds (default 2); HOSTCMP_ENVAB_PIN=1: N ranks (jccl's and
 #              Open MPI's) on CPUs 0..N-1 only (taskset), so that every run has the same placement
+#   status     where every collective stands: jccl perf all (every collective in one JVM), steady (-n 2000 -w 500),
+#              16 B..HOSTCMP_STATUS_MAX (default 1M) x4, HOSTCMP_STATUS_REPS passes (default 2) over HOSTCMP_STATUS_RANKS
+#              (default $RANKS); Open MPI (every configuration, adaptive, all nine calls) once; Gloo at 2 and 8 ranks
+#              (HOSTCMP_STATUS_GLOO, "" for none); then one cold pass (-n 20 -w 5, a fresh JVM per rank count, the
+#              calls in perf all's order) with Open MPI cold; the line round trip of CPUs 0-1 before each pass.
+#              Tables by bench/gpu/status-summary.py
 # Open MPI configurations: default (vader, its default single-copy mechanism); cma (vader with
 # single_copy_mechanism cma); han (coll han preferred) when ompi_info lists it; xhc likewise.
 cd "$(dirname "$0")/../.."
@@ -468,6 +474,29 @@ if [[ $PHASES == *,ab,* ]]; then
         CLI=$v jccl "$n" "ab-large-$v-$rep" allreduce -b 1M -e 16M -f 4 -n 40 -w 10
       done
     done
+  done
+fi
+if [[ $PHASES == *,status,* ]]; then # every collective, steady and cold, against Open MPI and Gloo
+  SMAX=${HOSTCMP_STATUS_MAX:-1M}
+  SRANKS=${HOSTCMP_STATUS_RANKS:-$RANKS}
+  for rep in $(seq 1 "${HOSTCMP_STATUS_REPS:-2}"); do
+    [ -x .gpu/line_rtt ] && log "status $rep: line round trip CPUs 0-1 $(.gpu/line_rtt 0 1) ns"
+    for n in $SRANKS; do jccl "$n" "status-steady-$rep" all -b 16 -e "$SMAX" -f 4 -n 2000 -w 500; done
+    if [ "$rep" = 1 ]; then
+      for n in $SRANKS; do
+        for cfg in $CONFIGS; do mpi "$n" "$cfg" status all -b 16 -e "$SMAX" -f 4 -T 0.05 -c 0; done
+      done
+    fi
+  done
+  for n in ${HOSTCMP_STATUS_GLOO-2 8}; do
+    timeout 300 python3 bench/gloo/gloo_bench.py all --ranks "$n" -b 16 -e "$SMAX" -f 4 -T 0.05 -c 0 \
+      --json "$R/gloo-status-r$n.json" > "$R/gloo-status-r$n.log" 2>&1
+    log "gloo status ranks $n: exit $?"
+  done
+  [ -x .gpu/line_rtt ] && log "status cold: line round trip CPUs 0-1 $(.gpu/line_rtt 0 1) ns"
+  for n in $SRANKS; do
+    jccl "$n" status-cold all -b 16 -e "$SMAX" -f 4
+    mpi "$n" default status-cold all -b 16 -e "$SMAX" -f 4 -n 20 -w 5 -c 0
   done
 fi
 if [[ $PHASES == *,variants,* ]]; then

@@ -67,7 +67,7 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
      * Default of JCCL_SHM_SINGLE_COPY_BYTES: from here a send/recv is read by the receiver straight
      * from the sender's buffer (process_vm_readv) instead of being copied through the mailbox twice.
      */
-    static final long SINGLE_COPY_BYTES = 32 << 10;
+    static final long SINGLE_COPY_BYTES = 16 << 10;
 
     /** JCCL_SHM_SINGLE_COPY_BYTES: bytes >= 1, or off (Long.MAX_VALUE). */
     static long singleCopyBytes() {
@@ -127,8 +127,9 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
      * Largest block (bytes) that all-gather, gather and all-to-all read from a peer's unregistered
      * send buffer with process_vm_readv; above it they copy through the slots, whose pipeline spreads
      * the copying over every rank's core. Scatter reads blocks of any size (its copy path is the
-     * root's alone); broadcast never reads (every rank reading the root's same pages at once was 2-5x
-     * slower than the slots). Measured on a 32-core host, 4 and 8 ranks: BENCHMARKS.md.
+     * root's alone); broadcast never reads through this exchange (every rank reading the root's same
+     * pages at once was 2-5x slower than the slots; between two ranks ChunkedBroadcast reads the root's
+     * buffer itself). Measured on a 32-core host, 4 and 8 ranks: BENCHMARKS.md.
      */
     static final long READ_PEERS_MAX_BLOCK = 1 << 20;
 

@@ -114,6 +114,57 @@ class SingleCopyTest {
         assertEquals(List.of("ok 3", "ok 3"), results, "three of the six messages are at or above the threshold");
     }
 
+    /**
+     * A broadcast between two ranks from a native root buffer of at least 32 KiB: the receiver reads
+     * the root's buffer (one cross-memory read for the whole call, into native and heap buffers,
+     * one chunk and several, out of place and in place); below it, from a heap root, or with the
+     * setting off, the slots. Each call's data arrive intact either way.
+     */
+    @Test
+    void twoRankBroadcastsFromNativeMemoryAreReadFromTheRootsBuffer() throws Exception {
+        long min = 32 << 10;
+        long[] counts = {min / 4 - 1, min / 4, 65_537, 1_000_003};
+        for (boolean off : new boolean[] {false, true}) {
+            List<String> results = ThreadRanks.run(2, Duration.ofSeconds(60), Duration.ofSeconds(120),
+                    o -> off ? o.withSetting("JCCL_SHM_SINGLE_COPY_BYTES", "off") : o, comm -> {
+                        int rank = comm.rank();
+                        HostCommunicator h = (HostCommunicator) comm;
+                        int k = 0;
+                        try (Arena arena = Arena.ofShared()) {
+                            for (long count : counts) {
+                                for (int variant = 0; variant < 4; variant++) {
+                                    int root = (k++) % 2;
+                                    boolean heap = variant == 1; // the receiver's buffer on the heap
+                                    boolean heapRoot = variant == 2;
+                                    boolean inPlace = variant == 3;
+                                    float[] data = pattern(count, k);
+                                    HostBuffer recv = rank != root && heap ? HostBuffer.of(new float[(int) count])
+                                            : HostBuffer.allocate(DataType.FLOAT32, count, arena);
+                                    HostBuffer send;
+                                    if (rank != root) {
+                                        send = recv;
+                                    } else if (inPlace) {
+                                        MemorySegment.copy(data, 0, recv.segment(), ValueLayout.JAVA_FLOAT, 0, data.length);
+                                        send = recv;
+                                    } else {
+                                        send = heapRoot ? HostBuffer.of(data) : nativeOf(data, arena);
+                                    }
+                                    long before = h.crossMemoryReads();
+                                    comm.broadcast(send, recv, root);
+                                    assertArrayEquals(data, floats(recv), "rank " + rank + ", root " + root + ", " + count
+                                            + " floats, variant " + variant);
+                                    long reads = !off && rank != root && !heapRoot && count * 4 >= min ? 1 : 0;
+                                    assertEquals(reads, h.crossMemoryReads() - before, "rank " + rank + ", root " + root
+                                            + ", " + count + " floats, variant " + variant + (off ? ", setting off" : ""));
+                                }
+                            }
+                        }
+                        return "ok";
+                    });
+            assertEquals(List.of("ok", "ok"), results);
+        }
+    }
+
     @Test
     void heapSendsAndTheSettingOffKeepTheMailboxes() throws Exception {
         long count = 500_001;
@@ -191,7 +242,7 @@ class SingleCopyTest {
                     assertArrayEquals(pattern(per, 20), floats(b), "broadcast on rank " + r);
                     assertArrayEquals(pattern(per, 200 + r), floats(scOut), "scatter on rank " + r);
                     // reads of peers: all-gather 2, gather 2 on the root, all-to-all 2, scatter 1 off the root; broadcast
-                    // none (every rank reading the root's same pages at once is slower than the slots)
+                    // none at 3 ranks (every rank reading the root's same pages at once is slower than the slots)
                     long expected = heap ? 0 : 2 + (r == 1 ? 2 : 0) + 2 + (r == 0 ? 0 : 1);
                     assertEquals(expected, reads, "rank " + r + (heap ? ": heap buffers take the copy path"
                             : ": native buffers are read in place"));
@@ -203,7 +254,7 @@ class SingleCopyTest {
     }
 
     @Test
-    void blocksAboveOneMebibyteAndBroadcastsKeepTheSlotsScatterReadsAnySize() throws Exception {
+    void blocksAboveOneMebibyteKeepTheSlotsTwoRankBroadcastsAndScattersReadTheRoot() throws Exception {
         long per = (HostCommunicator.READ_PEERS_MAX_BLOCK / 4) + 1; // one float above the limit
         List<String> results = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
             int r = comm.rank();
@@ -228,8 +279,8 @@ class SingleCopyTest {
                 return slots + " " + scatterReads;
             }
         });
-        assertEquals(List.of("0 0", "0 1"), results, "all-gather of 1 MiB + 4 B blocks and broadcast read no peer; "
-                + "scatter's rank 1 reads its block from the root");
+        assertEquals(List.of("0 0", "1 1"), results, "all-gather of 1 MiB + 4 B blocks reads no peer; rank 1 reads "
+                + "the broadcast's buffer and its scatter block from the root");
     }
 
     @Test

@@ -26,6 +26,8 @@ package org.jccl.host.shm;
  *           |                 poster's earlier collectives               |
  *           |   the chunk id is written last (release): readers poll it,  |
  *           |   and inputs up to 24 bytes share its cache line           |
+ *           |   count bit 62 (COUNT_ADDRESS): the data is the poster's   |
+ *           |   buffer address u64, read in place by the call's readers  |
  *  resRing  | k x slotBytes                                                |  RES ring
  *  p2p      | per destination d: p2pSlots x ( 40-byte header | p2pSlotBytes | 24 pad ) |  mailboxes
  *           |   header: chunk no u64 | message no u64 | message bytes u64 |   |
@@ -118,6 +120,12 @@ public final class ShmSegmentDescriptor {
      * equal on every rank that called the same ones (see ShmTransport#beginCollective).
      */
     public static final long HDR_CHAIN = 32;
+    /**
+     * Set in a posted count ({@link #HDR_COUNT}) when the chunk's data is the poster's buffer address
+     * (u64) instead of the data itself: its readers copy the whole call from there (process_vm_readv)
+     * and the poster waits until they are done. Counts never reach it.
+     */
+    public static final long COUNT_ADDRESS = 1L << 62;
     /** Where a chunk's data starts after its header: small inputs share the header's line. */
     public static final long HDR_DATA = 40;
 

@@ -650,6 +650,39 @@ public final class ShmTransport implements Transport {
         LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
     }
 
+    /**
+     * {@link #postIn} of a chunk whose data is the address of this rank's buffer {@code src} (native
+     * memory): its readers copy the call from there ({@link #postedAddress}, {@link #readPeer}); the
+     * caller must not return before they are done ({@link #awaitAllDone}).
+     */
+    public void postInAddress(long g, MemorySegment src) {
+        long h = header(g);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_DATA, src.address());
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count | COUNT_ADDRESS);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_CHAIN, chainBefore);
+        LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
+    }
+
+    /**
+     * The buffer address {@code peer} posted for chunk {@code g} with {@link #postInAddress}, or 0
+     * when it posted data (call after a wait for that chunk).
+     */
+    public long postedAddress(int peer, long g) {
+        long h = header(g);
+        return (segs[peer].get(ValueLayout.JAVA_LONG, h + HDR_COUNT) & COUNT_ADDRESS) == 0 ? 0L
+                : segs[peer].get(ValueLayout.JAVA_LONG, h + HDR_DATA);
+    }
+
+    /**
+     * Whether {@code peer} can read this rank's {@code src} in place (native memory, and the peer
+     * said at set-up that it can read this process).
+     */
+    public boolean peerReads(int peer, MemorySegment src) {
+        return src.isNative() && (long) LONG.getAcquire(segs[peer], canReadOffset(rank)) == 1L;
+    }
+
     /** Sink of {@link #touchIn}'s loads (so that the JIT keeps them). */
     private long touched;
 
@@ -796,7 +829,7 @@ public final class ShmTransport implements Transport {
         long id = s.get(ValueLayout.JAVA_LONG, h + HDR_CHUNK_ID);
         long theirSeq = s.get(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ);
         long theirPacked = s.get(ValueLayout.JAVA_LONG, h + HDR_CALL);
-        long theirCount = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT);
+        long theirCount = s.get(ValueLayout.JAVA_LONG, h + HDR_COUNT) & ~COUNT_ADDRESS;
         long theirChain = s.get(ValueLayout.JAVA_LONG, h + HDR_CHAIN);
         if (id != g || theirSeq != seq || theirPacked != packed || theirCount != count || theirChain != chainBefore) {
             long code = (long) LONG.getAcquire(s, ABORT_OFFSET);

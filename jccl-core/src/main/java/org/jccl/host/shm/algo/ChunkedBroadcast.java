@@ -17,12 +17,26 @@ import org.jccl.host.shm.ShmTransport;
  * both act as the root) fails every rank at its next collective, whose headers carry a digest of
  * each rank's earlier calls ({@link ShmTransport#beginCollective}).
  *
+ * <p>Between two ranks, from {@link #READ_ROOT_MIN_BYTES}, a root whose send buffer its peer can
+ * read (native memory, process_vm_readv) posts the buffer's address instead of the data: the
+ * receiver copies the whole call from there, one copy instead of two, and the root returns once it
+ * has. The root alone decides (the receiver learns it from the first chunk it awaits either way),
+ * so a heap buffer costs nothing extra.
+ *
  * <p>Several chunks, or {@code JCCL_CHECK=1} ({@link ShmTransport#eager()} false): on the first, every rank posts its call and checks every other rank's, so
  * that any disagreement (root, type, count, collective) fails on every rank in this call.
  */
 public final class ChunkedBroadcast {
     private ChunkedBroadcast() {
     }
+
+    /**
+     * Smallest broadcast between two ranks that the receiver reads from the root's buffer. On the
+     * 16-core host (BENCHMARKS.md) 64 KiB-4 MiB took 0.35-0.6x the time of the copy through the
+     * slots. Not with more ranks: several receivers reading the root's same pages at once were 2-5x
+     * slower than the slots (the kernel pins each page for each reader).
+     */
+    static final long READ_ROOT_MIN_BYTES = 32 << 10;
 
     /** Runs the broadcast; {@code send} is read on the root only. */
     public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, int root) {
@@ -33,6 +47,16 @@ public final class ChunkedBroadcast {
         boolean isRoot = t.rank() == root;
         boolean inPlace = isRoot && send.sameStart(recv);
         MemorySegment rootSeg = t.segment(root);
+        if (isRoot && t.size() == 2 && count * es >= READ_ROOT_MIN_BYTES && t.peerReads(1 - root, send.segment())) {
+            long bytes = count * es;
+            long g = Chunks.beginRooted(t, 1, bytes); // the IN ring, as the receiver's first chunk
+            t.postInAddress(g, send.segment());
+            ZeroCopy.copy(send.segment(), 0, recv.segment(), 0, bytes); // while the receiver reads
+            t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
+            t.endChunk(g);
+            t.awaitAllDone(g); // it has read the buffer: the caller may change it
+            return;
+        }
         if (chunks == 1 && t.eager()) {
             long bytes = count * es;
             long g = Chunks.beginRooted(t, chunks, bytes);
@@ -47,7 +71,12 @@ public final class ChunkedBroadcast {
             } else {
                 t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
-                MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
+                long at = t.postedAddress(root, g);
+                if (at != 0) {
+                    t.readPeer(root, at, recv.segment(), 0, bytes);
+                } else {
+                    MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
+                }
                 t.endChunk(g);
             }
             return;
@@ -75,6 +104,12 @@ public final class ChunkedBroadcast {
                     // agrees with its root would otherwise return before the root saw the others.
                     t.postIn(g);
                     t.awaitAllIn(g);
+                    long at = t.postedAddress(root, g);
+                    if (at != 0) { // the root's whole buffer, in one chunk
+                        t.readPeer(root, at, recv.segment(), 0, count * es);
+                        t.endChunk(g);
+                        return;
+                    }
                 } else {
                     t.awaitIn(root, g);
                 }

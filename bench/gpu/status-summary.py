@@ -21,7 +21,8 @@ COLLS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "allt
 
 
 def best(row):
-    return min(t(row, "oop"), t(row, "ip"))
+    """The smaller of out of place and in place, either where the other is missing (Gloo's reductions: in place only)."""
+    return min((v for v in (t(row, "oop"), t(row, "ip")) if not math.isnan(v)), default=math.nan)
 
 
 def cell(mine, ref, tag=""):

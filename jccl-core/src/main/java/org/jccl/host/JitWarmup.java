@@ -52,6 +52,12 @@ final class JitWarmup {
     // their scalar tails both run, so a later count of another remainder finds both compiled.
     private static final int SMALL = 7;
     private static final int MID = 4099;
+    /**
+     * The mid-size send/recv: MID floats, or fewer where they would reach the default single-copy
+     * threshold, so that it warms the mailbox path (the large one warms the single copy). With the
+     * 16 KiB threshold MID took the single copy, and the mailbox path lost its mid-size warm-up.
+     */
+    private static final int P2P_MID = (int) Math.min(MID, HostCommunicator.SINGLE_COPY_BYTES / Float.BYTES - 1);
     private static final int LARGE = 65541;
     /**
      * Counts 1 to this many take turns, one per block: every length of the two-input float tail,
@@ -178,6 +184,8 @@ final class JitWarmup {
          * the overlap checks see buffers that overlap without being the same object.
          */
         final HostBuffer smallSame, midSame, largeSame;
+        /** MID's buffers cut to {@link #P2P_MID}. */
+        final HostBuffer p2pMidIn, p2pMidOut;
         final HostBuffer blockIn, gathered, exchanged;
         /** No elements: the zero-count calls of {@link #rarer}. */
         final HostBuffer empty, emptyOut;
@@ -222,6 +230,8 @@ final class JitWarmup {
             largeOut = large[1];
             smallSame = outFirst ? smallOut.slice(0, SMALL) : smallOut;
             midSame = outFirst ? midOut.slice(0, MID) : midOut;
+            p2pMidIn = midIn.slice(0, P2P_MID);
+            p2pMidOut = midOut.slice(0, P2P_MID);
             largeSame = outFirst ? largeOut.slice(0, LARGE) : largeOut;
             blockIn = fill(HostBuffer.allocate(DataType.FLOAT32, SMALL, arena));
             empty = smallIn.slice(0, 0);
@@ -484,9 +494,9 @@ final class JitWarmup {
                             c.send(smallIn, partner);
                         }
                     }
-                    c.sendRecv(midIn, next, midOut, prev);
-                    org.jccl.Work sent = c.sendAsync(midIn, next);
-                    c.recvAsync(midOut, prev).await();
+                    c.sendRecv(p2pMidIn, next, p2pMidOut, prev);
+                    org.jccl.Work sent = c.sendAsync(p2pMidIn, next);
+                    c.recvAsync(p2pMidOut, prev).await();
                     sent.await();
                 }
             }

@@ -165,6 +165,73 @@ class SingleCopyTest {
         }
     }
 
+    /**
+     * Two ranks, calls of one chunk with blocks from 32 KiB: a rank whose send buffer is native posts
+     * its address and the peer reads its block from there (all-gather, scatter from the root,
+     * all-to-all out of place); a heap send buffer, a smaller block, a gather or an all-to-all in
+     * place keeps the slots. Each call's data arrive intact either way.
+     */
+    @Test
+    void twoRankCallsOfOneChunkReadNativeSendBuffersFrom32KiBBlocks() throws Exception {
+        long[] blocks = {(32 << 10) / 4 - 1, (32 << 10) / 4, 30_001};
+        List<String> results = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
+            int r = comm.rank();
+            int peer = 1 - r;
+            HostCommunicator h = (HostCommunicator) comm;
+            try (Arena arena = Arena.ofShared()) {
+                for (long per : blocks) {
+                    for (boolean heapOne : new boolean[] {false, true}) { // rank 1's send buffers on the heap
+                        boolean heap = heapOne && r == 1;
+                        boolean peerNative = !(heapOne && peer == 1);
+                        boolean big = per * 4 >= (32 << 10);
+                        String what = per + " floats a block" + (heapOne ? ", rank 1 sends from the heap" : "");
+                        float[] mine = pattern(per, r);
+                        HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena);
+                        long before = h.crossMemoryReads();
+                        comm.allGather(heap ? HostBuffer.of(mine) : nativeOf(mine, arena), all);
+                        assertArrayEquals(pattern(per, peer), java.util.Arrays.copyOfRange(floats(all), (int) (peer * per),
+                                (int) ((peer + 1) * per)), "all-gather, " + what);
+                        assertEquals(big && peerNative ? 1 : 0, h.crossMemoryReads() - before, "all-gather reads, " + what);
+
+                        before = h.crossMemoryReads();
+                        HostBuffer g = HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena);
+                        comm.gather(heap ? HostBuffer.of(mine) : nativeOf(mine, arena), g, 0);
+                        if (r == 0) {
+                            assertArrayEquals(pattern(per, 1), java.util.Arrays.copyOfRange(floats(g), (int) per, (int) (2 * per)),
+                                    "gather, " + what);
+                        }
+                        assertEquals(0, h.crossMemoryReads() - before, "a gather keeps the slots, " + what);
+
+                        float[] both = new float[(int) (2 * per)];
+                        System.arraycopy(pattern(per, 10 + r * 2), 0, both, 0, (int) per);
+                        System.arraycopy(pattern(per, 11 + r * 2), 0, both, (int) per, (int) per);
+                        before = h.crossMemoryReads();
+                        HostBuffer out = HostBuffer.allocate(DataType.FLOAT32, per, arena);
+                        comm.scatter(heap ? HostBuffer.of(both) : nativeOf(both, arena), out, 1);
+                        assertArrayEquals(pattern(per, 12 + r), floats(out), "scatter from rank 1, " + what);
+                        assertEquals(r == 0 && big && !heapOne ? 1 : 0, h.crossMemoryReads() - before, "scatter reads, " + what);
+
+                        before = h.crossMemoryReads();
+                        HostBuffer a2a = HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena);
+                        comm.allToAll(heap ? HostBuffer.of(both) : nativeOf(both, arena), a2a);
+                        assertArrayEquals(pattern(per, 10 + peer * 2 + r), java.util.Arrays.copyOfRange(floats(a2a),
+                                (int) (peer * per), (int) ((peer + 1) * per)), "all-to-all, " + what);
+                        assertEquals(big && peerNative ? 1 : 0, h.crossMemoryReads() - before, "all-to-all reads, " + what);
+
+                        HostBuffer inPlace = nativeOf(both, arena);
+                        before = h.crossMemoryReads();
+                        comm.allToAll(inPlace, inPlace);
+                        assertArrayEquals(pattern(per, 10 + peer * 2 + r), java.util.Arrays.copyOfRange(floats(inPlace),
+                                (int) (peer * per), (int) ((peer + 1) * per)), "all-to-all in place, " + what);
+                        assertEquals(0, h.crossMemoryReads() - before, "an all-to-all in place keeps the slots, " + what);
+                    }
+                }
+            }
+            return "ok";
+        });
+        assertEquals(List.of("ok", "ok"), results);
+    }
+
     @Test
     void heapSendsAndTheSettingOffKeepTheMailboxes() throws Exception {
         long count = 500_001;

@@ -4,7 +4,12 @@ import java.lang.foreign.MemorySegment;
 import org.jccl.HostBuffer;
 import org.jccl.host.shm.ShmTransport;
 
-/** All-gather and gather: every rank posts a chunk of its block; receivers copy every slot out. */
+/**
+ * All-gather and gather: every rank posts a chunk of its block; receivers copy every slot out.
+ * Between two ranks an all-gather's block of one chunk from {@link Chunks#READ_POSTER_MIN_BYTES} is
+ * posted as its buffer's address instead where the peer can read it ({@link Chunks#postsAddress}):
+ * one copy instead of two, and the poster returns once the peer has read it.
+ */
 public final class ChunkedAllGather {
     private ChunkedAllGather() {
     }
@@ -22,6 +27,9 @@ public final class ChunkedAllGather {
         long blockBytes = count * es;
         boolean receives = root < 0 || root == r;
         MemorySegment mine = t.segment(r);
+        // Not a gather: its root copies every block itself either way (the slot's copy-in runs on the
+        // other rank meanwhile), so reading in place gained nothing there and made the sender wait.
+        boolean byAddress = chunks == 1 && root < 0 && Chunks.postsAddress(t, send.segment(), blockBytes);
         for (long c = 0; c < chunks; c++) {
             long first = c * per;
             long bytes = Math.min(per, count - first) * es;
@@ -34,8 +42,12 @@ public final class ChunkedAllGather {
                 t.touchIn(g);
                 t.touchAhead(g);
             }
-            MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
-            t.postIn(g);
+            if (byAddress) {
+                t.postInAddress(g, send.segment());
+            } else {
+                MemorySegment.copy(send.segment(), first * es, mine, slot, bytes);
+                t.postIn(g);
+            }
             if (!receives && c == 0 && !t.eager()) {
                 // JCCL_CHECK=1: a gather's other ranks check every rank's call too before they
                 // return, so that ranks naming different roots fail in the call (by default they
@@ -44,9 +56,12 @@ public final class ChunkedAllGather {
             }
             if (receives) {
                 Chunks.copyFromEverySlot(t, g, slot, recv.segment(), blockBytes, first * es, bytes, send.segment(),
-                        first * es);
+                        first * es, first * es);
             }
             t.endChunk(g);
+            if (byAddress) {
+                t.awaitAllDone(g); // the peer has read this rank's buffer: the caller may change it
+            }
         }
     }
 }

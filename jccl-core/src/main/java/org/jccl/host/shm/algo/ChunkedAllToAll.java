@@ -12,6 +12,12 @@ import org.jccl.host.shm.ShmTransport;
  * <p>A scatter of one chunk is eager (unless {@code JCCL_CHECK=1}), as a small broadcast ({@link
  * ChunkedBroadcast}): the root posts and returns, each receiver checks the root's call; no rank checks
  * the receivers' but one that names a receiver the root.
+ *
+ * <p>Between two ranks, a call of one chunk whose blocks are at least {@link
+ * Chunks#READ_POSTER_MIN_BYTES} posts the sender's buffer address instead of its blocks where the peer
+ * can read it ({@link Chunks#postsAddress}; not an all-to-all in place, whose blocks change while the
+ * peer reads): the peer reads its block from there, and the sender returns once it has (an eager
+ * scatter's root too; under {@code JCCL_CHECK=1} a scatter keeps the slots).
  */
 public final class ChunkedAllToAll {
     private ChunkedAllToAll() {
@@ -30,25 +36,43 @@ public final class ChunkedAllToAll {
         long blockBytes = blockCount * es;
         boolean sends = root < 0 || root == r;
         MemorySegment mine = t.segment(r);
+        boolean byAddress = root < 0 && chunks == 1 && !send.sameStart(recv)
+                && Chunks.postsAddress(t, send.segment(), blockBytes);
         if (root >= 0 && chunks == 1 && t.eager()) {
             // A small scatter is eager, as a small broadcast (ChunkedBroadcast): the root posts
             // every block and returns; the receivers check its call.
             long g = Chunks.beginRooted(t, chunks, n * blockBytes);
             long slot = t.inData(g);
             if (root == r) {
-                for (int j = 0; j < n; j++) {
-                    MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
+                boolean rootPostsAddress = Chunks.postsAddress(t, send.segment(), blockBytes);
+                if (rootPostsAddress) {
+                    t.postInAddress(g, send.segment());
+                } else {
+                    for (int j = 0; j < n; j++) {
+                        MemorySegment.copy(send.segment(), j * blockBytes, mine, slot + j * blockBytes, blockBytes);
+                    }
+                    t.postIn(g);
                 }
-                t.postIn(g);
                 // From its input, not its slot: the receivers' reads may have taken the slot's lines
                 // (OneShotAllReduce); nothing to copy in place (a copy onto itself took the JDK's
                 // overlap branch, which compiled code had never seen, at a caller's first in-place scatter)
                 ZeroCopy.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
-                t.endChunk(g);
+                if (rootPostsAddress) {
+                    t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
+                    t.endChunk(g);
+                    t.awaitAllDone(g); // it has read its block: the caller may change the buffer
+                } else {
+                    t.endChunk(g);
+                }
             } else {
                 t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
-                MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
+                long at = blockBytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
+                if (at != 0) {
+                    t.readPeer(root, at + r * blockBytes, recv.segment(), 0, blockBytes);
+                } else {
+                    MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
+                }
                 t.endChunk(g);
             }
             return;
@@ -58,7 +82,9 @@ public final class ChunkedAllToAll {
             long bytes = Math.min(per, blockCount - first) * es;
             long g = root >= 0 ? Chunks.beginRooted(t, chunks, n * bytes) : t.beginChunk();
             long slot = t.inData(g);
-            if (sends) {
+            if (byAddress) {
+                t.postInAddress(g, send.segment());
+            } else if (sends) {
                 for (int j = 0; j < n; j++) {
                     MemorySegment.copy(send.segment(), j * blockBytes + first * es, mine, slot + j * bytes, bytes);
                 }
@@ -76,7 +102,7 @@ public final class ChunkedAllToAll {
             }
             if (root < 0) {
                 Chunks.copyFromEverySlot(t, g, slot + r * bytes, recv.segment(), blockBytes, first * es, bytes,
-                        send.segment(), r * blockBytes + first * es);
+                        send.segment(), r * blockBytes + first * es, r * blockBytes + first * es);
             } else {
                 if (root != r && c > 0) {
                     t.awaitIn(root, g);
@@ -84,6 +110,9 @@ public final class ChunkedAllToAll {
                 MemorySegment.copy(t.segment(root), slot + r * bytes, recv.segment(), first * es, bytes);
             }
             t.endChunk(g);
+            if (byAddress) {
+                t.awaitAllDone(g); // the peer has read its block of this rank's buffer
+            }
         }
     }
 }

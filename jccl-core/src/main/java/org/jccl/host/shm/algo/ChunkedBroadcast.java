@@ -17,7 +17,7 @@ import org.jccl.host.shm.ShmTransport;
  * both act as the root) fails every rank at its next collective, whose headers carry a digest of
  * each rank's earlier calls ({@link ShmTransport#beginCollective}).
  *
- * <p>Between two ranks, from {@link #READ_ROOT_MIN_BYTES}, a root whose send buffer its peer can
+ * <p>Between two ranks, from {@link Chunks#READ_POSTER_MIN_BYTES}, a root whose send buffer its peer can
  * read (native memory, process_vm_readv) posts the buffer's address instead of the data: the
  * receiver copies the whole call from there, one copy instead of two, and the root returns once it
  * has. The root alone decides (the receiver learns it from the first chunk it awaits either way),
@@ -30,14 +30,6 @@ public final class ChunkedBroadcast {
     private ChunkedBroadcast() {
     }
 
-    /**
-     * Smallest broadcast between two ranks that the receiver reads from the root's buffer. On the
-     * 16-core host (BENCHMARKS.md) 64 KiB-4 MiB took 0.35-0.6x the time of the copy through the
-     * slots. Not with more ranks: several receivers reading the root's same pages at once were 2-5x
-     * slower than the slots (the kernel pins each page for each reader).
-     */
-    static final long READ_ROOT_MIN_BYTES = 32 << 10;
-
     /** Runs the broadcast; {@code send} is read on the root only. */
     public static void run(ShmTransport t, HostBuffer send, HostBuffer recv, int root) {
         int es = recv.type().byteSize();
@@ -47,14 +39,8 @@ public final class ChunkedBroadcast {
         boolean isRoot = t.rank() == root;
         boolean inPlace = isRoot && send.sameStart(recv);
         MemorySegment rootSeg = t.segment(root);
-        if (isRoot && t.size() == 2 && count * es >= READ_ROOT_MIN_BYTES && t.peerReads(1 - root, send.segment())) {
-            long bytes = count * es;
-            long g = Chunks.beginRooted(t, 1, bytes); // the IN ring, as the receiver's first chunk
-            t.postInAddress(g, send.segment());
-            ZeroCopy.copy(send.segment(), 0, recv.segment(), 0, bytes); // while the receiver reads
-            t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
-            t.endChunk(g);
-            t.awaitAllDone(g); // it has read the buffer: the caller may change it
+        if (isRoot && Chunks.postsAddress(t, send.segment(), count * es)) {
+            postAddress(t, send, recv, count * es, inPlace);
             return;
         }
         if (chunks == 1 && t.eager()) {
@@ -71,7 +57,7 @@ public final class ChunkedBroadcast {
             } else {
                 t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
-                long at = t.postedAddress(root, g);
+                long at = bytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
                 if (at != 0) {
                     t.readPeer(root, at, recv.segment(), 0, bytes);
                 } else {
@@ -117,5 +103,21 @@ public final class ChunkedBroadcast {
             }
             t.endChunk(g);
         }
+    }
+
+    /**
+     * The root's side of a broadcast between two ranks that the receiver reads from the root's
+     * buffer: posts its address as the call's one chunk (the IN ring, as the receiver's first chunk),
+     * and returns once the receiver has read it.
+     */
+    private static void postAddress(ShmTransport t, HostBuffer send, HostBuffer recv, long bytes, boolean inPlace) {
+        long g = Chunks.beginRooted(t, 1, bytes);
+        t.postInAddress(g, send.segment());
+        if (!inPlace) {
+            MemorySegment.copy(send.segment(), 0, recv.segment(), 0, bytes); // while the receiver reads
+        }
+        t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
+        t.endChunk(g);
+        t.awaitAllDone(g); // it has read the buffer: the caller may change it
     }
 }

@@ -49,6 +49,27 @@ final class Chunks {
         return chunks == 1 && slotBytes <= ShmSegmentDescriptor.SMALL_SLOT_BYTES;
     }
 
+    /**
+     * Smallest block that a rank of a 2-rank call posts as its buffer's address instead of copying it
+     * into its slot ({@link #postsAddress}). On the 16-core host (BENCHMARKS.md) a broadcast read from
+     * the root's buffer took 0.35-0.6x the time of the copy through the slots from 64 KiB to 4 MiB.
+     * Not with more ranks: several readers of the same pages at once were 2-5x slower than the slots
+     * (the kernel pins each page for each reader), and the all-gather at 8 ranks 2-3.5x slower.
+     */
+    static final long READ_POSTER_MIN_BYTES = 32 << 10;
+
+    /**
+     * Whether this rank posts {@code src}'s address for a call whose peer reads {@code blockBytes} of
+     * it (in one chunk): two ranks, a block of at least {@link #READ_POSTER_MIN_BYTES}, and a buffer the
+     * peer can read in place (native memory, process_vm_readv allowed). The poster alone decides: the
+     * reader learns it from the chunk's header ({@link ShmTransport#postedAddress}), and the poster
+     * returns only once the reader is done ({@link ShmTransport#awaitAllDone}).
+     */
+    static boolean postsAddress(ShmTransport t, MemorySegment src, long blockBytes) {
+        // the size first: a small call, most of them, decides on one comparison
+        return blockBytes >= READ_POSTER_MIN_BYTES && t.size() == 2 && t.peerReads(1 - t.rank(), src);
+    }
+
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */
     static long chunkCount(long count, long perChunk) {
         return count <= perChunk ? 1 : (count + perChunk - 1) / perChunk;
@@ -120,17 +141,23 @@ final class Chunks {
      * ownOffset}, where the caller gave it, not from its slot (nothing to copy in place, where it
      * is there already): by then the peers have read the slot's lines, which on some CPUs takes
      * them out of this core's cache (a 2-rank in-place all-gather of 16 B on the 2-core VM read
-     * 2-3x its out-of-place time; see OneShotAllReduce).
+     * 2-3x its out-of-place time; see OneShotAllReduce). A peer that posted its send buffer's address
+     * instead ({@link #postsAddress}) is read from there, at {@code peerSendOffset}.
      */
     static void copyFromEverySlot(ShmTransport t, long g, long slotOffset, MemorySegment dst, long blockBytes,
-                                  long dstOffset, long bytes, MemorySegment own, long ownOffset) {
+                                  long dstOffset, long bytes, MemorySegment own, long ownOffset, long peerSendOffset) {
         int n = t.size();
         int r = t.rank();
         ZeroCopy.copy(own, ownOffset, dst, r * blockBytes + dstOffset, bytes);
         for (int k = 1; k < n; k++) {
             int p = (r + k) % n;
             t.awaitIn(p, g);
-            MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
+            long at = bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0; // (no peer posts less)
+            if (at != 0) { // the peer posted its send buffer's address (postsAddress): read from there
+                t.readPeer(p, at + peerSendOffset, dst, p * blockBytes + dstOffset, bytes);
+            } else {
+                MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
+            }
         }
     }
 

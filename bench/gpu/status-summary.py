@@ -31,6 +31,20 @@ def cell(mine, ref, tag=""):
     return f"{fmt(mine)} / {fmt(ref)}{tag} ({ref / mine:.2f})"
 
 
+def tables(ranks, rows, title, cellfn):
+    """One table per collective: a row per size of {rank count: {(collective, bytes): ...}}, cellfn(key, n) each cell."""
+    print(title + "\n")
+    for c in COLLS:
+        keys = sorted({k for n in ranks for k in rows[n] if k[0] == c}, key=lambda k: k[1])
+        if not keys:
+            continue
+        print(f"\n{c}\n")
+        print("| size | " + " | ".join(f"{n} ranks" for n in ranks) + " |")
+        print("| ---: " + "| --- " * len(ranks) + "|")
+        for k in keys:
+            print(f"| {human(k[1])} | " + " | ".join(cellfn(k, n) for n in ranks) + " |")
+
+
 def main(d):
     ranks = sorted({int(m.group(1)) for f in glob.glob(os.path.join(d, "jccl-status-steady-*-r*.json"))
                     for m in [re.search(r"-r(\d+)\.json$", f)] if m})
@@ -54,34 +68,18 @@ def main(d):
         mpicold[n] = load(os.path.join(d, f"mpi-status-cold-default-r{n}.json"))
         gloo[n] = load(os.path.join(d, f"gloo-status-r{n}.json"))
     below = []
-    print("#### steady, us: jccl / Open MPI best (Open MPI / jccl)\n")
-    for c in COLLS:
-        keys = sorted({k for n in ranks for k in steady[n] if k[0] == c}, key=lambda k: k[1])
-        if not keys:
-            continue
-        print(f"\n{c}\n")
-        print("| size | " + " | ".join(f"{n} ranks" for n in ranks) + " |")
-        print("| ---: " + "| --- " * len(ranks) + "|")
-        for k in keys:
-            cells = []
-            for n in ranks:
-                vs = steady[n].get(k, [])
-                mine = min(vs) if vs else math.nan
-                ref, cfg = mpi[n].get(k, (math.nan, ""))
-                cells.append(cell(mine, ref, "" if cfg in ("default", "") else f" {cfg}"))
-                if not math.isnan(mine) and not math.isnan(ref) and ref / mine < 1:
-                    below.append((c, n, k[1], ref / mine))
-            print(f"| {human(k[1])} | " + " | ".join(cells) + " |")
-    print("\n#### cold (-n 20 -w 5, perf all's order), out of place, us: jccl / Open MPI default (Open MPI / jccl)\n")
-    for c in COLLS:
-        keys = sorted({k for n in ranks for k in cold[n] if k[0] == c}, key=lambda k: k[1])
-        if not keys:
-            continue
-        print(f"\n{c}\n")
-        print("| size | " + " | ".join(f"{n} ranks" for n in ranks) + " |")
-        print("| ---: " + "| --- " * len(ranks) + "|")
-        for k in keys:
-            print(f"| {human(k[1])} | " + " | ".join(cell(t(cold[n].get(k)), t(mpicold[n].get(k))) for n in ranks) + " |")
+
+    def steady_cell(k, n):
+        vs = steady[n].get(k, [])
+        mine = min(vs) if vs else math.nan
+        ref, cfg = mpi[n].get(k, (math.nan, ""))
+        if not math.isnan(mine) and not math.isnan(ref) and ref / mine < 1:
+            below.append((k[0], n, k[1], ref / mine))
+        return cell(mine, ref, "" if cfg in ("default", "") else f" {cfg}")
+
+    tables(ranks, steady, "#### steady, us: jccl / Open MPI best (Open MPI / jccl)", steady_cell)
+    tables(ranks, cold, "#### cold (-n 20 -w 5, perf all's order), out of place, us: jccl / Open MPI default "
+           "(Open MPI / jccl)", lambda k, n: cell(t(cold[n].get(k)), t(mpicold[n].get(k))))
     gr = [n for n in ranks if gloo[n]]
     if gr:
         print("\n#### Gloo, steady, us: jccl / Gloo (Gloo / jccl), the best of out of place and in place each\n")

@@ -189,6 +189,41 @@ class ProcessRanksTest {
         TimeToError.assertWithin(scenario, i, f.secsAfter(t0), documentedSecs);
     }
 
+    /**
+     * Two processes of which only rank 0 has a setting that changes how a 2-rank call moves its data:
+     * every collective still matches the reference. With {@code JCCL_CHECK=1} on one rank alone, a
+     * scatter's root without it posts its buffer's address while its receiver takes the checked
+     * path (which must read it from there); with {@code JCCL_SHM_SINGLE_COPY_BYTES=off} on one rank,
+     * that rank neither reads its peer's memory nor posts its own buffers for the peer to read.
+     */
+    @ParameterizedTest(name = "{0} on rank 0")
+    @ValueSource(strings = {"JCCL_CHECK=1", "JCCL_SHM_SINGLE_COPY_BYTES=off"})
+    void twoProcessesOfWhichOneHasASetting(String setting) throws Exception {
+        String job = "pt" + ProcessHandle.current().pid() + "one" + setting.length();
+        String token = "tok-one";
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), token)) {
+            String java = ProcessHandle.current().info().command().orElse("java");
+            List<Rank> ranks = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                ProcessBuilder pb = new ProcessBuilder(java, "--add-modules", "jdk.incubator.vector",
+                        "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
+                        RankMain.class.getName(), "check");
+                Map<String, String> env = rankEnv(pb, r, 2, r, 2, "127.0.0.1:" + server.port(), job, token);
+                env.putAll(with(NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"));
+                if (r == 0) {
+                    env.put(setting.substring(0, setting.indexOf('=')), setting.substring(setting.indexOf('=') + 1));
+                }
+                ranks.add(launch(pb));
+            }
+            try {
+                assertAllOk(ranks, 240);
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        assertNoSegmentsLeft(job);
+    }
+
     /** 4 processes: the conformance kit runs 3 (ConformanceTest#processesAsRanks). */
     @ParameterizedTest(name = "{0} processes")
     @ValueSource(ints = {4})

@@ -237,10 +237,12 @@ public final class RankMain {
                         same(failures, "allToAll " + t + " " + count + " from " + p, b.slice(p * count, count),
                                 src.slice(r * count, count));
                     }
-                    // scatter of the root's vector
-                    Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 9, root, count * n, n);
-                    comm.scatter(r == root ? a : null, b.slice(0, count), root);
-                    same(failures, "scatter " + t + " " + count, b.slice(0, count), a.slice(r * count, count));
+                    // scatter of the root's vector, from this root and the next (whose settings may differ)
+                    for (int sr : new int[] {root, (root + 1) % n}) {
+                        Reference.fill(a.segment(), t, ReduceOp.SUM, seed + 9 + sr, sr, count * n, n);
+                        comm.scatter(r == sr ? a : null, b.slice(0, count), sr);
+                        same(failures, "scatter from " + sr + " " + t + " " + count, b.slice(0, count), a.slice(r * count, count));
+                    }
                 }
             }
         }

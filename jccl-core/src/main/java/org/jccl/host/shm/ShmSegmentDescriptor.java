@@ -122,7 +122,7 @@ public final class ShmSegmentDescriptor {
     public static final long HDR_CHAIN = 32;
     /**
      * Set in a posted count ({@link #HDR_COUNT}) when the chunk's data is the poster's buffer address
-     * (u64) instead of the data itself: its readers copy the whole call from there (process_vm_readv)
+     * (u64) instead of the data itself: its readers read their blocks from there (process_vm_readv)
      * and the poster waits until they are done. Counts never reach it.
      */
     public static final long COUNT_ADDRESS = 1L << 62;

@@ -652,8 +652,8 @@ public final class ShmTransport implements Transport {
 
     /**
      * {@link #postIn} of a chunk whose data is the address of this rank's buffer {@code src} (native
-     * memory): its readers copy the call from there ({@link #postedAddress}, {@link #readPeer}); the
-     * caller must not return before they are done ({@link #awaitAllDone}).
+     * memory): its readers read their blocks from there ({@link #postedAddress}, {@link #readPosted});
+     * the caller must not return before they are done ({@link #awaitAllDone}).
      */
     public void postInAddress(long g, MemorySegment src) {
         long h = header(g);
@@ -676,11 +676,26 @@ public final class ShmTransport implements Transport {
     }
 
     /**
-     * Whether {@code peer} can read this rank's {@code src} in place (native memory, and the peer
-     * said at set-up that it can read this process).
+     * Whether {@code peer} can read this rank's {@code src} in place: native memory, reading peers'
+     * memory not off on this rank (JCCL_SHM_SINGLE_COPY_BYTES), and the peer said at set-up that it
+     * can read this process.
      */
     public boolean peerReads(int peer, MemorySegment src) {
-        return src.isNative() && (long) LONG.getAcquire(segs[peer], canReadOffset(rank)) == 1L;
+        return singleCopyBytes != Long.MAX_VALUE && src.isNative()
+                && (long) LONG.getAcquire(segs[peer], canReadOffset(rank)) == 1L;
+    }
+
+    /**
+     * {@link #readPeer} of what {@code peer} posted with {@link #postInAddress}, then a check that the
+     * peer had not given up on the call meanwhile (a deadline, an abort): its caller may have changed
+     * the buffer since, so what was read is not to be trusted (as {@link #finishSingleCopy}).
+     */
+    public void readPosted(int peer, long from, MemorySegment dst, long dstOffset, long len) {
+        readPeer(peer, from, dst, dstOffset, len);
+        long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
+        if (code != ABORT_NONE) {
+            throw peerAbort(peer, code);
+        }
     }
 
     /** Sink of {@link #touchIn}'s loads (so that the JIT keeps them). */
@@ -1062,7 +1077,7 @@ public final class ShmTransport implements Transport {
             throw new PeerFailureException(peer, msg);
         }
         String msg = "rank " + rank + " could not read rank " + peer + "'s buffer (process_vm_readv: "
-                + org.jccl.internal.CrossMemory.describe(r) + "): was it closed or freed during the send? "
+                + org.jccl.internal.CrossMemory.describe(r) + "): was it closed or freed during the call? "
                 + "JCCL_SHM_SINGLE_COPY_BYTES=off turns reading peers' memory off";
         fail(ABORT_FAILED, msg);
         throw new JcclException(msg);

@@ -16,8 +16,9 @@ import org.jccl.host.shm.ShmTransport;
  * <p>Between two ranks, a call of one chunk whose blocks are at least {@link
  * Chunks#READ_POSTER_MIN_BYTES} posts the sender's buffer address instead of its blocks where the peer
  * can read it ({@link Chunks#postsAddress}; not an all-to-all in place, whose blocks change while the
- * peer reads): the peer reads its block from there, and the sender returns once it has (an eager
- * scatter's root too; under {@code JCCL_CHECK=1} a scatter keeps the slots).
+ * peer reads): the peer reads its block from there, and the sender returns once it has. Such a
+ * scatter is not eager: its root waits for the receiver's read (a root with {@code JCCL_CHECK=1} keeps
+ * the slots; its receiver, with or without the setting, reads whichever the root posted).
  */
 public final class ChunkedAllToAll {
     private ChunkedAllToAll() {
@@ -69,7 +70,7 @@ public final class ChunkedAllToAll {
                 t.awaitIn(root, g);
                 long at = blockBytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
                 if (at != 0) {
-                    t.readPeer(root, at + r * blockBytes, recv.segment(), 0, blockBytes);
+                    t.readPosted(root, at + r * blockBytes, recv.segment(), 0, blockBytes);
                 } else {
                     MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
                 }
@@ -107,7 +108,13 @@ public final class ChunkedAllToAll {
                 if (root != r && c > 0) {
                     t.awaitIn(root, g);
                 }
-                MemorySegment.copy(t.segment(root), slot + r * bytes, recv.segment(), first * es, bytes);
+                // a root with the eager setting posts its address where this rank, with JCCL_CHECK=1, is here
+                long at = root != r && chunks == 1 && bytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
+                if (at != 0) {
+                    t.readPosted(root, at + r * blockBytes, recv.segment(), 0, bytes);
+                } else {
+                    MemorySegment.copy(t.segment(root), slot + r * bytes, recv.segment(), first * es, bytes);
+                }
             }
             t.endChunk(g);
             if (byAddress) {

@@ -20,8 +20,8 @@ import org.jccl.host.shm.ShmTransport;
  * <p>Between two ranks, from {@link Chunks#READ_POSTER_MIN_BYTES}, a root whose send buffer its peer can
  * read (native memory, process_vm_readv) posts the buffer's address instead of the data: the
  * receiver copies the whole call from there, one copy instead of two, and the root returns once it
- * has. The root alone decides (the receiver learns it from the first chunk it awaits either way),
- * so a heap buffer costs nothing extra.
+ * has (such a broadcast is not eager: its root waits for the receiver). The root alone decides (the
+ * receiver learns it from the first chunk it awaits either way), so a heap buffer costs nothing extra.
  *
  * <p>Several chunks, or {@code JCCL_CHECK=1} ({@link ShmTransport#eager()} false): on the first, every rank posts its call and checks every other rank's, so
  * that any disagreement (root, type, count, collective) fails on every rank in this call.
@@ -59,7 +59,7 @@ public final class ChunkedBroadcast {
                 t.awaitIn(root, g);
                 long at = bytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
                 if (at != 0) {
-                    t.readPeer(root, at, recv.segment(), 0, bytes);
+                    t.readPosted(root, at, recv.segment(), 0, bytes);
                 } else {
                     MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
                 }
@@ -92,7 +92,7 @@ public final class ChunkedBroadcast {
                     t.awaitAllIn(g);
                     long at = t.postedAddress(root, g);
                     if (at != 0) { // the root's whole buffer, in one chunk
-                        t.readPeer(root, at, recv.segment(), 0, count * es);
+                        t.readPosted(root, at, recv.segment(), 0, count * es);
                         t.endChunk(g);
                         return;
                     }

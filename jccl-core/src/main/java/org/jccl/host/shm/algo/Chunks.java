@@ -154,7 +154,7 @@ final class Chunks {
             t.awaitIn(p, g);
             long at = bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0; // (no peer posts less)
             if (at != 0) { // the peer posted its send buffer's address (postsAddress): read from there
-                t.readPeer(p, at + peerSendOffset, dst, p * blockBytes + dstOffset, bytes);
+                t.readPosted(p, at + peerSendOffset, dst, p * blockBytes + dstOffset, bytes);
             } else {
                 MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
             }

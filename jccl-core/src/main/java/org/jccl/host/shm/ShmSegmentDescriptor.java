@@ -61,9 +61,9 @@ public final class ShmSegmentDescriptor {
     /**
      * Layout version (2: a mailbox entry's chunk number is its own header's first word; 3: the self
      * address, canRead words and single-copy entries; 4: the small ring; 5: a chunk header's chain
-     * digest in place of its chunk offset).
+     * digest in place of its chunk offset; 6: a chunk's count may carry {@link #COUNT_ADDRESS}).
      */
-    public static final int VERSION = 5;
+    public static final int VERSION = 6;
 
     /** Cache line. */
     public static final int LINE = 64;

@@ -33,7 +33,8 @@ def t(row, key="oop", field="time_us"):
 
 
 def best(row):
-    return min(t(row, "oop"), t(row, "ip"))
+    """The smaller of out of place and in place, either where the other is missing (Gloo's reductions: in place only)."""
+    return min((v for v in (t(row, "oop"), t(row, "ip")) if not math.isnan(v)), default=math.nan)
 
 
 def fmt(v):

@@ -14,15 +14,10 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from host_report import load, t, fmt, human  # noqa: E402
+from host_report import best, load, t, fmt, human  # noqa: E402
 
 COLLS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather", "scatter",
          "sendrecv"]
-
-
-def best(row):
-    """The smaller of out of place and in place, either where the other is missing (Gloo's reductions: in place only)."""
-    return min((v for v in (t(row, "oop"), t(row, "ip")) if not math.isnan(v)), default=math.nan)
 
 
 def cell(mine, ref, tag=""):

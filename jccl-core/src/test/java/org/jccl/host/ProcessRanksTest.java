@@ -86,13 +86,21 @@ class ProcessRanksTest {
 
     static List<Rank> start(int n, int port, String token, String job, String mode, Map<String, String> extraEnv)
             throws IOException {
+        return start(n, port, token, job, mode, extraEnv, r -> Map.of());
+    }
+
+    /** {@link #start}, with {@code rankEnv(r)} added to rank r's environment last. */
+    static List<Rank> start(int n, int port, String token, String job, String mode, Map<String, String> extraEnv,
+                            java.util.function.IntFunction<Map<String, String>> rankEnv) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<Rank> ranks = new ArrayList<>();
         for (int r = 0; r < n; r++) {
             ProcessBuilder pb = new ProcessBuilder(java, "--add-modules", "jdk.incubator.vector",
                     "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-XX:TieredStopAtLevel=4",
                     "-cp", System.getProperty("java.class.path"), RankMain.class.getName(), mode);
-            rankEnv(pb, r, n, r, n, "127.0.0.1:" + port, job, token).putAll(extraEnv);
+            Map<String, String> env = rankEnv(pb, r, n, r, n, "127.0.0.1:" + port, job, token);
+            env.putAll(extraEnv);
+            env.putAll(rankEnv.apply(r));
             ranks.add(launch(pb));
         }
         return ranks;
@@ -202,19 +210,10 @@ class ProcessRanksTest {
         String job = "pt" + ProcessHandle.current().pid() + "one" + setting.length();
         String token = "tok-one";
         try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), token)) {
-            String java = ProcessHandle.current().info().command().orElse("java");
-            List<Rank> ranks = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "--add-modules", "jdk.incubator.vector",
-                        "--enable-native-access=ALL-UNNAMED", "-Xshare:auto", "-cp", System.getProperty("java.class.path"),
-                        RankMain.class.getName(), "check");
-                Map<String, String> env = rankEnv(pb, r, 2, r, 2, "127.0.0.1:" + server.port(), job, token);
-                env.putAll(with(NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"));
-                if (r == 0) {
-                    env.put(setting.substring(0, setting.indexOf('=')), setting.substring(setting.indexOf('=') + 1));
-                }
-                ranks.add(launch(pb));
-            }
+            Map<String, String> rank0 = Map.of(setting.substring(0, setting.indexOf('=')),
+                    setting.substring(setting.indexOf('=') + 1));
+            List<Rank> ranks = start(2, server.port(), token, job, "check", with(NO_WARMUP_NO_PINNING, "JCCL_TIMEOUT", "120s"),
+                    r -> r == 0 ? rank0 : Map.of());
             try {
                 assertAllOk(ranks, 240);
             } finally {

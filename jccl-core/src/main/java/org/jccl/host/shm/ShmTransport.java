@@ -641,10 +641,15 @@ public final class ShmTransport implements Transport {
      * the calls before it).
      */
     public void postIn(long g) {
+        post(g, call.count);
+    }
+
+    /** Writes chunk {@code g}'s header with {@code count} (the call's, or flagged), the chunk id last. */
+    private void post(long g, long count) {
         long h = header(g);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count);
+        mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, count);
         mine.set(ValueLayout.JAVA_LONG, h + HDR_CHAIN, chainBefore);
         // Last, with release: a reader that sees the id sees the header and the data.
         LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
@@ -656,13 +661,8 @@ public final class ShmTransport implements Transport {
      * the caller must not return before they are done ({@link #awaitAllDone}).
      */
     public void postInAddress(long g, MemorySegment src) {
-        long h = header(g);
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_DATA, src.address());
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_COLL_SEQ, call.seq);
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_CALL, call.packed());
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_COUNT, call.count | COUNT_ADDRESS);
-        mine.set(ValueLayout.JAVA_LONG, h + HDR_CHAIN, chainBefore);
-        LONG.setRelease(mine, h + HDR_CHUNK_ID, id(g));
+        mine.set(ValueLayout.JAVA_LONG, header(g) + HDR_DATA, src.address());
+        post(g, call.count | COUNT_ADDRESS);
     }
 
     /**

@@ -59,21 +59,14 @@ public final class ChunkedAllToAll {
                 // overlap branch, which compiled code had never seen, at a caller's first in-place scatter)
                 ZeroCopy.copy(send.segment(), r * blockBytes, recv.segment(), 0, blockBytes);
                 if (rootPostsAddress) {
-                    t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
-                    t.endChunk(g);
-                    t.awaitAllDone(g); // it has read its block: the caller may change the buffer
+                    Chunks.endPostedAddress(t, g);
                 } else {
                     t.endChunk(g);
                 }
             } else {
                 t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
-                long at = blockBytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
-                if (at != 0) {
-                    t.readPosted(root, at + r * blockBytes, recv.segment(), 0, blockBytes);
-                } else {
-                    MemorySegment.copy(t.segment(root), slot + r * blockBytes, recv.segment(), 0, blockBytes);
-                }
+                Chunks.readChunk(t, root, g, slot + r * blockBytes, r * blockBytes, recv.segment(), 0, blockBytes);
                 t.endChunk(g);
             }
             return;
@@ -108,13 +101,10 @@ public final class ChunkedAllToAll {
                 if (root != r && c > 0) {
                     t.awaitIn(root, g);
                 }
-                // a root with the eager setting posts its address where this rank, with JCCL_CHECK=1, is here
-                long at = root != r && chunks == 1 && bytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
-                if (at != 0) {
-                    t.readPosted(root, at + r * blockBytes, recv.segment(), 0, bytes);
-                } else {
-                    MemorySegment.copy(t.segment(root), slot + r * bytes, recv.segment(), first * es, bytes);
-                }
+                // (a root with the eager setting may have posted its address while this rank, with
+                // JCCL_CHECK=1, is here)
+                Chunks.readChunk(t, root, g, slot + r * bytes, r * blockBytes + first * es, recv.segment(), first * es,
+                        bytes);
             }
             t.endChunk(g);
             if (byAddress) {

@@ -57,12 +57,7 @@ public final class ChunkedBroadcast {
             } else {
                 t.postIn(g); // read by no rank but one that names this rank the root
                 t.awaitIn(root, g);
-                long at = bytes >= Chunks.READ_POSTER_MIN_BYTES ? t.postedAddress(root, g) : 0;
-                if (at != 0) {
-                    t.readPosted(root, at, recv.segment(), 0, bytes);
-                } else {
-                    MemorySegment.copy(rootSeg, slot, recv.segment(), 0, bytes);
-                }
+                Chunks.readChunk(t, root, g, slot, 0, recv.segment(), 0, bytes);
                 t.endChunk(g);
             }
             return;
@@ -116,8 +111,6 @@ public final class ChunkedBroadcast {
         if (!inPlace) {
             MemorySegment.copy(send.segment(), 0, recv.segment(), 0, bytes); // while the receiver reads
         }
-        t.awaitAllIn(g); // the receiver's call agrees (root, type, count): else both would wait below
-        t.endChunk(g);
-        t.awaitAllDone(g); // it has read the buffer: the caller may change it
+        Chunks.endPostedAddress(t, g);
     }
 }

@@ -70,6 +70,33 @@ final class Chunks {
         return blockBytes >= READ_POSTER_MIN_BYTES && t.size() == 2 && t.peerReads(1 - t.rank(), src);
     }
 
+    /**
+     * Copies {@code bytes} of peer {@code p}'s chunk {@code g} into {@code dst} at {@code dstOffset}:
+     * from the peer's send buffer at {@code postedOffset} where it posted the buffer's address
+     * ({@link #postsAddress}), else from its slot at {@code slotOffset}. Call after a wait for that
+     * chunk.
+     */
+    static void readChunk(ShmTransport t, int p, long g, long slotOffset, long postedOffset, MemorySegment dst,
+                          long dstOffset, long bytes) {
+        long at = bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0; // (no peer posts less)
+        if (at != 0) {
+            t.readPosted(p, at + postedOffset, dst, dstOffset, bytes);
+        } else {
+            MemorySegment.copy(t.segment(p), slotOffset, dst, dstOffset, bytes);
+        }
+    }
+
+    /**
+     * Ends a rooted call's chunk {@code g} that this rank posted as its buffer's address: checks
+     * that the receivers' calls agree (root, type, count; else each side would wait for the other
+     * below), then waits until they have read the buffer, so that the caller may change it.
+     */
+    static void endPostedAddress(ShmTransport t, long g) {
+        t.awaitAllIn(g);
+        t.endChunk(g);
+        t.awaitAllDone(g);
+    }
+
     /** Number of chunks for {@code count} elements (at least one, so every call synchronises). */
     static long chunkCount(long count, long perChunk) {
         return count <= perChunk ? 1 : (count + perChunk - 1) / perChunk;
@@ -152,12 +179,7 @@ final class Chunks {
         for (int k = 1; k < n; k++) {
             int p = (r + k) % n;
             t.awaitIn(p, g);
-            long at = bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0; // (no peer posts less)
-            if (at != 0) { // the peer posted its send buffer's address (postsAddress): read from there
-                t.readPosted(p, at + peerSendOffset, dst, p * blockBytes + dstOffset, bytes);
-            } else {
-                MemorySegment.copy(t.segment(p), slotOffset, dst, p * blockBytes + dstOffset, bytes);
-            }
+            readChunk(t, p, g, slotOffset, peerSendOffset, dst, p * blockBytes + dstOffset, bytes);
         }
     }
 

@@ -60,6 +60,20 @@ final class JitWarmup {
     private static final int P2P_MID = (int) Math.min(MID, HostCommunicator.SINGLE_COPY_BYTES / Float.BYTES - 1);
     private static final int LARGE = 65541;
     /**
+     * Just over the block from which a 2-rank broadcast, scatter, all-gather or all-to-all of one
+     * chunk posts its buffer's address for the peer to read (Chunks.READ_POSTER_MIN_BYTES, 32 KiB):
+     * without these calls a caller's first such call (a 64 KiB all-gather, say) took branches the
+     * compiled calls had never seen and threw them away.
+     */
+    private static final int POSTED = (32 << 10) / Float.BYTES + 3;
+    /**
+     * A block between a slot's share and the zero-copy threshold (128 KiB + 12 B: 2 chunks at 2
+     * ranks, 3 at 4): the copy path of several chunks, which the all-gather, gather, scatter,
+     * reduce-scatter and all-to-all take only at such sizes (a caller's first 4-rank scatter of
+     * 512 KiB took the rooted branch of that loop for the first time).
+     */
+    private static final int MULTI = (128 << 10) / Float.BYTES + 3;
+    /**
      * Counts 1 to this many take turns, one per block: every length of the two-input float tail,
      * whose code has one case per length.
      */
@@ -197,6 +211,13 @@ final class JitWarmup {
          * reduce now and then: the tuner's branch for it was new to a caller's first 1 MiB reduce.
          */
         final HostBuffer huge;
+        /**
+         * 2 ranks only (else null): {@link #huge}'s all-gather output. Blocks over {@link
+         * HostCommunicator#READ_PEERS_MAX_BLOCK} go through the slots in several chunks, a path
+         * no other call of the warm-up takes (a caller's first 4 MiB all-gather threw the compiled
+         * call away).
+         */
+        final HostBuffer hugeAll;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
         final HostBuffer topIn, topOut, topSame;
         /** {@code tailIn[c]}, {@code tailOut[c]}: {@code c} floats, for c from 1 to {@value #TAILS}. */
@@ -249,6 +270,7 @@ final class JitWarmup {
             largeAll2 = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
             huge = n == 2 ? HostBuffer.allocate(DataType.FLOAT32,
                     org.jccl.host.tune.Tuner.REDUCE_ONESHOT_MIN_BYTES_2 / Float.BYTES + 3, arena) : null;
+            hugeAll = n == 2 ? HostBuffer.allocate(DataType.FLOAT32, 2 * huge.count(), arena) : null;
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }
@@ -354,6 +376,52 @@ final class JitWarmup {
             }
         }
 
+        /**
+         * The 2-rank calls of one chunk whose blocks the sender posts by address ({@link #POSTED}
+         * floats a rank), the root taking turns: a broadcast out of place and in place, a scatter, a
+         * gather, an all-gather, and an all-to-all out of place and in place (which posts no address).
+         */
+        private void posted(Communicator c, int e) {
+            CALLS.addAndGet(7);
+            int root = e % 2;
+            HostBuffer in = largeIn.slice(0, POSTED);
+            HostBuffer out = largeOut.slice(0, POSTED);
+            HostBuffer all = largeAll.slice(0, 2L * POSTED);
+            c.broadcast(in, out, root);
+            c.broadcast(out, 1 - root);
+            c.scatter(all, out, root);
+            c.gather(in, all, 1 - root);
+            c.allGather(in, all);
+            c.allToAll(all, largeAll2.slice(0, 2L * POSTED));
+            c.allToAll(all, all);
+        }
+
+        /**
+         * The copy path of several chunks ({@link #MULTI} floats a rank), the root taking turns: a
+         * scatter, a gather, an all-gather, a reduce-scatter and an all-to-all; between two ranks,
+         * every other time, an all-gather or a gather of {@link #huge} (several chunks too).
+         */
+        private void multi(Communicator c, int e) {
+            CALLS.addAndGet(5);
+            int n = c.size();
+            HostBuffer in = largeIn.slice(0, MULTI);
+            HostBuffer out = largeOut.slice(0, MULTI);
+            HostBuffer all = largeAll.slice(0, (long) n * MULTI);
+            c.scatter(all, out, e % n);
+            c.gather(in, all, (e + 1) % n);
+            c.allGather(in, all);
+            c.reduceScatter(all, out, ReduceOp.SUM);
+            c.allToAll(all, largeAll2.slice(0, (long) n * MULTI));
+            if (hugeAll != null && e % 2 == 0) {
+                CALLS.incrementAndGet();
+                if (e % 4 == 0) {
+                    c.allGather(huge, hugeAll);
+                } else {
+                    c.gather(huge, hugeAll, (e / 4) % 2);
+                }
+            }
+        }
+
         /** Keeps this rank busy (spinning, not asleep) for {@code nanos}. */
         private static void busy(long nanos) {
             long end = System.nanoTime() + nanos;
@@ -449,6 +517,10 @@ final class JitWarmup {
                     // (shared buffers only, as the other send/recv below)
                     c.sendRecv(largeIn, (c.rank() + 1) % n, largeOut, (c.rank() + n - 1) % n);
                 }
+                if (n == 2) {
+                    posted(c, e);
+                }
+                multi(c, e);
             }
             if (async && b % LARGE_EVERY == LARGE_EVERY / 2) {
                 rarer(c, b / LARGE_EVERY, root);

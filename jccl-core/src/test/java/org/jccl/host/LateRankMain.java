@@ -17,7 +17,8 @@ import org.jccl.testing.Deoptimizations;
  * spins, yields and parks; then a small all-reduce with each float reduction other than SUM, for the
  * first time; then a reduce, gather and scatter to and from rank 1 and a blocking send and receive; then a
  * 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv; then 2100
- * small all-reduces, past the flight recorder's capacity. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
+ * small all-reduces, past the flight recorder's capacity; before those, every collective out of place and in
+ * place at 8 B to 512 KiB a rank, as {@code jccl perf all} calls them. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
  * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
  */
 public final class LateRankMain {
@@ -71,6 +72,9 @@ public final class LateRankMain {
                             // and scatter, a one-chunk broadcast too large for the small ring, sends
                             // ahead of a late receiver, each first
                             total += rarerCalls(comm);
+                            // What jccl perf all does: every collective out of place and in place at
+                            // 8 B to 512 KiB a rank, each size's first calls
+                            total += sweepCalls(comm, arena);
                             // Past the flight recorder's capacity (2000 by default), whose first wrap
                             // the warm-up (which clears the recorder) never reaches
                             fill(small, comm.rank() == 0 ? 1 : 0);
@@ -156,6 +160,72 @@ public final class LateRankMain {
             comm.send(x, 0);
         }
         score += at(y, 0) == 2 - r ? 1 : 1000;
+        return score;
+    }
+
+    /**
+     * Every collective out of place and in place, root 0, at 2 to 131072 floats a rank (x4 each
+     * step): what {@code jccl perf all} calls, each size for the first time; each size class
+     * (the small ring, one chunk, one posted by address between two ranks, several chunks, zero
+     * copy) meets every form. 0 when every result is right on this rank, 1000 for each that is not
+     * (2 ranks).
+     */
+    private static double sweepCalls(org.jccl.Communicator comm, Arena arena) {
+        int r = comm.rank();
+        int n = comm.size();
+        double score = 0;
+        for (long c = 2; c <= 1 << 17; c *= 4) {
+            HostBuffer a = HostBuffer.allocate(DataType.FLOAT32, c, arena);
+            HostBuffer b = HostBuffer.allocate(DataType.FLOAT32, c, arena);
+            HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, n * c, arena);
+            HostBuffer all2 = HostBuffer.allocate(DataType.FLOAT32, n * c, arena);
+            HostBuffer mine = all.slice(r * c, c);
+            long last = c - 1;
+            fill(a, r + 1);
+            comm.allReduce(a, b, ReduceOp.SUM);
+            comm.allReduce(a, a, ReduceOp.SUM);
+            score += at(b, last) == 3 && at(a, 0) == 3 ? 0 : 1000;
+            fill(a, r == 0 ? 5 : 0);
+            comm.broadcast(a, b, 0);
+            comm.broadcast(b, 0);
+            score += at(b, last) == 5 ? 0 : 1000;
+            fill(a, r + 1);
+            comm.reduce(a, b, ReduceOp.SUM, 0);
+            comm.reduce(a, ReduceOp.SUM, 0);
+            score += r != 0 || at(b, last) == 3 && at(a, 0) == 3 ? 0 : 1000;
+            fill(a, r + 1);
+            comm.allGather(a, all);
+            score += at(all, 0) == 1 && at(all, n * c - 1) == n ? 0 : 1000;
+            fill(mine, r + 7);
+            comm.allGather(mine, all);
+            score += at(all, 0) == 7 && at(all, n * c - 1) == 6 + n ? 0 : 1000;
+            fill(all, 1);
+            comm.reduceScatter(all, b, ReduceOp.SUM);
+            comm.reduceScatter(all, mine, ReduceOp.SUM);
+            score += at(b, last) == n && at(all, r * c + last) == n ? 0 : 1000;
+            for (long i = 0; i < n * c; i++) {
+                all.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, 10 * r + i / c);
+            }
+            comm.allToAll(all, all2); // rank r receives 10 * q + r from rank q
+            comm.allToAll(all, all); // in place, the same
+            score += at(all2, 0) == r && at(all2, n * c - 1) == 10 * (n - 1) + r
+                    && at(all, 0) == r && at(all, n * c - 1) == 10 * (n - 1) + r ? 0 : 1000;
+            fill(a, r + 1);
+            comm.gather(a, all, 0);
+            score += r != 0 || at(all, 0) == 1 && at(all, n * c - 1) == n ? 0 : 1000;
+            fill(mine, r + 3);
+            comm.gather(mine, all, 0);
+            score += r != 0 || at(all, 0) == 3 && at(all, n * c - 1) == 2 + n ? 0 : 1000;
+            for (long i = 0; i < n * c; i++) {
+                all.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, r == 0 ? i / c + 20 : 0);
+            }
+            comm.scatter(all, b, 0);
+            comm.scatter(all, mine, 0);
+            score += at(b, last) == 20 + r && at(mine, 0) == 20 + r ? 0 : 1000;
+            fill(a, r + 1);
+            comm.sendRecv(a, (r + 1) % n, b, (r + n - 1) % n);
+            score += at(b, last) == (r + n - 1) % n + 1 ? 0 : 1000;
+        }
         return score;
     }
 

@@ -37,8 +37,9 @@ public final class ChunkedAllToAll {
         long blockBytes = blockCount * es;
         boolean sends = root < 0 || root == r;
         MemorySegment mine = t.segment(r);
-        boolean byAddress = root < 0 && chunks == 1 && !send.sameStart(recv)
-                && Chunks.postsAddress(t, send.segment(), blockBytes);
+        // (the size first: only a call that may post asks whether it is in place)
+        boolean byAddress = root < 0 && chunks == 1 && Chunks.postsAddress(t, send.segment(), blockBytes)
+                && !send.sameStart(recv);
         if (root >= 0 && chunks == 1 && t.eager()) {
             // A small scatter is eager, as a small broadcast (ChunkedBroadcast): the root posts
             // every block and returns; the receivers check its call.

@@ -78,7 +78,10 @@ final class Chunks {
      */
     static void readChunk(ShmTransport t, int p, long g, long slotOffset, long postedOffset, MemorySegment dst,
                           long dstOffset, long bytes) {
-        long at = bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0; // (no peer posts less)
+        // (no peer posts less, nor with more ranks; the rank count first, so that with more ranks
+        // the branch never changes: the size first made the first 32 KiB chunk there a branch the
+        // compiled code had never seen, which threw it away)
+        long at = t.size() == 2 && bytes >= READ_POSTER_MIN_BYTES ? t.postedAddress(p, g) : 0;
         if (at != 0) {
             t.readPosted(p, at + postedOffset, dst, dstOffset, bytes);
         } else {

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Tables of host-vs-mpi.sh's envab phase run with HOSTCMP_ENVAB_COLLS=all (jccl perf all).
 
-    envab-all-summary.py DIR TAG [TAG...]    DIR: the phase's files; TAGs: the settings' tags, the first the base
+    envab-all-summary.py [--label L] DIR TAG [TAG...]    DIR: the phase's files; TAGs: the settings' tags, the
+                                                        first the base; L: the files' label (default all:
+                                                        jccl-envab-L-TAG-RUN-rN.json)
 
 Per collective, rank count and size: each setting's out-of-place times over its runs (best first),
 the base's best over each setting's best (> 1: the setting faster), and Open MPI's best
@@ -17,11 +19,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from host_report import load, t, fmt, human  # noqa: E402
 
 
-def main(d, tags):
-    files = glob.glob(os.path.join(d, "jccl-envab-all-*-r*.json"))
+def main(d, tags, label="all"):
+    files = glob.glob(os.path.join(d, f"jccl-envab-{label}-*-r*.json"))
     ranks = sorted({int(re.search(r"-r(\d+)\.json$", f).group(1)) for f in files})
     for n in ranks:
-        runs = {tag: [load(f) for f in sorted(glob.glob(os.path.join(d, f"jccl-envab-all-{tag}-*-r{n}.json")))]
+        runs = {tag: [load(f) for f in sorted(glob.glob(os.path.join(d, f"jccl-envab-{label}-{tag}-*-r{n}.json")))]
                 for tag in tags}
         mpi = [load(f) for f in glob.glob(os.path.join(d, f"mpi-envab*-r{n}.json"))]
         keys = sorted({k for rs in runs.values() for r in rs for k in r}, key=lambda k: (k[0], k[1]))
@@ -41,4 +43,8 @@ def main(d, tags):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    args = sys.argv[1:]
+    lab = "all"
+    if args[:1] == ["--label"]:
+        lab, args = args[1], args[2:]
+    main(args[0], args[1:], lab)

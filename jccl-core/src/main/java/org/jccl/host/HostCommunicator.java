@@ -129,13 +129,18 @@ public final class HostCommunicator extends EngineCommunicator<ShmTransport> {
      * the copying over every rank's core. Scatter reads blocks of any size (its copy path is the
      * root's alone); broadcast never reads through this exchange (every rank reading the root's same
      * pages at once was 2-5x slower than the slots; between two ranks ChunkedBroadcast reads the root's
-     * buffer itself). Measured on a 32-core host, 4 and 8 ranks: BENCHMARKS.md.
+     * buffer itself). Measured on a 32-core host, 4 and 8 ranks: BENCHMARKS.md. Not between two ranks,
+     * where the slots' pipeline has one other core to spread over: there reading blocks of any size
+     * was 1.1-1.8x faster at 4-16 MiB (all-gather, gather, all-to-all; 16-core host, BENCHMARKS.md).
      */
     static final long READ_PEERS_MAX_BLOCK = 1 << 20;
 
-    /** Whether a collective that only copies blocks of {@code block} bytes may read peers' unregistered native buffers. */
-    private static boolean readPeers(long block) {
-        return block <= READ_PEERS_MAX_BLOCK;
+    /**
+     * Whether a collective that only copies blocks of {@code block} bytes may read peers' unregistered
+     * native buffers: up to {@link #READ_PEERS_MAX_BLOCK}, or any size between two ranks.
+     */
+    private boolean readPeers(long block) {
+        return block <= READ_PEERS_MAX_BLOCK || size() == 2;
     }
 
     /** True when a call of {@code bytes} per rank tries the zero-copy path (the same on every rank). */

@@ -211,13 +211,6 @@ final class JitWarmup {
          * reduce now and then: the tuner's branch for it was new to a caller's first 1 MiB reduce.
          */
         final HostBuffer huge;
-        /**
-         * 2 ranks only (else null): {@link #huge}'s all-gather output. Blocks over {@link
-         * HostCommunicator#READ_PEERS_MAX_BLOCK} go through the slots in several chunks, a path
-         * no other call of the warm-up takes (a caller's first 4 MiB all-gather threw the compiled
-         * call away).
-         */
-        final HostBuffer hugeAll;
         /** The one-shot top size's buffers (null when MID is one-shot already). */
         final HostBuffer topIn, topOut, topSame;
         /** {@code tailIn[c]}, {@code tailOut[c]}: {@code c} floats, for c from 1 to {@value #TAILS}. */
@@ -270,7 +263,6 @@ final class JitWarmup {
             largeAll2 = HostBuffer.allocate(DataType.FLOAT32, (long) LARGE * n, arena);
             huge = n == 2 ? HostBuffer.allocate(DataType.FLOAT32,
                     org.jccl.host.tune.Tuner.REDUCE_ONESHOT_MIN_BYTES_2 / Float.BYTES + 3, arena) : null;
-            hugeAll = n == 2 ? HostBuffer.allocate(DataType.FLOAT32, 2 * huge.count(), arena) : null;
             gathered = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
             exchanged = HostBuffer.allocate(DataType.FLOAT32, (long) SMALL * n, arena);
         }
@@ -398,8 +390,7 @@ final class JitWarmup {
 
         /**
          * The copy path of several chunks ({@link #MULTI} floats a rank), the root taking turns: a
-         * scatter, a gather, an all-gather, a reduce-scatter and an all-to-all; between two ranks,
-         * every other time, an all-gather or a gather of {@link #huge} (several chunks too).
+         * scatter, a gather, an all-gather, a reduce-scatter and an all-to-all.
          */
         private void multi(Communicator c, int e) {
             CALLS.addAndGet(5);
@@ -412,14 +403,6 @@ final class JitWarmup {
             c.allGather(in, all);
             c.reduceScatter(all, out, ReduceOp.SUM);
             c.allToAll(all, largeAll2.slice(0, (long) n * MULTI));
-            if (hugeAll != null && e % 2 == 0) {
-                CALLS.incrementAndGet();
-                if (e % 4 == 0) {
-                    c.allGather(huge, hugeAll);
-                } else {
-                    c.gather(huge, hugeAll, (e / 4) % 2);
-                }
-            }
         }
 
         /** Keeps this rank busy (spinning, not asleep) for {@code nanos}. */

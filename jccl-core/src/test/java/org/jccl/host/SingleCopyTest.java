@@ -320,34 +320,72 @@ class SingleCopyTest {
         assertEquals(List.of("ok", "ok", "ok"), results);
     }
 
+    /**
+     * Blocks over {@link HostCommunicator#READ_PEERS_MAX_BLOCK}: with 3 ranks an all-gather, gather and
+     * all-to-all of them keep the slots (no rank reads a peer); between 2 ranks they read the peer's
+     * native send buffer as smaller blocks do, and a broadcast and a scatter read the root's. The
+     * results are checked block by block.
+     */
     @Test
-    void blocksAboveOneMebibyteKeepTheSlotsTwoRankBroadcastsAndScattersReadTheRoot() throws Exception {
+    void blocksAboveOneMebibyteKeepTheSlotsButBetweenTwoRanksEveryCallReadsThePeer() throws Exception {
         long per = (HostCommunicator.READ_PEERS_MAX_BLOCK / 4) + 1; // one float above the limit
-        List<String> results = ThreadRanks.run(2, Duration.ofSeconds(60), comm -> {
-            int r = comm.rank();
-            HostCommunicator h = (HostCommunicator) comm;
-            try (Arena arena = Arena.ofShared()) {
-                long before = h.crossMemoryReads();
-                HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena);
-                comm.allGather(nativeOf(pattern(per, r), arena), all);
-                HostBuffer b = r == 0 ? nativeOf(pattern(per, 7), arena) : HostBuffer.allocate(DataType.FLOAT32, per, arena);
-                comm.broadcast(b, 0);
-                long slots = h.crossMemoryReads() - before;
-                float[] sc = new float[(int) (2 * per)];
-                System.arraycopy(pattern(per, 30), 0, sc, 0, (int) per);
-                System.arraycopy(pattern(per, 31), 0, sc, (int) per, (int) per);
-                HostBuffer out = HostBuffer.allocate(DataType.FLOAT32, per, arena);
-                comm.scatter(r == 0 ? nativeOf(sc, arena) : HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena), out, 0);
-                long scatterReads = h.crossMemoryReads() - before - slots;
-                float[] got = floats(all);
-                assertArrayEquals(pattern(per, 1 - r), java.util.Arrays.copyOfRange(got, (int) ((1 - r) * per), (int) ((2 - r) * per)));
-                assertArrayEquals(pattern(per, 7), floats(b));
-                assertArrayEquals(pattern(per, 30 + r), floats(out));
-                return slots + " " + scatterReads;
+        for (int n : new int[] {3, 2}) {
+            List<String> results = ThreadRanks.run(n, Duration.ofSeconds(60), comm -> {
+                int r = comm.rank();
+                HostCommunicator h = (HostCommunicator) comm;
+                try (Arena arena = Arena.ofShared()) {
+                    long before = h.crossMemoryReads();
+                    HostBuffer all = HostBuffer.allocate(DataType.FLOAT32, n * per, arena);
+                    comm.allGather(nativeOf(pattern(per, r), arena), all);
+                    float[] got = floats(all);
+                    HostBuffer gathered = HostBuffer.allocate(DataType.FLOAT32, n * per, arena);
+                    comm.gather(nativeOf(pattern(per, r + 10), arena), gathered, 1);
+                    float[] gg = floats(gathered);
+                    float[] a2a = new float[(int) (per * n)];
+                    for (int q = 0; q < n; q++) {
+                        System.arraycopy(pattern(per, 100 * r + q), 0, a2a, (int) (q * per), (int) per);
+                    }
+                    HostBuffer a2aOut = HostBuffer.allocate(DataType.FLOAT32, n * per, arena);
+                    comm.allToAll(nativeOf(a2a, arena), a2aOut);
+                    float[] a2 = floats(a2aOut);
+                    long copies = h.crossMemoryReads() - before;
+                    for (int p = 0; p < n; p++) {
+                        int from = (int) (p * per);
+                        int to = (int) ((p + 1) * per);
+                        assertArrayEquals(pattern(per, p), java.util.Arrays.copyOfRange(got, from, to),
+                                n + " ranks: all-gather block " + p + " on rank " + r);
+                        if (r == 1) {
+                            assertArrayEquals(pattern(per, p + 10), java.util.Arrays.copyOfRange(gg, from, to),
+                                    n + " ranks: gather block " + p);
+                        }
+                        assertArrayEquals(pattern(per, 100 * p + r), java.util.Arrays.copyOfRange(a2, from, to),
+                                n + " ranks: all-to-all block from rank " + p + " on rank " + r);
+                    }
+                    if (n > 2) {
+                        return Long.toString(copies);
+                    }
+                    HostBuffer b = r == 0 ? nativeOf(pattern(per, 7), arena) : HostBuffer.allocate(DataType.FLOAT32, per, arena);
+                    comm.broadcast(b, 0);
+                    float[] sc = new float[(int) (2 * per)];
+                    System.arraycopy(pattern(per, 30), 0, sc, 0, (int) per);
+                    System.arraycopy(pattern(per, 31), 0, sc, (int) per, (int) per);
+                    HostBuffer out = HostBuffer.allocate(DataType.FLOAT32, per, arena);
+                    comm.scatter(r == 0 ? nativeOf(sc, arena) : HostBuffer.allocate(DataType.FLOAT32, 2 * per, arena), out, 0);
+                    long rooted = h.crossMemoryReads() - before - copies;
+                    assertArrayEquals(pattern(per, 7), floats(b));
+                    assertArrayEquals(pattern(per, 30 + r), floats(out));
+                    return copies + " " + rooted;
+                }
+            });
+            if (n > 2) {
+                assertEquals(List.of("0", "0", "0"), results, "3 ranks: all-gather, gather and all-to-all of 1 MiB + 4 B "
+                        + "blocks read no peer");
+            } else {
+                assertEquals(List.of("2 0", "3 2"), results, "2 ranks: the all-gather and all-to-all read the peer on "
+                        + "both ranks, the gather on its root; rank 1 reads the broadcast's buffer and its scatter block "
+                        + "from the root");
             }
-        });
-        assertEquals(List.of("0 0", "1 1"), results, "all-gather of 1 MiB + 4 B blocks reads no peer; rank 1 reads "
-                + "the broadcast's buffer and its scatter block from the root");
+        }
     }
 
     @Test

@@ -1,6 +1,7 @@
 package org.jccl.host;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.BufferedReader;
@@ -357,6 +358,57 @@ class ProcessRanksTest {
                 System.out.println("doctor: " + verdict);
                 assertTrue(verdict.contains("no dump from rank(s) [1]"), verdict);
                 assertTrue(verdict.contains("rank 0") && verdict.contains("allReduce(FLOAT32 x 65536, MAX)"), verdict);
+            } finally {
+                ranks.forEach(r -> r.process().destroyForcibly());
+            }
+        }
+        assertNoSegmentsLeft(job);
+    }
+
+    /**
+     * A rank that reads a peer's buffer in place after the peer gave up on the call: rank 1 is
+     * stopped (SIGSTOP) while it waits at the exchange of an all-gather of unregistered native
+     * buffers (read with process_vm_readv) or of a reduce-scatter of registered ones (read mapped,
+     * in the kernel); rank 0 reads rank 1's buffer,
+     * waits for rank 1 until its 3 s deadline, fails, and writes over its send buffer, as a caller
+     * reusing it would. Let go on (SIGCONT), rank 1 finds the exchange done and reads rank 0's buffer:
+     * it must fail naming rank 0, not return what it read (before the check after each read it
+     * returned the overwritten block as the result).
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"latereader", "latereader-rs"})
+    void aReaderLetGoOnAfterItsPeerGaveUpFailsInsteadOfReturningWhatItRead(String mode) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(mode.endsWith("-rs") || org.jccl.internal.CrossMemory.selfCheck() == null,
+                "process_vm_readv is not allowed here (the in-place read this test is about)");
+        String job = "late" + mode.length() + ProcessHandle.current().pid();
+        try (TcpStoreServer server = TcpStoreServer.start(new InetSocketAddress("127.0.0.1", 0), "l")) {
+            List<Rank> ranks = start(2, server.port(), "l", job, mode,
+                    Map.of("JCCL_HEARTBEAT", "off", "JCCL_WARMUP", "0", "JCCL_AFFINITY", "off"),
+                    r -> Map.of("JCCL_TIMEOUT", r == 0 ? "3s" : "60s"));
+            try {
+                awaitReady(ranks);
+                Rank late = ranks.get(1);
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (!late.output().contains("calling") && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                Thread.sleep(500); // in the all-gather's exchange wait by now
+                long pid = late.process().pid();
+                assertEquals(0, new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor());
+                Rank first = ranks.get(0);
+                while (!first.output().contains("POISONED") && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                assertTrue(first.output().contains("POISONED"), "rank 0 should fail at its deadline:\n" + first.output());
+                assertEquals(0, new ProcessBuilder("kill", "-CONT", Long.toString(pid)).start().waitFor());
+                assertTrue(late.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "rank 1 still running:\n"
+                        + late.output());
+                assertFalse(late.output().contains("RETURNED"), "rank 1 returned from the all-gather after rank 0 gave "
+                        + "up on it:\n" + late.output());
+                assertTrue(late.output().contains("FAILED") && late.output().contains("rank 0"),
+                        "rank 1 should fail naming rank 0:\n" + late.output());
+                // (rank 0 closes its communicator after its pause: its registered buffers' files go with it)
+                assertTrue(first.process().waitFor(30, java.util.concurrent.TimeUnit.SECONDS), first.output());
             } finally {
                 ranks.forEach(r -> r.process().destroyForcibly());
             }

@@ -50,6 +50,10 @@ public final class RankMain {
                 bigSendRecv(comm);
                 return;
             }
+            if (mode.startsWith("latereader")) {
+                lateReader(comm, mode.endsWith("-rs"));
+                return;
+            }
             List<String> failures = check(comm);
             comm.barrier();
             if (!failures.isEmpty()) {
@@ -110,6 +114,65 @@ public final class RankMain {
             }
             System.out.println("SINGLE_COPY " + (comm instanceof HostCommunicator h ? h.singleCopyReceives() - before : -1));
             untilFailure(() -> comm.sendRecv(out, next, in, prev));
+        }
+    }
+
+    /**
+     * Two ranks, an all-gather of 1 MiB a rank from native memory, which each rank reads from the
+     * other's buffer in place (process_vm_readv), or with {@code registered} a reduce-scatter of
+     * registered buffers (comm.allocate: each rank reduces its block from both send buffers in place,
+     * mapped). Rank 1 prints "calling" and calls at once (the test
+     * stops it while it waits for rank 0); rank 0 calls 2 s later, reads, and waits for rank 1 until
+     * its deadline, then writes over its send buffer and prints "POISONED", and stays 3 s (its memory
+     * readable). Rank 1, let go on, either fails in the call (prints "FAILED ...") or returns and
+     * prints "RETURNED intact" or "RETURNED corrupt". Both close the communicator and exit 0.
+     */
+    static void lateReader(Communicator comm, boolean registered) throws InterruptedException {
+        int r = comm.rank();
+        long count = 1 << 18;
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            HostBuffer send = registered ? comm.allocate(DataType.FLOAT32, 2 * count)
+                    : HostBuffer.allocate(DataType.FLOAT32, count, arena);
+            HostBuffer all = registered ? comm.allocate(DataType.FLOAT32, count)
+                    : HostBuffer.allocate(DataType.FLOAT32, 2 * count, arena);
+            for (long i = 0; i < send.count(); i++) {
+                send.segment().setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, r * 1000f + (i % 997));
+            }
+            comm.barrier();
+            System.out.println("ready");
+            if (r == 0) {
+                Thread.sleep(2000);
+            } else {
+                System.out.println("calling");
+            }
+            System.out.flush();
+            long start = System.nanoTime();
+            try {
+                if (registered) {
+                    comm.reduceScatter(send, all, ReduceOp.SUM);
+                } else {
+                    comm.allGather(send, all);
+                }
+            } catch (RuntimeException e) {
+                timeToError(start, e);
+                System.out.println("FAILED " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                System.out.flush();
+                if (r == 0) {
+                    send.segment().fill((byte) 0xff); // the caller reuses its buffer after the failure
+                    System.out.println("POISONED");
+                    System.out.flush();
+                    Thread.sleep(3_000);
+                }
+                return; // closes the communicator (and frees its registered buffers)
+            }
+            boolean intact = true;
+            for (long i = 0; i < count; i++) {
+                // all-gather: rank 0's block; reduce-scatter: this rank's block of the two sends' sum
+                float want = registered ? 1000f + 2 * ((r * count + i) % 997) : i % 997;
+                intact &= all.segment().getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i) == want;
+            }
+            System.out.println("RETURNED " + (intact ? "intact" : "corrupt"));
+            System.out.flush();
         }
     }
 

@@ -692,6 +692,17 @@ public final class ShmTransport implements Transport {
      */
     public void readPosted(int peer, long from, MemorySegment dst, long dstOffset, long len) {
         readPeer(peer, from, dst, dstOffset, len);
+        checkReadFrom(peer);
+    }
+
+    /**
+     * After this rank read {@code peer}'s buffer in place: throws when the peer had given up on the
+     * call meanwhile (a deadline, a failure, an abort), as its caller may have changed the buffer
+     * while it was read. A peer returns from a call whose buffer others read only once they are done
+     * (their done words), so a peer that is still in the call has not: the check fails only a read
+     * that overlapped the peer's giving up, which would otherwise return what it read.
+     */
+    public void checkReadFrom(int peer) {
         long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
         if (code != ABORT_NONE) {
             throw peerAbort(peer, code);
@@ -1089,10 +1100,7 @@ public final class ShmTransport implements Transport {
      * was read: then this receive fails too rather than return what it read.
      */
     public void finishSingleCopy(int peer) {
-        long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
-        if (code != ABORT_NONE) {
-            throw peerAbort(peer, code); // closed, failed or aborted before this rank acked: its buffer is not to be trusted
-        }
+        checkReadFrom(peer); // closed, failed or aborted before this rank acked: its buffer is not to be trusted
         consumeEntry(peer);
         singleCopies++;
     }

@@ -121,7 +121,8 @@ public final class ZeroCopy {
     /**
      * Copies {@code bytes} at {@code offset} of peer {@code p}'s send buffer into {@code dst}: from
      * its registered region where mapped, else from its process (process_vm_readv, one copy); this
-     * rank's own buffer directly (nothing when source and destination are the same memory).
+     * rank's own buffer directly (nothing when source and destination are the same memory). A peer
+     * that gave up on the call while it was read fails the read ({@link ShmTransport#checkReadFrom}).
      */
     static void read(ShmTransport t, int p, long offset, MemorySegment dst, long dstOffset, long bytes) {
         if (bytes <= 0) {
@@ -132,6 +133,23 @@ public final class ZeroCopy {
             copy(src, t.peerSendOffsets[p] + offset, dst, dstOffset, bytes);
         } else {
             t.readPeer(p, t.peerSendAddress[p] + offset, dst, dstOffset, bytes);
+        }
+        if (p != t.rank()) {
+            t.checkReadFrom(p);
+        }
+    }
+
+    /**
+     * After this rank's reads of peers' registered buffers in place (the reducing collectives, which
+     * read them in the kernels): fails when a peer gave up on the call meanwhile ({@link
+     * ShmTransport#checkReadFrom}), as {@link #read} does after each read.
+     */
+    static void checkPeers(ShmTransport t) {
+        int me = t.rank();
+        for (int p = 0; p < t.size(); p++) {
+            if (p != me) {
+                t.checkReadFrom(p);
+            }
         }
     }
 

@@ -60,6 +60,7 @@ public final class ZeroCopyAllReduce {
                             (phi - plo) * es);
                 }
             }
+            ZeroCopy.checkPeers(t);
             t.endChunk(g);
         }
         // Peers read this rank's send (their parts) and recv (its part): the caller may reuse both

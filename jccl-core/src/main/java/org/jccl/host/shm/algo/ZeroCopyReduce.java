@@ -38,6 +38,7 @@ public final class ZeroCopyReduce {
             MemorySegment dst = t.peerRecv[root];
             Reductions.reduce(send.type(), op, dst, t.peerRecvOffsets[root] + lo * es, t.srcs, t.srcOffsets, n, hi - lo, n);
         }
+        ZeroCopy.checkPeers(t);
         t.endChunk(g);
         // The root needs every part; the others must not reuse their send before everyone read it.
         t.awaitAllDone(g);

@@ -29,6 +29,7 @@ public final class ZeroCopyReduceScatter {
             t.srcOffsets[p] = t.peerSendOffsets[p] + me * blockBytes;
         }
         Reductions.reduce(send.type(), op, recv.segment(), 0, t.srcs, t.srcOffsets, n, recv.count(), n);
+        ZeroCopy.checkPeers(t);
         t.endChunk(g);
         t.awaitAllDone(g);
         return true;

@@ -284,7 +284,10 @@ final class JitWarmup {
 
         /** Messages a rank sends ahead of its partner in {@link #rarer}: one more than a mailbox holds. */
         private static final int AHEAD = 5;
-        /** How late the partner comes to them: long enough for the sender to find its mailbox full. */
+        /**
+         * How late the partner comes to them: long enough for the sender to find its mailbox full
+         * (and the eager side of the ring-ahead calls the small ring).
+         */
         private static final long AHEAD_LATE_NANOS = 200_000;
 
         /**
@@ -293,8 +296,8 @@ final class JitWarmup {
          * seen and threw it away at the caller's first such call: the async form of one collective
          * in turn (with a non-root's null buffer), one in place in turn (the overlap checks'
          * other side), a rooted call of one chunk too large for the small ring in turn, a
-         * send/recv pair whose sender finds its mailbox full, and the health check of a parked
-         * wait. {@code e}: this event's number.
+         * send/recv pair whose sender finds its mailbox full, small rooted calls whose eager side
+         * finds the small ring full, and the health check of a parked wait. {@code e}: this event's number.
          */
         private void rarer(Communicator c, int e, int root) {
             int n = c.size();
@@ -339,6 +342,23 @@ final class JitWarmup {
                         c.recv(smallOut, partner);
                     }
                 }
+            }
+            // A ring ahead: a loop of small gathers whose root is late, then of small broadcasts whose
+            // receivers are late, so that the eager side finds the small ring full and waits (a
+            // caller's such loop took a branch of the chunk's start the compiled code had never seen)
+            int ring = org.jccl.host.shm.ShmSegmentDescriptor.SMALL_SLOTS + 2;
+            CALLS.addAndGet(2 * ring);
+            if (r == root) {
+                busy(AHEAD_LATE_NANOS);
+            }
+            for (int i = 0; i < ring; i++) {
+                c.gather(blockIn, exchanged, root);
+            }
+            if (r != root) {
+                busy(AHEAD_LATE_NANOS);
+            }
+            for (int i = 0; i < ring; i++) {
+                c.broadcast(smallIn, smallOut, root);
             }
             // Calls of no elements (a caller's size that splits into empty parts makes them too):
             // the kernels' checks of an empty range. (Not the all-gather's and all-to-all's: their

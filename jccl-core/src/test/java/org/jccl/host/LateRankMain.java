@@ -17,8 +17,9 @@ import org.jccl.testing.Deoptimizations;
  * spins, yields and parks; then a small all-reduce with each float reduction other than SUM, for the
  * first time; then a reduce, gather and scatter to and from rank 1 and a blocking send and receive; then a
  * 1 MiB broadcast, all-gather, reduce-scatter, all-to-all and send/recv; then 2100
- * small all-reduces, past the flight recorder's capacity; before those, every collective out of place and in
- * place at 8 B to 512 KiB a rank, as {@code jccl perf all} calls them. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
+ * small all-reduces, past the flight recorder's capacity; before those, 40 small gathers and broadcasts
+ * whose eager side fills the small ring, and every collective out of place and in place at 8 B to
+ * 512 KiB a rank, as {@code jccl perf all} calls them. Prints every deoptimization (JFR) after the warm-up as {@code DEOPT
  * class.method bci reason}, the results as {@code SUMS ...}, then {@code DONE}.
  */
 public final class LateRankMain {
@@ -72,6 +73,8 @@ public final class LateRankMain {
                             // and scatter, a one-chunk broadcast too large for the small ring, sends
                             // ahead of a late receiver, each first
                             total += rarerCalls(comm);
+                            // A ring ahead: small rooted calls whose eager side fills the small ring
+                            total += ringAhead(comm);
                             // What jccl perf all does: every collective out of place and in place at
                             // 8 B to 512 KiB a rank, each size's first calls
                             total += sweepCalls(comm, arena);
@@ -225,6 +228,33 @@ public final class LateRankMain {
             fill(a, r + 1);
             comm.sendRecv(a, (r + 1) % n, b, (r + n - 1) % n);
             score += at(b, last) == (r + n - 1) % n + 1 ? 0 : 1000;
+        }
+        return score;
+    }
+
+    /**
+     * 40 small gathers to rank 0 while rank 0 is 300 us late (rank 1, eager, fills the small ring and
+     * waits), then 40 small broadcasts from rank 0 while rank 1 is late (rank 0 fills it): 0 when every
+     * result is right on this rank, 1000 for each that is not (2 ranks).
+     */
+    private static double ringAhead(org.jccl.Communicator comm) {
+        int r = comm.rank();
+        double score = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            HostBuffer x = HostBuffer.allocate(DataType.FLOAT32, 3, arena);
+            HostBuffer both = HostBuffer.allocate(DataType.FLOAT32, 6, arena);
+            late(r == 0, 300_000);
+            for (int i = 0; i < 40; i++) {
+                fill(x, r + i);
+                comm.gather(x, both, 0);
+                score += r != 0 || at(both, 0) == i && at(both, 5) == 1 + i ? 0 : 1000;
+            }
+            late(r == 1, 300_000);
+            for (int i = 0; i < 40; i++) {
+                fill(x, r == 0 ? i : -1);
+                comm.broadcast(x, 0);
+                score += at(x, 2) == i ? 0 : 1000;
+            }
         }
         return score;
     }

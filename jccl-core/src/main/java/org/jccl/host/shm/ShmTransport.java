@@ -1077,10 +1077,7 @@ public final class ShmTransport implements Transport {
         if (r == len) {
             return;
         }
-        long code = (long) LONG.getAcquire(segs[peer], ABORT_OFFSET);
-        if (code != ABORT_NONE) {
-            throw peerAbort(peer, code); // the sender gave up (and may have let go of its buffer)
-        }
+        checkReadFrom(peer); // the sender gave up (and may have let go of its buffer)
         if (r == -3 || !ProcessHandle.of(peerPids[peer]).map(ProcessHandle::isAlive).orElse(false)) { // ESRCH: gone
             String msg = "rank " + peer + " (pid " + peerPids[peer] + ") died while rank " + rank
                     + " was reading its send buffer";
